@@ -1,0 +1,97 @@
+"""The public API of overlap desktop.
+
+The CLI and the GUI are thin shells over these functions; so are scripts and
+pipelines. Long-running functions take keyword-only ``progress`` (a callable that
+receives :class:`~overlap_desktop.core.types.Progress`) and ``cancel`` (a callable
+returning ``True`` to stop; checked between frames and files) and raise
+:class:`~overlap_desktop.errors.Cancelled` after keeping finished work.
+
+Names are resolved lazily so that importing this module (e.g. at GUI start-up)
+does not load PyAV, scipy or the matcher until they are used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> module that defines it. One table, so the surface is visible in one place.
+_EXPORTS: dict[str, str] = {
+    # configuration and environment
+    "Config": "overlap_desktop.config",
+    "load_config": "overlap_desktop.config",
+    "SETTINGS": "overlap_desktop.config",
+    "doctor": "overlap_desktop.core.doctor",
+    "available_readers": "overlap_desktop.core.readers",
+    # shared types
+    "Progress": "overlap_desktop.core.types",
+    "CancelToken": "overlap_desktop.core.types",
+    "Variant": "overlap_desktop.core.types",
+    "Segment": "overlap_desktop.core.types",
+    "StreamFingerprints": "overlap_desktop.core.types",
+    # Core 1: fingerprints and the index
+    "fingerprint_file": "overlap_desktop.core.indexer",
+    "index_paths": "overlap_desktop.core.indexer",
+    "IndexSummary": "overlap_desktop.core.indexer",
+    "open_index": "overlap_desktop.core.index",
+    "Index": "overlap_desktop.core.index",
+    "IndexedFile": "overlap_desktop.core.index",
+    # Core 2: manifests and delivery verification
+    "export_manifest": "overlap_desktop.core.manifest",
+    "read_manifest": "overlap_desktop.core.manifest",
+    "inspect_manifest": "overlap_desktop.core.manifest",
+    "Manifest": "overlap_desktop.core.manifest",
+    "ExportSummary": "overlap_desktop.core.manifest",
+    "verify_delivery": "overlap_desktop.core.verify",
+    "VerifyResult": "overlap_desktop.core.verify",
+    # Core 3: matching and reports
+    "compare": "overlap_desktop.core.compare",
+    "self_dedupe": "overlap_desktop.core.compare",
+    "compare_offers": "overlap_desktop.core.compare",
+    "audit_sample": "overlap_desktop.core.compare",
+    "merge_indexes": "overlap_desktop.core.merge",
+    "Report": "overlap_desktop.core.report",
+    "write_report_json": "overlap_desktop.core.report",
+    "write_report_html": "overlap_desktop.core.report",
+    "write_report_csv": "overlap_desktop.core.report",
+    "load_report_json": "overlap_desktop.core.report",
+    # first run
+    "run_demo": "overlap_desktop.core.demo",
+    # text overlap (overlapy method)
+    "text_overlap": "overlap_desktop.core.textoverlap",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from overlap_desktop.config import SETTINGS, Config, load_config
+    from overlap_desktop.core.compare import audit_sample, compare, compare_offers, self_dedupe
+    from overlap_desktop.core.demo import run_demo
+    from overlap_desktop.core.doctor import doctor
+    from overlap_desktop.core.index import Index, IndexedFile, open_index
+    from overlap_desktop.core.indexer import IndexSummary, fingerprint_file, index_paths
+    from overlap_desktop.core.manifest import (ExportSummary, Manifest, export_manifest,
+                                               inspect_manifest, read_manifest)
+    from overlap_desktop.core.merge import merge_indexes
+    from overlap_desktop.core.readers import available_readers
+    from overlap_desktop.core.report import (Report, load_report_json, write_report_csv,
+                                             write_report_html, write_report_json)
+    from overlap_desktop.core.textoverlap import text_overlap
+    from overlap_desktop.core.types import (CancelToken, Progress, Segment, StreamFingerprints,
+                                            Variant)
+    from overlap_desktop.core.verify import VerifyResult, verify_delivery

@@ -1,0 +1,1 @@
+"""One module per ``overlap`` subcommand, each exposing ``COMMAND`` (discovered)."""

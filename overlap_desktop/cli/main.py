@@ -1,0 +1,95 @@
+"""Entry point of the ``overlap`` command: ``main(argv) -> exit code``.
+
+Tests call :func:`main` in-process. Errors the user can cause are
+:class:`~overlap_desktop.errors.OverlapError` and print one clear line; anything else
+is a bug, reported as such with exit code 1 (the traceback only with ``--verbose``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+
+from overlap_desktop import __version__
+from overlap_desktop.cli.framework import CliContext, discover_commands
+from overlap_desktop.errors import ExitCode, OverlapError
+
+__all__ = ["build_parser", "main"]
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("common options")
+    g.add_argument("--index", metavar="DIR", default=argparse.SUPPRESS,
+                   help="index folder (default: $OVERLAP_INDEX, overlap.toml, or the platform data folder)")
+    g.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                   help="no progress bars")
+    g.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="show technical detail of errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="overlap",
+        description="Find out how much of a video dataset offer you already own, "
+                    "without exchanging footage.")
+    parser.add_argument("--version", action="version", version=f"overlap {__version__}")
+    _common(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for cmd in discover_commands():
+        p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description or cmd.help)
+        cmd.add_arguments(p)
+        _common(p)
+        p.set_defaults(_command=cmd)
+    return parser
+
+
+class _ArgumentError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit status (never raises except SystemExit
+    from ``--help``/``--version``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    cmd = getattr(args, "_command", None)
+    if cmd is None:
+        parser.print_help(sys.stderr)
+        return int(ExitCode.USAGE)
+    ctx = CliContext(quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", False))
+    if getattr(args, "index", None):
+        ctx.overrides["index.path"] = args.index
+    logging.basicConfig(level=logging.DEBUG if ctx.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(cmd.run(args, ctx))
+    except KeyboardInterrupt:
+        ctx.note("overlap: interrupted; finished work was kept")
+        return int(ExitCode.INTERRUPTED)
+    except OverlapError as exc:
+        ctx.note(f"overlap {cmd.name}: error: {exc}")
+        if exc.detail and ctx.verbose:
+            ctx.note(exc.detail)
+        return int(exc.exit_code)
+    except Exception:  # a bug: say so plainly, keep the traceback for --verbose
+        ctx.note(f"overlap {cmd.name}: internal error (this is a bug; rerun with --verbose for details)")
+        if ctx.verbose:
+            traceback.print_exc(file=ctx.err)
+        return int(ExitCode.INTERNAL)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

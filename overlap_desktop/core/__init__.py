@@ -1,0 +1,1 @@
+"""The Qt-free core: readers -> frames -> fingerprint -> index -> manifest -> match -> report."""

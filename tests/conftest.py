@@ -1,0 +1,31 @@
+"""Session-wide test setup.
+
+Qt runs offscreen (no display in CI). Generated footage is cached per session in
+``tmp_path_factory`` folders by the fixtures that need it.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Tests must never read the developer's own config or index.
+os.environ.pop("OVERLAP_INDEX", None)
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+REALDATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(autouse=True)
+def _isolate_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point platformdirs locations at a per-session temp folder."""
+    home = tmp_path_factory.getbasetemp() / "userdirs"
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    for key in list(os.environ):
+        if key.startswith("OVERLAP_"):
+            monkeypatch.delenv(key, raising=False)
