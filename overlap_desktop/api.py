@@ -55,10 +55,28 @@ _EXPORTS: dict[str, str] = {
     "write_report_html": "overlap_desktop.core.report",
     "write_report_csv": "overlap_desktop.core.report",
     "load_report_json": "overlap_desktop.core.report",
+    # plain words for reports (shared by CLI, HTML and GUI so they say the same thing)
+    "headline": "overlap_desktop.core.report",
+    "headline_details": "overlap_desktop.core.report",
+    "describe_flags": "overlap_desktop.core.report",
+    "describe_segment": "overlap_desktop.core.report",
+    "format_percent": "overlap_desktop.core.report",
+    "format_clock": "overlap_desktop.core.report",
+    "format_duration": "overlap_desktop.core.report",
+    "FileResult": "overlap_desktop.core.report",
+    "MergeSummary": "overlap_desktop.core.merge",
+    "safe_text": "overlap_desktop.core.report",
+    "report_to_dict": "overlap_desktop.core.report",
+    # one owned frame for display (the GUI's match preview)
+    "frame_at": "overlap_desktop.core.preview",
     # first run
     "run_demo": "overlap_desktop.core.demo",
+    "default_demo_dir": "overlap_desktop.core.demo",
     # text overlap (overlapy method)
     "text_overlap": "overlap_desktop.core.textoverlap",
+    "check_hashed_overlap": "overlap_desktop.core.textoverlap",
+    "keyed_ngram_hashes": "overlap_desktop.core.textoverlap",
+    "TextOverlapResult": "overlap_desktop.core.textoverlap",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -81,17 +99,21 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.config import SETTINGS, Config, load_config
     from overlap_desktop.core.compare import audit_sample, compare, compare_offers, self_dedupe
-    from overlap_desktop.core.demo import run_demo
+    from overlap_desktop.core.demo import default_demo_dir, run_demo
     from overlap_desktop.core.doctor import doctor
     from overlap_desktop.core.index import Index, IndexedFile, open_index
     from overlap_desktop.core.indexer import IndexSummary, fingerprint_file, index_paths
     from overlap_desktop.core.manifest import (ExportSummary, Manifest, export_manifest,
                                                inspect_manifest, read_manifest)
-    from overlap_desktop.core.merge import merge_indexes
+    from overlap_desktop.core.merge import MergeSummary, merge_indexes
+    from overlap_desktop.core.preview import frame_at
     from overlap_desktop.core.readers import available_readers
-    from overlap_desktop.core.report import (Report, load_report_json, write_report_csv,
-                                             write_report_html, write_report_json)
-    from overlap_desktop.core.textoverlap import text_overlap
+    from overlap_desktop.core.report import (FileResult, Report, describe_flags, describe_segment,
+                                             format_clock, format_duration, format_percent, headline,
+                                             headline_details, load_report_json, report_to_dict, safe_text,
+                                             write_report_csv, write_report_html, write_report_json)
+    from overlap_desktop.core.textoverlap import (TextOverlapResult, check_hashed_overlap,
+                                                  keyed_ngram_hashes, text_overlap)
     from overlap_desktop.core.types import (CancelToken, Progress, Segment, StreamFingerprints,
                                             Variant)
     from overlap_desktop.core.verify import VerifyResult, verify_delivery
