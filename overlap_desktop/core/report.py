@@ -3,19 +3,72 @@
 The data model is produced by :mod:`overlap_desktop.core.compare` and rendered here.
 The JSON layout is specified in docs/report-schema.md; bump :data:`REPORT_SCHEMA`
 on any incompatible change.
+
+Every string in a report that came from a manifest or a file name is untrusted: a
+vendor chooses it. Renderers for people (HTML, CSV, terminal lines) pass such
+strings through :func:`safe_text` (control, bidi-override and invisible characters
+become visible ``[U+XXXX]`` markers) and HTML additionally escapes them. The JSON
+keeps the exact strings, because it is data that must round-trip.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
+import os
+import unicodedata
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from html import escape as _html_escape
+from pathlib import Path
 from typing import Any
 
-from overlap_desktop.core.types import Segment, Span
+import numpy as np
 
-__all__ = ["REPORT_SCHEMA", "FileResult", "Report"]
+from overlap_desktop.core.types import Segment, Span, Variant
+from overlap_desktop.errors import InputError
+
+__all__ = [
+    "REPORT_SCHEMA",
+    "FileResult",
+    "Report",
+    "describe_flags",
+    "describe_segment",
+    "format_clock",
+    "format_duration",
+    "format_percent",
+    "headline",
+    "headline_details",
+    "load_report_json",
+    "report_from_dict",
+    "report_to_dict",
+    "safe_text",
+    "write_report_csv",
+    "write_report_html",
+    "write_report_json",
+]
 
 #: Identifier and version of the report JSON format.
 REPORT_SCHEMA = "overlap.report/1"
+_SCHEMA_PREFIX = "overlap.report/"
+_SCHEMA_MAJOR = 1
+
+#: Speeds within this distance of 1.0 count as "normal speed" in plain-word flags.
+SPEED_TOLERANCE = 0.08
+#: Points per segment kept in the JSON (and plotted): enough to see the line and its noise.
+MAX_PAIRS_PER_SEGMENT = 400
+#: Points kept over a whole report, so the JSON of a 10,000-segment offer stays a few MB
+#: (each segment keeps at least :data:`MIN_PAIRS_PER_SEGMENT`).
+MAX_PAIRS_PER_REPORT = 200_000
+MIN_PAIRS_PER_SEGMENT = 24
+#: Plots drawn in the HTML report; beyond this the file gets slow to open.
+MAX_HTML_PLOTS = 60
+#: Hamming distance drawn as "far" (red) in plots; PDQ near-duplicates sit well below.
+_PLOT_FAR_DISTANCE = 64.0
 
 
 @dataclass(slots=True)
@@ -50,6 +103,11 @@ class FileResult:
     def matched_percent(self) -> float:
         return 0.0 if self.duration_s <= 0 else min(100.0, 100.0 * self.matched_seconds / self.duration_s)
 
+    @property
+    def indeterminate_seconds(self) -> float:
+        """Offered seconds of this file that could not be judged."""
+        return sum(s.duration_s for s in self.indeterminate)
+
 
 @dataclass(slots=True)
 class Report:
@@ -65,6 +123,8 @@ class Report:
         manifest: Facts about the offer (label, Merkle root, files, hours, algo/prep).
         settings: Settings that shaped the answer (algo, prep, floor, thresholds, index identity).
         created: ISO-8601 UTC time the report was made.
+        tool_version: Version of overlap desktop that made the report (filled in when
+            serialised if empty).
     """
 
     kind: str
@@ -76,9 +136,1088 @@ class Report:
     manifest: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     created: str = ""
+    tool_version: str = ""
 
     @property
     def overlap_percent(self) -> float:
         if self.offered_seconds <= 0:
             return 0.0
         return min(100.0, 100.0 * self.matched_seconds / self.offered_seconds)
+
+
+# =========================================================================== plain words
+
+
+_VISIBLE_OK = {"\t"}
+
+
+def safe_text(value: object, *, max_len: int | None = None) -> str:
+    """Make an untrusted string safe to show to a person.
+
+    Control characters, bidirectional overrides/isolates (``U+202E`` can make
+    ``gpj.exe`` read as ``exe.jpg``), zero-width and other invisible format
+    characters, line/paragraph separators and lone surrogates are replaced by a
+    visible ``[U+XXXX]`` marker, so nothing is hidden and nothing is reordered.
+    This does not HTML-escape; HTML output escapes on top of it.
+
+    Args:
+        value: Any value; converted with ``str``.
+        max_len: Optional cap; longer text is cut with an ellipsis.
+
+    Returns:
+        The neutralised text.
+    """
+    text = str(value)
+    out: list[str] = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch not in _VISIBLE_OK and cat in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            out.append(f"[U+{ord(ch):04X}]")
+        else:
+            out.append(ch)
+    result = "".join(out)
+    if max_len is not None and len(result) > max_len:
+        result = result[: max(1, max_len - 1)] + "…"
+    return result
+
+
+def _esc(value: object) -> str:
+    """HTML-escape an untrusted value for element text and attribute values."""
+    return _html_escape(safe_text(value), quote=True)
+
+
+def format_duration(seconds: float) -> str:
+    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"3.5 min"``, ``"42 s"``."""
+    s = max(0.0, float(seconds))
+    if s >= 3600:
+        return f"{s / 3600:.1f} h"
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+
+
+def _pair_of_durations(part: float, whole: float) -> str:
+    """``"12.4 of 20.0 h"``: both numbers in the unit chosen for the whole."""
+    w = max(0.0, float(whole))
+    p = max(0.0, float(part))
+    if w >= 3600:
+        return f"{p / 3600:.1f} of {w / 3600:.1f} h"
+    if w >= 60:
+        return f"{p / 60:.1f} of {w / 60:.1f} min"
+    return f"{p:.1f} of {w:.1f} s"
+
+
+def format_percent(pct: float) -> str:
+    """Round a percentage for people without over- or under-claiming.
+
+    ``0.3`` reads ``"<1%"`` (never a 0 that hides a match) and ``99.7`` reads
+    ``">99%"`` (never a 100 that is not complete).
+    """
+    p = float(pct)
+    if p <= 0:
+        return "0%"
+    if p < 1:
+        return "<1%"
+    if 99 < p < 100:
+        return ">99%"
+    return f"{round(p)}%"
+
+
+def format_clock(seconds: float) -> str:
+    """A position in a file: ``"1:02:03.5"`` or ``"2:03.5"``."""
+    s = float(seconds)
+    sign = "-" if s < 0 else ""
+    s = abs(s)
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    if h >= 1:
+        return f"{sign}{int(h)}:{int(m):02d}:{sec:04.1f}"
+    return f"{sign}{int(m)}:{sec:04.1f}"
+
+
+#: Speeds people use when re-timing footage; a measured speed within 3% of one is shown as it
+#: (the measurement is a line fit over sampled frames: 0.49 means "half speed").
+_NICE_SPEEDS = (0.25, 1 / 3, 0.5, 2 / 3, 0.75, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
+
+
+def _format_speed(speed: float) -> str:
+    a = abs(float(speed))
+    for nice in _NICE_SPEEDS:
+        if abs(a - nice) <= 0.03 * nice:
+            a = nice
+            break
+    return f"{a:.2f}".rstrip("0").rstrip(".") + "x"
+
+
+def _speed_words(speed: float) -> str | None:
+    """Plain words for a segment's speed, or ``None`` at normal speed."""
+    a = abs(speed)
+    if a < 1.0 - SPEED_TOLERANCE:
+        return f"slowed to {_format_speed(a)}"
+    if a > 1.0 + SPEED_TOLERANCE:
+        return f"sped up to {_format_speed(a)}"
+    return None
+
+
+def _variant_words(v: Variant) -> list[str]:
+    words = v.describe()
+    return [w for w in words.split(", ") if w] if words else []
+
+
+def _corpus_sources(segments: Iterable[Segment]) -> list[str]:
+    seen: dict[str, None] = {}
+    for s in segments:
+        seen.setdefault(s.corpus_file, None)
+    return list(seen)
+
+
+def describe_flags(file_result: FileResult) -> list[str]:
+    """The manipulations seen in one offered file, in plain words.
+
+    Words come from the reported segments when they carry the detail (the actual
+    speed, crop depth and side) and fall back to the matcher's machine flags
+    otherwise, e.g. ``["slowed to 0.5x", "mirrored", "cropped bottom 18%",
+    "spliced from 2 sources"]``. Below-floor evidence is not described here.
+
+    Args:
+        file_result: One file of a report.
+
+    Returns:
+        Phrases in a stable order, without duplicates.
+    """
+    out: dict[str, None] = {}
+    segs = list(file_result.segments)
+    flags = set(file_result.flags)
+    for s in segs:
+        w = _speed_words(s.speed)
+        if w:
+            out.setdefault(w, None)
+    if "slowdown" in flags and not any(abs(s.speed) < 1 - SPEED_TOLERANCE for s in segs):
+        out.setdefault("slowed down", None)
+    if "speedup" in flags and not any(abs(s.speed) > 1 + SPEED_TOLERANCE for s in segs):
+        out.setdefault("sped up", None)
+    if any(s.speed < 0 for s in segs) or "reversed" in flags:
+        out.setdefault("reversed", None)
+    for s in segs:
+        for w in _variant_words(s.variant):
+            out.setdefault(w, None)
+    if "mirror" in flags and not any(s.variant.mirrored for s in segs):
+        out.setdefault("mirrored", None)
+    if "crop" in flags and not any(s.variant.crop < 1.0 for s in segs):
+        out.setdefault("cropped", None)
+    if "edge-crop" in flags and not any(s.variant.edge for s in segs):
+        out.setdefault("edge cropped", None)
+    if "rotation" in flags and not any(s.variant.rotation for s in segs):
+        out.setdefault("rotated", None)
+    sources = _corpus_sources(segs)
+    if len(sources) >= 2:
+        out.setdefault(f"spliced from {len(sources)} sources", None)
+    elif len(segs) >= 2:
+        out.setdefault(f"{len(segs)} pieces of 1 owned file", None)
+    elif "splice" in flags:
+        out.setdefault("spliced", None)
+    if segs and 0 < file_result.matched_percent < 95:
+        out.setdefault(f"partly new ({format_percent(100 - file_result.matched_percent)} unmatched)", None)
+    return list(out)
+
+
+def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: float | None = None) -> str:
+    """One matched stretch in plain words.
+
+    Example: ``"offered 0:10.0–0:30.0 matches owned kitchen/a.mp4 1:00.0–1:10.0,
+    slowed to 0.5x, mirrored"``. File names are passed through :func:`safe_text`.
+
+    Args:
+        seg: The segment.
+        below_floor: Say that the stretch is below the evidence floor.
+        floor_seconds: The floor, named when ``below_floor``.
+    """
+    parts = [
+        f"offered {format_clock(seg.query_start)}–{format_clock(seg.query_end)} matches owned "
+        f"{safe_text(seg.corpus_file)} {format_clock(seg.corpus_start)}–{format_clock(seg.corpus_end)}"
+    ]
+    w = _speed_words(seg.speed)
+    if w:
+        parts.append(w)
+    if seg.speed < 0:
+        parts.append("reversed")
+    parts.extend(_variant_words(seg.variant))
+    text = ", ".join(parts)
+    if below_floor:
+        fl = f" of {floor_seconds:g} s" if floor_seconds is not None else ""
+        text += f" (below the evidence floor{fl}: listed as evidence, not counted)"
+    return text
+
+
+def _floor(report: Report) -> float | None:
+    for key in ("floor_seconds", "floor"):
+        v = report.settings.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+def _label(report: Report, key: str) -> str | None:
+    v = report.manifest.get(key)
+    if isinstance(v, str) and v.strip():
+        return safe_text(v, max_len=80)
+    return None
+
+
+def headline(report: Report) -> str:
+    """The answer in one plain sentence.
+
+    Example: ``"62% of these hours (12.4 of 20.0 h) match footage you already own."``
+    The wording follows ``report.kind``; labels from manifests are neutralised
+    with :func:`safe_text` (escape again for HTML).
+    """
+    pct = format_percent(report.overlap_percent)
+    amounts = _pair_of_durations(report.matched_seconds, report.offered_seconds)
+    if report.kind == "self-dedupe":
+        return f"{pct} of the indexed hours ({amounts}) duplicate other footage in the same collection."
+    if report.kind == "compare-offers":
+        a = _label(report, "label")
+        b = _label(report, "other_label")
+        other = report.settings.get("other_manifest")
+        other_label = other.get("label") if isinstance(other, Mapping) else None
+        if b is None and isinstance(other_label, str) and other_label.strip():
+            b = safe_text(other_label, max_len=80)
+        first = f"offer A (“{a}”)" if a else "offer A"
+        second = f"offer B (“{b}”)" if b else "offer B"
+        return f"{pct} of {first}'s hours ({amounts}) also appear in {second}."
+    if report.kind == "audit":
+        return f"{pct} of the sample you were shown ({amounts}) is covered by the manifest."
+    return f"{pct} of these hours ({amounts}) match footage you already own."
+
+
+def headline_details(report: Report) -> list[str]:
+    """Further plain sentences that qualify the headline (real footage behind
+    speed-changed copies, below-floor evidence, indeterminate time)."""
+    out: list[str] = []
+    n_files = len(report.files)
+    matched_files = sum(1 for f in report.files if f.segments)
+    if n_files:
+        out.append(f"{matched_files} of {n_files} offered files contain matched footage.")
+    unmatched = max(0.0, report.offered_seconds - report.matched_seconds - report.indeterminate_seconds)
+    if report.kind == "compare" and report.matched_seconds > 0 and unmatched > 0:
+        share = format_percent(100.0 * unmatched / report.offered_seconds)
+        # "matched nothing you own", not "new": footage outside the index may still exist elsewhere.
+        out.append(f"The other {format_duration(unmatched)} ({share}) matched nothing in your index.")
+    if report.matched_seconds > 0 and report.real_footage_seconds < report.matched_seconds * 0.95:
+        out.append(f"The matched {format_duration(report.matched_seconds)} hold only "
+                   f"{format_duration(report.real_footage_seconds)} of real footage: "
+                   "some copies were slowed down to fill more hours.")
+    elif report.matched_seconds > 0 and report.real_footage_seconds > report.matched_seconds * 1.05:
+        out.append(f"The matched {format_duration(report.matched_seconds)} compress "
+                   f"{format_duration(report.real_footage_seconds)} of owned footage (sped-up copies).")
+    n_below = sum(len(f.below_floor) for f in report.files)
+    if n_below:
+        fl = _floor(report)
+        fl_txt = f"{fl:g} s " if fl is not None else ""
+        out.append(f"{n_below} shorter match{'es' if n_below != 1 else ''} below the {fl_txt}evidence floor "
+                   f"{'are' if n_below != 1 else 'is'} listed separately and not counted.")
+    if report.indeterminate_seconds > 0:
+        out.append(f"{format_duration(report.indeterminate_seconds)} could not be judged (static or "
+                   "featureless footage) and counts neither way.")
+    return out
+
+
+# =========================================================================== JSON
+
+
+def _r(x: float, nd: int = 3) -> float:
+    """Round for JSON; NaN/inf (never expected) become 0 so the JSON stays valid."""
+    xf = float(x)
+    if not math.isfinite(xf):
+        return 0.0
+    return round(xf, nd)
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert settings/manifest facts to JSON types (paths, tuples, numpy scalars)."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, Variant):
+        return obj.to_dict()
+    if isinstance(obj, bytes):
+        return obj.hex()
+    return str(obj)
+
+
+def _thin_pairs(pairs: np.ndarray | None, limit: int = MAX_PAIRS_PER_SEGMENT) -> np.ndarray | None:
+    if pairs is None:
+        return None
+    arr = np.asarray(pairs, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] < 3 or arr.shape[0] == 0:
+        return None
+    if arr.shape[0] > limit:
+        idx = np.unique(np.linspace(0, arr.shape[0] - 1, limit).round().astype(np.int64))
+        arr = arr[idx]
+    return arr[:, :3]
+
+
+def _round_pairs(pairs: np.ndarray) -> list[list[float]]:
+    """Plot points for JSON: times to ms, distances to 0.1, non-finite values dropped."""
+    arr = pairs[np.isfinite(pairs).all(axis=1)]
+    out = np.empty_like(arr)
+    out[:, :2] = np.round(arr[:, :2], 3)
+    out[:, 2] = np.round(arr[:, 2], 1)
+    return out.tolist()
+
+
+def _segment_to_dict(seg: Segment, *, below_floor: bool, floor_seconds: float | None,
+                     max_pairs: int = MAX_PAIRS_PER_SEGMENT) -> dict[str, Any]:
+    pairs = _thin_pairs(seg.pairs, max_pairs)
+    return {
+        "query_file": seg.query_file,
+        "query_stream": seg.query_stream,
+        "query_start": _r(seg.query_start),
+        "query_end": _r(seg.query_end),
+        "corpus_file": seg.corpus_file,
+        "corpus_stream": seg.corpus_stream,
+        "corpus_start": _r(seg.corpus_start),
+        "corpus_end": _r(seg.corpus_end),
+        "speed": _r(seg.speed, 4),
+        "variant": seg.variant.to_dict(),
+        "frames": int(seg.frames),
+        "mean_distance": _r(seg.mean_distance, 2),
+        "score": _r(seg.score, 4),
+        "description": describe_segment(seg, below_floor=below_floor, floor_seconds=floor_seconds),
+        "pairs": None if pairs is None else _round_pairs(pairs),
+    }
+
+
+def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int) -> dict[str, Any]:
+    return {
+        "query_file": f.query_file,
+        "duration_s": _r(f.duration_s),
+        "matched_percent": _r(f.matched_percent, 2),
+        "matched_seconds": _r(f.matched_seconds),
+        "real_footage_seconds": _r(f.real_footage_seconds),
+        "indeterminate_seconds": _r(f.indeterminate_seconds),
+        "flags": list(f.flags),
+        "flags_text": describe_flags(f),
+        "segments": [_segment_to_dict(s, below_floor=False, floor_seconds=floor_seconds,
+                                      max_pairs=max_pairs) for s in f.segments],
+        "below_floor": [_segment_to_dict(s, below_floor=True, floor_seconds=floor_seconds,
+                                         max_pairs=max_pairs) for s in f.below_floor],
+        "indeterminate": [{"start": _r(s.start_s), "end": _r(s.end_s), "reason": s.reason}
+                          for s in f.indeterminate],
+        "episodes": _jsonable(f.episodes),
+    }
+
+
+def _tool_version(report: Report) -> str:
+    if report.tool_version:
+        return report.tool_version
+    from overlap_desktop import __version__
+
+    return __version__
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    """The report as JSON-ready data (layout: docs/report-schema.md).
+
+    Times are seconds rounded to milliseconds; percentages are 0..100. Derived
+    fields (``overlap_percent``, ``headline``, ``flags_text``, ``description``)
+    are written for readers that do not run this code; :func:`load_report_json`
+    recomputes them rather than trusting them.
+    """
+    fl = _floor(report)
+    n_segments = sum(len(f.segments) + len(f.below_floor) for f in report.files)
+    max_pairs = max(MIN_PAIRS_PER_SEGMENT,
+                    min(MAX_PAIRS_PER_SEGMENT, MAX_PAIRS_PER_REPORT // max(1, n_segments)))
+    created = report.created or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return {
+        "schema": REPORT_SCHEMA,
+        "kind": report.kind,
+        "created": created,
+        "tool": {"name": "overlap-desktop", "version": _tool_version(report)},
+        "headline": headline(report),
+        "details": headline_details(report),
+        "overlap_percent": _r(report.overlap_percent, 2),
+        "offered_seconds": _r(report.offered_seconds),
+        "matched_seconds": _r(report.matched_seconds),
+        "real_footage_seconds": _r(report.real_footage_seconds),
+        "indeterminate_seconds": _r(report.indeterminate_seconds),
+        "counts": {
+            "files": len(report.files),
+            "matched_files": sum(1 for f in report.files if f.segments),
+            "segments": sum(len(f.segments) for f in report.files),
+            "below_floor": sum(len(f.below_floor) for f in report.files),
+            "indeterminate_spans": sum(len(f.indeterminate) for f in report.files),
+        },
+        "files": [_file_to_dict(f, fl, max_pairs) for f in report.files],
+        "manifest": _jsonable(report.manifest),
+        "settings": _jsonable(report.settings),
+    }
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the whole new one."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    tmp = parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        # 0o666 minus the umask, like an ordinary file (mkstemp would give 0o600).
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as exc:
+        raise InputError(f"cannot write here: {exc.strerror or exc}", path=path) from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from exc
+        raise
+
+
+def _dumps_json(data: Any) -> bytes:
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate from a hostile name cannot be UTF-8: \u-escape everything.
+        return (json.dumps(data, indent=2, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
+
+
+def write_report_json(report: Report, path: str | os.PathLike[str]) -> Path:
+    """Write the report as versioned JSON (atomically: temp file, fsync, rename).
+
+    Args:
+        report: The report.
+        path: Destination ``.json``.
+
+    Returns:
+        The path written.
+
+    Raises:
+        InputError: the destination cannot be written.
+    """
+    p = Path(path)
+    _atomic_write_bytes(p, _dumps_json(report_to_dict(report)))
+    return p
+
+
+class _Bad(Exception):
+    pass
+
+
+def _get(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str,
+         default: Any = ...) -> Any:
+    if key not in d or d[key] is None:
+        if default is ...:
+            raise _Bad(f"{where}: missing {key!r}")
+        return default
+    v = d[key]
+    if kind is float and isinstance(v, int) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, bool) and kind is not bool and (kind is float or kind is int):
+        raise _Bad(f"{where}: {key!r} must be a number")
+    if not isinstance(v, kind):
+        raise _Bad(f"{where}: {key!r} has the wrong type ({type(v).__name__})")
+    return v
+
+
+def _num(d: Mapping[str, Any], key: str, where: str, default: Any = ...) -> float:
+    v = _get(d, key, (int, float), where, default)
+    if isinstance(v, bool):
+        raise _Bad(f"{where}: {key!r} must be a number")
+    v = float(v)
+    if not math.isfinite(v):
+        raise _Bad(f"{where}: {key!r} is not finite")
+    return v
+
+
+def _segment_from_dict(d: Any, where: str) -> Segment:
+    if not isinstance(d, Mapping):
+        raise _Bad(f"{where}: expected an object")
+    vd = _get(d, "variant", Mapping, where, {})
+    try:
+        variant = Variant.from_dict(dict(vd))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise _Bad(f"{where}: bad variant ({exc})") from exc
+    pairs_raw = d.get("pairs")
+    pairs = None
+    if pairs_raw is not None:
+        try:
+            arr = np.asarray(pairs_raw, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise _Bad(f"{where}: bad pairs") from exc
+        if arr.ndim == 2 and arr.shape[1] == 3:
+            pairs = arr
+        elif arr.size:
+            raise _Bad(f"{where}: pairs must be [query_s, corpus_s, distance] triples")
+    return Segment(
+        query_file=_get(d, "query_file", str, where, ""),
+        query_stream=_get(d, "query_stream", str, where, ""),
+        query_start=_num(d, "query_start", where),
+        query_end=_num(d, "query_end", where),
+        corpus_file=_get(d, "corpus_file", str, where, ""),
+        corpus_stream=_get(d, "corpus_stream", str, where, ""),
+        corpus_start=_num(d, "corpus_start", where),
+        corpus_end=_num(d, "corpus_end", where),
+        speed=_num(d, "speed", where, 1.0),
+        variant=variant,
+        frames=int(_num(d, "frames", where, 0)),
+        mean_distance=_num(d, "mean_distance", where, 0.0),
+        score=_num(d, "score", where, 0.0),
+        pairs=pairs,
+    )
+
+
+def _file_from_dict(d: Any, where: str) -> FileResult:
+    if not isinstance(d, Mapping):
+        raise _Bad(f"{where}: expected an object")
+    name = _get(d, "query_file", str, where)
+    w = f"{where} ({safe_text(name, max_len=60)})"
+    spans = []
+    for i, sd in enumerate(_get(d, "indeterminate", list, w, [])):
+        if not isinstance(sd, Mapping):
+            raise _Bad(f"{w}: indeterminate[{i}]: expected an object")
+        spans.append(Span(_num(sd, "start", w), _num(sd, "end", w), str(sd.get("reason", "") or "")))
+    flags = _get(d, "flags", list, w, [])
+    if not all(isinstance(x, str) for x in flags):
+        raise _Bad(f"{w}: flags must be words")
+    episodes = _get(d, "episodes", list, w, [])
+    return FileResult(
+        query_file=name,
+        duration_s=_num(d, "duration_s", w),
+        matched_seconds=_num(d, "matched_seconds", w, 0.0),
+        real_footage_seconds=_num(d, "real_footage_seconds", w, 0.0),
+        segments=[_segment_from_dict(s, f"{w}: segments[{i}]")
+                  for i, s in enumerate(_get(d, "segments", list, w, []))],
+        below_floor=[_segment_from_dict(s, f"{w}: below_floor[{i}]")
+                     for i, s in enumerate(_get(d, "below_floor", list, w, []))],
+        indeterminate=spans,
+        flags=list(flags),
+        episodes=[e for e in episodes if isinstance(e, dict)],
+    )
+
+
+def _check_schema(data: Any) -> None:
+    if not isinstance(data, Mapping):
+        raise _Bad("not a report: the top level is not a JSON object")
+    schema = data.get("schema")
+    if not isinstance(schema, str) or not schema.startswith(_SCHEMA_PREFIX):
+        raise _Bad(f"not an overlap report (schema is {safe_text(repr(schema), max_len=60)}, "
+                   f"expected {REPORT_SCHEMA!r})")
+    version = schema[len(_SCHEMA_PREFIX):]
+    if not version.isdigit():
+        raise _Bad(f"unreadable report schema version {safe_text(version, max_len=40)!r}")
+    if int(version) != _SCHEMA_MAJOR:
+        newer = int(version) > _SCHEMA_MAJOR
+        raise _Bad(f"report schema {schema!r} is not supported by this version (it reads {REPORT_SCHEMA!r})"
+                   + ("; it was written by a newer overlap desktop — update to open it" if newer else ""))
+
+
+def report_from_dict(data: Any) -> Report:
+    """Rebuild a :class:`Report` from :func:`report_to_dict` data.
+
+    Unknown keys are ignored (additive changes keep the schema version); derived
+    values are recomputed from the stored facts.
+
+    Raises:
+        InputError: wrong schema version or malformed content (message says where).
+    """
+    try:
+        _check_schema(data)
+        raw_files = _get(data, "files", list, "report", [])
+        files = [_file_from_dict(f, f"files[{i}]") for i, f in enumerate(raw_files)]
+        tool = data.get("tool") if isinstance(data.get("tool"), Mapping) else {}
+        return Report(
+            kind=_get(data, "kind", str, "report"),
+            offered_seconds=_num(data, "offered_seconds", "report"),
+            matched_seconds=_num(data, "matched_seconds", "report"),
+            real_footage_seconds=_num(data, "real_footage_seconds", "report", 0.0),
+            indeterminate_seconds=_num(data, "indeterminate_seconds", "report", 0.0),
+            files=files,
+            manifest=dict(_get(data, "manifest", Mapping, "report", {})),
+            settings=dict(_get(data, "settings", Mapping, "report", {})),
+            created=_get(data, "created", str, "report", ""),
+            tool_version=str(tool.get("version", "") or ""),
+        )
+    except _Bad as exc:
+        raise InputError(str(exc)) from None
+
+
+def load_report_json(path: str | os.PathLike[str]) -> Report:
+    """Read a report written by :func:`write_report_json`.
+
+    Args:
+        path: A ``.json`` report.
+
+    Returns:
+        The report (segment plot points included when they were stored).
+
+    Raises:
+        InputError: unreadable file, not JSON, wrong schema version or malformed
+            content; the message names the file and the problem.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the report: {exc.strerror or exc}", path=p) from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a JSON report: {exc}", path=p) from None
+    try:
+        return report_from_dict(data)
+    except InputError as exc:
+        raise InputError(exc.message, path=p) from None
+
+
+# =========================================================================== CSV
+
+CSV_COLUMNS = (
+    "kind", "query_file", "query_stream", "query_start", "query_end", "corpus_file", "corpus_stream",
+    "corpus_start", "corpus_end", "speed", "mirrored", "rotation", "crop", "edge_side", "edge_depth",
+    "frames", "mean_distance", "score", "description",
+)
+
+
+def _csv_text(value: object) -> str:
+    """Neutralise a name for spreadsheets: visible control characters, and a leading
+    quote before ``= + - @`` so a hostile name is never run as a formula."""
+    s = safe_text(value)
+    if s and s[0] in "=+-@\t\r":
+        s = "'" + s
+    return s
+
+
+def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
+    """Write one row per matched segment (atomically).
+
+    The ``kind`` column is ``segment`` for reported overlap and ``below-floor`` for
+    shorter evidence that is not counted. Files without any match get one
+    ``no-match`` row so every offered file appears. Times are seconds.
+
+    Returns:
+        The path written.
+    """
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerow(CSV_COLUMNS)
+    fl = _floor(report)
+
+    def row(kind: str, s: Segment) -> list[object]:
+        v = s.variant
+        return [kind, _csv_text(s.query_file or ""), _csv_text(s.query_stream), f"{s.query_start:.3f}",
+                f"{s.query_end:.3f}", _csv_text(s.corpus_file), _csv_text(s.corpus_stream),
+                f"{s.corpus_start:.3f}", f"{s.corpus_end:.3f}", f"{s.speed:.4f}", int(v.mirrored),
+                v.rotation, "" if v.crop >= 1.0 else f"{v.crop:.4f}", v.edge or "",
+                f"{v.edge_depth:.4f}" if v.edge else "", s.frames, f"{s.mean_distance:.2f}",
+                f"{s.score:.4f}",
+                _csv_text(describe_segment(s, below_floor=kind == "below-floor", floor_seconds=fl))]
+
+    for f in report.files:
+        for s in f.segments:
+            r = row("segment", s)
+            if not s.query_file:
+                r[1] = _csv_text(f.query_file)
+            w.writerow(r)
+        for s in f.below_floor:
+            r = row("below-floor", s)
+            if not s.query_file:
+                r[1] = _csv_text(f.query_file)
+            w.writerow(r)
+        if not f.segments and not f.below_floor:
+            w.writerow(["no-match", _csv_text(f.query_file)] + [""] * (len(CSV_COLUMNS) - 2))
+    p = Path(path)
+    # utf-8-sig: spreadsheet programs on Windows then read non-ASCII names correctly.
+    _atomic_write_bytes(p, buf.getvalue().encode("utf-8-sig", errors="backslashreplace"))
+    return p
+
+
+# =========================================================================== HTML
+
+_CSS = """
+:root { --fg:#1d2330; --muted:#5b6475; --line:#d9dee7; --bg:#ffffff; --soft:#f4f6fa;
+        --accent:#2456c8; --warn:#b4570b; --bad:#b3261e; --ok:#1e7b45; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color: var(--fg);
+       background: var(--bg); margin: 0; padding: 32px 40px 48px; max-width: 1200px; }
+h1 { font-size: 14px; font-weight: 600; letter-spacing: .06em; text-transform: uppercase; color: var(--muted);
+     margin: 0 0 6px; }
+h2 { font-size: 19px; margin: 34px 0 10px; border-bottom: 1px solid var(--line); padding-bottom: 6px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+.headline { font-size: 28px; line-height: 1.25; font-weight: 650; margin: 4px 0 12px; }
+.details { margin: 0 0 8px; padding-left: 20px; color: var(--fg); }
+.label { color: var(--muted); margin: 0 0 14px; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 18px 0 6px; }
+.card { background: var(--soft); border: 1px solid var(--line); border-radius: 8px; padding: 10px 16px;
+        min-width: 150px; }
+.card .n { font-size: 22px; font-weight: 650; }
+.card .t { color: var(--muted); font-size: 13px; }
+table { border-collapse: collapse; width: 100%; font-size: 13.5px; }
+th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: var(--soft); font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.name { word-break: break-all; unicode-bidi: isolate; max-width: 380px; }
+.bar { background: #e6e9f0; border-radius: 3px; height: 8px; width: 90px; display: inline-block;
+       vertical-align: middle; margin-left: 6px; overflow: hidden; }
+.bar span { display: block; height: 100%; background: var(--accent); }
+.flag { display: inline-block; background: #fff3e6; color: var(--warn); border: 1px solid #f1d2b0;
+        border-radius: 10px; padding: 0 8px; margin: 1px 3px 1px 0; font-size: 12.5px; white-space: nowrap; }
+.muted { color: var(--muted); }
+.note { color: var(--muted); font-size: 13px; }
+.plots { display: flex; flex-wrap: wrap; gap: 18px; }
+figure { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 10px; background: #fff; }
+figcaption { font-size: 12.5px; color: var(--muted); max-width: 420px; word-break: break-all; }
+.legend { font-size: 12.5px; color: var(--muted); margin: 6px 0 12px; }
+.sw { display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin: 0 4px 0 10px;
+      vertical-align: middle; }
+footer { margin-top: 40px; font-size: 12.5px; color: var(--muted); }
+footer table { font-size: 12.5px; }
+footer td { padding: 3px 8px; }
+@media print { body { padding: 0; } figure { break-inside: avoid; } }
+"""
+
+
+def _distance_colour(d: float) -> str:
+    """Green (identical) through amber to red (far) for plot points."""
+    t = min(1.0, max(0.0, float(d) / _PLOT_FAR_DISTANCE))
+    if t < 0.5:
+        u = t / 0.5
+        r, g, b = 30 + u * (220 - 30), 150 + u * (160 - 150), 70 + u * (20 - 70)
+    else:
+        u = (t - 0.5) / 0.5
+        r, g, b = 220 + u * (190 - 220), 160 + u * (40 - 160), 20 + u * (30 - 20)
+    return f"#{int(r):02x}{int(g):02x}{int(b):02x}"
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    span = hi - lo
+    if span <= 0:
+        return [lo]
+    raw = span / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.ceil(lo / step) * step
+    ticks = []
+    t = start
+    while t <= hi + 1e-9 and len(ticks) < 20:
+        ticks.append(round(t, 6))
+        t += step
+    return ticks
+
+
+def _axis_unit(span_s: float) -> tuple[float, str]:
+    """Divisor and unit name for an axis covering ``span_s`` seconds."""
+    if span_s >= 3 * 3600:
+        return 3600.0, "h"
+    if span_s >= 300:
+        return 60.0, "min"
+    return 1.0, "s"
+
+
+def _svg_plot(query_file: str, corpus_file: str, duration_s: float,
+              segments: list[tuple[Segment, bool]]) -> str:
+    """An inline SVG of query time (x) against corpus time (y) for one file pair.
+
+    Fitted segments are drawn as wide translucent bands (dashed outline when below
+    the floor) under the supporting frame matches, which are dots coloured by
+    Hamming distance. All text is escaped.
+    """
+    W, H = 420, 300
+    ml, mr, mt, mb = 56, 14, 14, 42
+    pw, ph = W - ml - mr, H - mt - mb
+    xs_hi = max([duration_s] + [s.query_end for s, _ in segments] + [1e-3])
+    ys: list[float] = []
+    for s, _ in segments:
+        ys += [s.corpus_start, s.corpus_end]
+        if s.pairs is not None and len(s.pairs):
+            arr = np.asarray(s.pairs, dtype=np.float64)
+            if arr.ndim == 2 and arr.shape[1] >= 2 and np.isfinite(arr[:, 1]).all():
+                ys += [float(arr[:, 1].min()), float(arr[:, 1].max())]
+    y_lo, y_hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
+    pad = max(1.0, 0.05 * (y_hi - y_lo))
+    y_lo, y_hi = max(0.0, y_lo - pad), y_hi + pad
+    x_lo, x_hi = 0.0, xs_hi
+    xdiv, xunit = _axis_unit(x_hi - x_lo)
+    ydiv, yunit = _axis_unit(y_hi - y_lo)
+
+    def X(v: float) -> float:
+        return ml + (v - x_lo) / (x_hi - x_lo) * pw
+
+    def Y(v: float) -> float:
+        return mt + ph - (v - y_lo) / (y_hi - y_lo) * ph
+
+    title = f"{safe_text(query_file)} against {safe_text(corpus_file)}"
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
+             f'role="img" aria-label="{_html_escape(title, quote=True)}">',
+             f"<title>{_html_escape(title, quote=True)}</title>",
+             f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="#fafbfd" stroke="#d9dee7"/>']
+    for t in _nice_ticks(x_lo / xdiv, x_hi / xdiv):
+        x = X(t * xdiv)
+        parts.append(f'<line x1="{x:.1f}" y1="{mt}" x2="{x:.1f}" y2="{mt + ph}" stroke="#eceff4"/>')
+        parts.append(f'<text x="{x:.1f}" y="{mt + ph + 14}" font-size="10" text-anchor="middle" '
+                     f'fill="#5b6475">{t:g}</text>')
+    for t in _nice_ticks(y_lo / ydiv, y_hi / ydiv):
+        y = Y(t * ydiv)
+        parts.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#eceff4"/>')
+        parts.append(f'<text x="{ml - 5}" y="{y + 3:.1f}" font-size="10" text-anchor="end" '
+                     f'fill="#5b6475">{t:g}</text>')
+    parts.append(f'<text x="{ml + pw / 2:.1f}" y="{H - 8}" font-size="11" text-anchor="middle" '
+                 f'fill="#1d2330">offered file time ({xunit})</text>')
+    parts.append(f'<text x="12" y="{mt + ph / 2:.1f}" font-size="11" text-anchor="middle" fill="#1d2330" '
+                 f'transform="rotate(-90 12 {mt + ph / 2:.1f})">owned file time ({yunit})</text>')
+    for s, below in segments:
+        dash = ' stroke-dasharray="6 5"' if below else ""
+        colour = "#8a93a6" if below else "#2456c8"
+        tip = describe_segment(s, below_floor=below)
+        parts.append(f'<line x1="{X(s.query_start):.1f}" y1="{Y(s.corpus_start):.1f}" '
+                     f'x2="{X(s.query_end):.1f}" y2="{Y(s.corpus_end):.1f}" stroke="{colour}" '
+                     f'stroke-opacity="0.28" stroke-width="9" stroke-linecap="round"{dash}>'
+                     f"<title>{_html_escape(tip, quote=True)}</title></line>")
+    for s, below in segments:
+        arr = _thin_pairs(s.pairs)
+        if arr is None:
+            continue
+        for q, c, d in arr.tolist():
+            if not (math.isfinite(q) and math.isfinite(c) and math.isfinite(d)):
+                continue
+            parts.append(f'<circle cx="{X(q):.1f}" cy="{Y(c):.1f}" r="1.8" fill="{_distance_colour(d)}" '
+                         f'fill-opacity="{0.5 if below else 0.9}"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _segment_rows(rows: list[tuple[FileResult, Segment]]) -> str:
+    out = ['<table><thead><tr><th>Offered file</th><th class="num">Offered span</th><th>Owned file</th>'
+           '<th class="num">Owned span</th><th class="num">Speed</th><th>Manipulation</th>'
+           '<th class="num">Frames</th><th class="num">Mean distance</th><th class="num">Score</th>'
+           "</tr></thead><tbody>"]
+    for f, s in rows:
+        words = []
+        sw = _speed_words(s.speed)
+        if sw:
+            words.append(sw)
+        if s.speed < 0:
+            words.append("reversed")
+        words += _variant_words(s.variant)
+        manip = ", ".join(words) if words else '<span class="muted">none</span>'
+        if words:
+            manip = _html_escape(manip)
+        out.append(
+            f'<tr><td class="name">{_esc(s.query_file or f.query_file)}'
+            f'{"<br><span class=muted>" + _esc(s.query_stream) + "</span>" if s.query_stream else ""}</td>'
+            f'<td class="num">{format_clock(s.query_start)}–{format_clock(s.query_end)}</td>'
+            f'<td class="name">{_esc(s.corpus_file)}'
+            f'{"<br><span class=muted>" + _esc(s.corpus_stream) + "</span>" if s.corpus_stream else ""}</td>'
+            f'<td class="num">{format_clock(s.corpus_start)}–{format_clock(s.corpus_end)}</td>'
+            f'<td class="num">{_html_escape(_format_speed(s.speed))}</td><td>{manip}</td>'
+            f'<td class="num">{int(s.frames)}</td><td class="num">{s.mean_distance:.1f}</td>'
+            f'<td class="num">{s.score:.2f}</td></tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _kv_table(d: Mapping[str, Any]) -> str:
+    rows = []
+    for k, v in d.items():
+        if isinstance(v, (dict, list)):
+            text = json.dumps(_jsonable(v), ensure_ascii=False)
+        else:
+            text = str(_jsonable(v))
+        rows.append(f"<tr><td>{_esc(k)}</td><td class='name'>{_esc(safe_text(text, max_len=400))}</td></tr>")
+    return "<table>" + "".join(rows) + "</table>" if rows else "<p class='note'>none recorded</p>"
+
+
+_KIND_TITLES = {
+    "compare": "Offer comparison",
+    "self-dedupe": "Internal duplicates",
+    "compare-offers": "Two offers compared",
+    "audit": "Sample audit",
+}
+
+
+def render_report_html(report: Report) -> str:
+    """The HTML report as a string (see :func:`write_report_html`)."""
+    fl = _floor(report)
+    title = _KIND_TITLES.get(report.kind, "Overlap report")
+    label = _label(report, "label")
+    h: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # No scripts, no external resources, even if a future edit forgets to escape.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'; img-src data:\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_esc(title)}{' – ' + _esc(label) if label else ''}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>overlap · {_esc(title)}</h1>",
+        f'<p class="headline">{_esc(headline(report))}</p>',
+    ]
+    if label:
+        what = {"self-dedupe": "Collection", "compare-offers": "Offer A"}.get(report.kind, "Offer")
+        h.append(f'<p class="label">{what}: <b>{_esc(label)}</b></p>')
+    details = headline_details(report)
+    if details:
+        h.append('<ul class="details">' + "".join(f"<li>{_esc(d)}</li>" for d in details) + "</ul>")
+
+    n_seg = sum(len(f.segments) for f in report.files)
+    n_below = sum(len(f.below_floor) for f in report.files)
+    cards = [
+        (format_percent(report.overlap_percent), "of offered time matches"),
+        (format_duration(report.offered_seconds), "offered"),
+        (format_duration(report.matched_seconds), "matched (offered time)"),
+        (format_duration(report.real_footage_seconds), "real footage behind the matches"),
+        (format_duration(report.indeterminate_seconds), "could not be judged"),
+        (f"{sum(1 for f in report.files if f.segments)} / {len(report.files)}", "files with matches"),
+        (str(n_seg), "matched segments"),
+        (str(n_below), "below-floor matches"),
+    ]
+    h.append('<div class="cards">' + "".join(
+        f'<div class="card"><div class="n">{_esc(n)}</div><div class="t">{_esc(t)}</div></div>'
+        for n, t in cards) + "</div>")
+
+    # Per-file table.
+    h.append("<h2>Files</h2>")
+    if not report.files:
+        h.append('<p class="note">The report lists no files.</p>')
+    else:
+        h.append('<table><thead><tr><th>File</th><th class="num">Duration</th><th class="num">Matched</th>'
+                 '<th class="num">Real footage</th><th class="num">Not judged</th>'
+                 "<th>What was done to it</th>"
+                 "</tr></thead><tbody>")
+        order = sorted(report.files, key=lambda f: (-f.matched_percent, -len(f.below_floor), f.query_file))
+        for f in order:
+            pct = f.matched_percent
+            flags = describe_flags(f)
+            flag_html = "".join(f'<span class="flag">{_esc(w)}</span>' for w in flags)
+            if not flags and f.below_floor:
+                flag_html = f'<span class="muted">{len(f.below_floor)} below-floor match(es)</span>'
+            h.append(
+                f'<tr><td class="name">{_esc(f.query_file)}</td>'
+                f'<td class="num">{_esc(format_duration(f.duration_s))}</td>'
+                f'<td class="num">{_esc(format_percent(pct))}'
+                f'<span class="bar"><span style="width:{min(100.0, max(0.0, pct)):.1f}%"></span></span></td>'
+                f'<td class="num">{_esc(format_duration(f.real_footage_seconds))}</td>'
+                f'<td class="num">{_esc(format_duration(f.indeterminate_seconds))}</td>'
+                f"<td>{flag_html}</td></tr>")
+        h.append("</tbody></table>")
+
+    # Matched segments.
+    seg_rows = [(f, s) for f in report.files for s in f.segments]
+    h.append("<h2>Matched segments</h2>")
+    if seg_rows:
+        h.append('<p class="note">Each row is one stretch of offered footage that matches owned footage. '
+                 "Speed is the offered copy's playback speed relative to the owned original "
+                 "(0.5x = slowed to half speed, which doubles the billed hours).</p>")
+        h.append(_segment_rows(seg_rows))
+    else:
+        h.append('<p class="note">No stretch of offered footage matched at or above the evidence floor.</p>')
+
+    # Plots, one per (offered file, owned file) pair with reported or below-floor matches.
+    pairs: dict[tuple[str, str], tuple[FileResult, list[tuple[Segment, bool]]]] = {}
+    for f in report.files:
+        for s in f.segments:
+            pairs.setdefault((f.query_file, s.corpus_file), (f, []))[1].append((s, False))
+        for s in f.below_floor:
+            pairs.setdefault((f.query_file, s.corpus_file), (f, []))[1].append((s, True))
+    if pairs:
+        h.append("<h2>Where the matches lie</h2>")
+        h.append('<p class="note">Each chart puts the offered file\'s time across and the owned file\'s '
+                 "time up. Copied footage forms straight lines: a steeper or shallower line than 45° means "
+                 "the speed was changed, a line falling to the right means it plays backwards, several "
+                 "lines mean pieces were cut and joined. Dashed lines are below the evidence floor.</p>")
+        h.append('<div class="legend">Frame matches by distance:'
+                 f'<span class="sw" style="background:{_distance_colour(0)}"></span>identical'
+                 f'<span class="sw" style="background:{_distance_colour(_PLOT_FAR_DISTANCE / 2)}">'
+                 "</span>similar"
+                 f'<span class="sw" style="background:{_distance_colour(_PLOT_FAR_DISTANCE)}"></span>far'
+                 "</div>")
+        h.append('<div class="plots">')
+        ranked = sorted(pairs.items(), key=lambda kv: (all(b for _, b in kv[1][1]),
+                                                       -sum(s.query_duration for s, _ in kv[1][1])))
+        for (qf, cf), (f, segs) in ranked[:MAX_HTML_PLOTS]:
+            h.append(f"<figure>{_svg_plot(qf, cf, f.duration_s, segs)}<figcaption>Offered "
+                     f"<b>{_esc(qf)}</b> against owned <b>{_esc(cf)}</b></figcaption></figure>")
+        h.append("</div>")
+        if len(ranked) > MAX_HTML_PLOTS:
+            h.append(f'<p class="note">{len(ranked) - MAX_HTML_PLOTS} more charts are left out to keep '
+                     "this file quick to open; every segment is listed in the tables and the JSON "
+                     "report.</p>")
+
+    # Below-floor evidence.
+    below_rows = [(f, s) for f in report.files for s in f.below_floor]
+    fl_txt = f" ({fl:g} s)" if fl is not None else ""
+    h.append(f"<h2>Below the evidence floor{_esc(fl_txt)}</h2>")
+    if below_rows:
+        h.append('<p class="note">These stretches matched but are shorter than the evidence floor, so '
+                 "they are not counted in the headline. They are listed so that a low headline never hides "
+                 "a partial match; short matches alone are too thin to accuse anyone.</p>")
+        h.append(_segment_rows(below_rows))
+    else:
+        h.append('<p class="note">None.</p>')
+
+    # Indeterminate time.
+    ind = [(f, sp) for f in report.files for sp in f.indeterminate]
+    h.append("<h2>Time that could not be judged</h2>")
+    if ind:
+        h.append('<p class="note">Static or featureless footage (a robot idling, a blank wall) carries too '
+                 "little visual detail to compare. It is counted neither as matched nor as new.</p>")
+        h.append('<table><thead><tr><th>File</th><th class="num">From</th><th class="num">To</th>'
+                 '<th class="num">Length</th><th>Why</th></tr></thead><tbody>')
+        for f, sp in ind:
+            h.append(f'<tr><td class="name">{_esc(f.query_file)}</td>'
+                     f'<td class="num">{format_clock(sp.start_s)}</td>'
+                     f'<td class="num">{format_clock(sp.end_s)}</td>'
+                     f'<td class="num">{_esc(format_duration(sp.duration_s))}</td>'
+                     f"<td>{_esc(sp.reason or 'static or featureless')}</td></tr>")
+        h.append("</tbody></table>")
+    else:
+        h.append('<p class="note">None.</p>')
+
+    # Footer: settings and provenance.
+    h.append("<footer><h2>How this report was made</h2>")
+    h.append(f"<p>Made by overlap desktop {_esc(_tool_version(report))}"
+             f"{' on ' + _esc(report.created) if report.created else ''}. "
+             f"Report format {_esc(REPORT_SCHEMA)}. "
+             "A match means the offered frames are perceptually the same footage as owned frames; it is "
+             "evidence for a purchasing decision, not a proof of authorship.</p>")
+    h.append("<h3>Settings</h3>" + _kv_table(report.settings))
+    facts_title = {"self-dedupe": "Collection facts", "audit": "Manifest facts"}.get(report.kind,
+                                                                                      "Offer facts")
+    h.append(f"<h3>{facts_title}</h3>" + _kv_table(report.manifest))
+    h.append("</footer></body></html>")
+    return "\n".join(h)
+
+
+def write_report_html(report: Report, path: str | os.PathLike[str]) -> Path:
+    """Write the report as one self-contained HTML file (inline CSS and SVG, no
+    scripts, no external assets), atomically.
+
+    Every string that came from a manifest or a file name is neutralised with
+    :func:`safe_text` and HTML-escaped, in text, attributes and SVG alike.
+
+    Returns:
+        The path written.
+    """
+    p = Path(path)
+    _atomic_write_bytes(p, render_report_html(report).encode("utf-8", errors="replace"))
+    return p

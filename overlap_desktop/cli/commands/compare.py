@@ -1,0 +1,165 @@
+"""``overlap compare MANIFEST``: how much of an offer does the lab already own?
+
+Also holds the output helpers shared by the other report-producing commands
+(``self-dedupe``, ``compare-offers``, ``audit``): report files, the printed summary
+and the ``--fail-over`` gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.core.report import Report
+
+__all__ = ["COMMAND", "add_floor_argument", "add_gate_argument", "add_output_arguments", "check_gate",
+           "percent_arg", "print_report", "write_outputs"]
+
+#: Files listed one per line before the rest are summarised (all with -v).
+_MAX_LINES = 40
+
+
+def percent_arg(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= v <= 100.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a percentage between 0 and 100")
+    return v
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not v >= 0.0:
+        raise argparse.ArgumentTypeError("the floor must not be negative")
+    return v
+
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """``-o/--json``, ``--html`` and ``--csv`` report files."""
+    g = p.add_argument_group("report files")
+    g.add_argument("-o", "--output", "--json", dest="output", metavar="REPORT.json", type=Path, default=None,
+                   help="write the report as JSON (docs/report-schema.md)")
+    g.add_argument("--html", metavar="REPORT.html", type=Path, default=None,
+                   help="write a self-contained HTML report for people (no scripts, no external files)")
+    g.add_argument("--csv", metavar="REPORT.csv", type=Path, default=None,
+                   help="write one row per matched segment (below-floor rows marked)")
+
+
+def add_floor_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--floor", metavar="SECONDS", type=_seconds, default=None,
+                   help="evidence floor: shorter matches are listed as evidence but not counted "
+                        "(default: match.floor_seconds, 10 s)")
+
+
+def add_gate_argument(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--fail-over", metavar="PCT", type=percent_arg, default=None,
+                   help=f"exit with status 3 when {what} is at or above PCT percent (for scripts and "
+                        "procurement pipelines)")
+
+
+def write_outputs(report: Report, args: argparse.Namespace, ctx: CliContext) -> None:
+    """Write the report files asked for on the command line and say where they went."""
+    from overlap_desktop import api
+
+    written: list[tuple[str, Path]] = []
+    if args.output is not None:
+        written.append(("JSON", api.write_report_json(report, args.output)))
+    if args.html is not None:
+        written.append(("HTML", api.write_report_html(report, args.html)))
+    if args.csv is not None:
+        written.append(("CSV", api.write_report_csv(report, args.csv)))
+    for kind, path in written:
+        ctx.note(f"{kind} report written to {path}")
+
+
+def print_report(report: Report, ctx: CliContext, *, verbose: bool = False) -> None:
+    """Print the headline, the qualifying sentences and one line per file with matches.
+
+    Names from manifests are neutralised (:func:`safe_text`) so a hostile name cannot
+    rewrite the terminal.
+    """
+    from overlap_desktop import api
+
+    ctx.print(api.headline(report))
+    for line in api.headline_details(report):
+        ctx.print(f"  {line}")
+    files = sorted(report.files, key=lambda f: (-f.matched_percent, -len(f.below_floor), f.query_file))
+    shown = [f for f in files if f.segments or f.below_floor]
+    quiet_files = [f for f in files if not (f.segments or f.below_floor)]
+    if verbose:
+        shown, quiet_files = files, []
+    if not shown:
+        return
+    ctx.print()
+    for i, f in enumerate(shown):
+        if i == _MAX_LINES and not verbose:
+            ctx.print(f"  ... and {len(shown) - _MAX_LINES} more files with matches (all of them with -v, "
+                      "or in the report files)")
+            break
+        words = api.describe_flags(f)
+        if not f.segments and f.below_floor:
+            n = len(f.below_floor)
+            words.append(f"{n} match{'es' if n != 1 else ''} below the evidence floor")
+        amounts = f"{api.format_duration(f.matched_seconds)} of {api.format_duration(f.duration_s)}"
+        name = api.safe_text(f.query_file, max_len=120)
+        line = f"  {api.format_percent(f.matched_percent):>5}  {name}  ({amounts})"
+        if words:
+            line += "  " + "; ".join(words)
+        ctx.print(line)
+    if quiet_files:
+        ctx.print(f"  {len(quiet_files)} other file{'s' if len(quiet_files) != 1 else ''}: no match")
+
+
+def check_gate(report: Report, threshold: float | None, ctx: CliContext, what: str = "overlap") -> int:
+    """Exit status for ``--fail-over``: 3 when the overlap is at or above the threshold."""
+    if threshold is None:
+        return int(ExitCode.OK)
+    pct = report.overlap_percent
+    if pct >= threshold:
+        ctx.note(f"{what} {pct:.1f}% is at or above --fail-over {threshold:g}%: exit status 3")
+        return int(ExitCode.CHECK_FAILED)
+    return int(ExitCode.OK)
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("manifest", metavar="MANIFEST", type=Path, help="the offer's .ovlm manifest")
+    add_output_arguments(p)
+    add_floor_argument(p)
+    add_gate_argument(p, "the share of offered hours you already own")
+
+
+def _run(args: argparse.Namespace, ctx: CliContext) -> int:
+    from overlap_desktop import api
+
+    if not args.manifest.is_file():
+        raise UsageError("no such manifest file", path=args.manifest)
+    config = ctx.config
+    with ctx.progress("Comparing") as progress:
+        report = api.compare(args.manifest, config.index_path, config=config, floor_seconds=args.floor,
+                             progress=progress)
+    write_outputs(report, args, ctx)
+    print_report(report, ctx, verbose=ctx.verbose)
+    return check_gate(report, args.fail_over, ctx)
+
+
+COMMAND = Command(
+    name="compare",
+    help="compare an offer's manifest with your index: how much do you already own?",
+    add_arguments=_add_arguments,
+    run=_run,
+    order=40,
+    description="Compare a vendor's .ovlm manifest with the footage in your index and report which offered "
+                "hours match footage you already own: per file, per matched segment, with speed changes, "
+                "mirroring, crops and splices in plain words. Exit status 3 with --fail-over when the "
+                "overlap is at or above the threshold, 4 when the manifest is refused.",
+)

@@ -1,0 +1,311 @@
+"""Report serialisation, plain-word wording, HTML safety and CSV, on hand-built reports
+(no matcher involved)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from overlap_desktop.core.report import (REPORT_SCHEMA, FileResult, Report, describe_flags,
+                                         describe_segment, format_duration, format_percent, headline,
+                                         headline_details, load_report_json, render_report_html,
+                                         report_from_dict, report_to_dict, safe_text, write_report_csv,
+                                         write_report_html, write_report_json)
+from overlap_desktop.core.types import Segment, Span, Variant
+from overlap_desktop.errors import ExitCode, InputError
+
+HOSTILE = "evil\u202egpj.exe<script>alert(1)</script>\x07\x1b[31m\u200b\ud800\n\"'&=cmd"
+
+
+def seg(q0: float, q1: float, c0: float, speed: float = 1.0, *, qf: str = "offer/ep1.mp4",
+        cf: str = "owned/a.mp4", variant: Variant | None = None, pairs: bool = True) -> Segment:
+    c1 = c0 + (q1 - q0) * speed
+    qs = np.arange(q0, q1, 0.25)
+    cs = c0 + (qs - q0) * speed
+    d = (np.arange(len(qs)) * 7) % 40
+    return Segment(qf, "v:0", q0, q1, cf, "v:0", c0, c1, speed, variant or Variant(), len(qs),
+                   float(d.mean()) if len(d) else 0.0, 0.875,
+                   np.c_[qs, cs, d].astype(np.float64) if pairs else None)
+
+
+def sample_report(kind: str = "compare") -> Report:
+    f1 = FileResult("offer/ep1.mp4", 120.0, 90.0, 45.0,
+                    segments=[seg(0, 60, 10, 0.5),
+                              seg(70, 100, 200, 0.5, cf="owned/b.mp4",
+                                  variant=Variant(mirrored=True, edge="bottom", edge_depth=0.18))],
+                    below_floor=[seg(110, 116, 50, cf="owned/c.mp4")],
+                    indeterminate=[Span(100.0, 110.0, "static")],
+                    flags=["slowdown", "splice", "mirror", "edge-crop"],
+                    episodes=[{"episode": 3, "start": 0.0, "end": 60.0}])
+    f2 = FileResult(HOSTILE, 300.0,
+                    below_floor=[seg(5, 12, 3, qf=HOSTILE, cf="<img src=x onerror=alert(2)>")])
+    f3 = FileResult("offer/ep3.mp4", 60.0, 60.0, 60.0, segments=[seg(0, 60, 100, -1.0, qf="offer/ep3.mp4")],
+                    flags=["reversed"])
+    return Report(kind, 480.0, 150.0, 105.0, 10.0, [f1, f2, f3],
+                  manifest={"label": "Q3 teleop " + HOSTILE, "root": "ab" * 32, "files": 3},
+                  settings={"algo": "pdq256-v1", "prep": "prep-v1", "floor_seconds": 10.0,
+                            "max_distance": 31, "index_identity": "0e3c", "index_path": Path("/x/idx")},
+                  created="2026-12-02T15:00:00+00:00")
+
+
+# --------------------------------------------------------------------------- wording
+
+
+def test_headline_matches_the_documented_sentence() -> None:
+    r = Report("compare", offered_seconds=20 * 3600, matched_seconds=12.4 * 3600,
+               real_footage_seconds=12.4 * 3600)
+    assert headline(r) == "62% of these hours (12.4 of 20.0 h) match footage you already own."
+
+
+@pytest.mark.parametrize(("kind", "needle"), [
+    ("self-dedupe", "duplicate other footage"),
+    ("compare-offers", "also appear in offer B"),
+    ("audit", "of the sample you were shown"),
+])
+def test_headline_wording_follows_the_kind(kind: str, needle: str) -> None:
+    r = Report(kind, offered_seconds=600, matched_seconds=300, real_footage_seconds=300)
+    assert needle in headline(r)
+    assert "50%" in headline(r) and "5.0 of 10.0 min" in headline(r)
+
+
+def test_percent_never_hides_a_match_or_overclaims() -> None:
+    assert format_percent(0) == "0%"
+    assert format_percent(0.2) == "<1%"
+    assert format_percent(99.7) == ">99%"
+    assert format_percent(100) == "100%"
+    assert format_percent(61.6) == "62%"
+    assert format_duration(42) == "42 s" and format_duration(90) == "1.5 min"
+    assert format_duration(3 * 3600) == "3.0 h"
+
+
+def test_details_explain_slowdown_below_floor_and_indeterminate() -> None:
+    details = " ".join(headline_details(sample_report()))
+    assert "2 of 3 offered files" in details
+    assert "hold only 1.8 min of real footage" in details
+    assert "2 shorter matches below the 10 s evidence floor" in details
+    assert "10 s could not be judged" in details
+    assert "The other 5.3 min (67%) matched nothing in your index." in details
+
+
+def test_zero_headline_still_mentions_below_floor_evidence() -> None:
+    f = FileResult("a.mp4", 60.0, below_floor=[seg(0, 4, 0, qf="a.mp4")])
+    r = Report("compare", 60.0, 0.0, 0.0, files=[f], settings={"floor_seconds": 10})
+    assert headline(r).startswith("0% of these hours")
+    assert any("1 shorter match below the 10 s evidence floor is listed" in d for d in headline_details(r))
+
+
+def test_flag_words() -> None:
+    r = sample_report()
+    assert describe_flags(r.files[0]) == ["slowed to 0.5x", "cropped bottom 18%", "mirrored",
+                                          "spliced from 2 sources", "partly new (25% unmatched)"]
+    assert describe_flags(r.files[1]) == []  # below-floor evidence is not a manipulation claim
+    assert describe_flags(r.files[2]) == ["reversed"]
+    two_pieces = FileResult("x", 40.0, 40.0, 40.0,
+                            segments=[seg(0, 20, 100, qf="x"), seg(20, 40, 10, qf="x")])
+    assert describe_flags(two_pieces) == ["2 pieces of 1 owned file"]
+    fast = FileResult("y", 20.0, 20.0, 40.0,
+                      segments=[seg(0, 20, 0, 2.0, qf="y", variant=Variant(crop=0.85))])
+    assert describe_flags(fast) == ["sped up to 2x", "cropped to 85%"]
+    # Measured speeds near a common re-timing factor read as that factor; others keep two decimals.
+    noisy = FileResult("n", 20.0, 20.0, 10.0, segments=[seg(0, 20, 0, 0.49, qf="n")])
+    assert describe_flags(noisy) == ["slowed to 0.5x"]
+    odd = FileResult("o", 20.0, 20.0, 12.0, segments=[seg(0, 20, 0, 0.6, qf="o")])
+    assert describe_flags(odd) == ["slowed to 0.6x"]
+    assert describe_flags(FileResult("s", 20.0, 20.0, 20.0, segments=[seg(0, 20, 0, 1.05, qf="s")])) == []
+    # Machine flags without segment detail still produce words.
+    assert describe_flags(FileResult("z", 10.0, flags=["slowdown", "mirror"])) == ["slowed down", "mirrored"]
+
+
+def test_segment_description() -> None:
+    s = seg(10, 30, 60, 0.5, variant=Variant(mirrored=True))
+    assert describe_segment(s) == ("offered 0:10.0–0:30.0 matches owned owned/a.mp4 1:00.0–1:10.0, "
+                                   "slowed to 0.5x, mirrored")
+    assert "below the evidence floor of 10 s" in describe_segment(s, below_floor=True, floor_seconds=10)
+
+
+def test_safe_text_neutralises_hostile_characters() -> None:
+    out = safe_text(HOSTILE)
+    for bad in ("\u202e", "\x07", "\x1b", "\u200b", "\ud800", "\n"):
+        assert bad not in out
+    assert "[U+202E]" in out and "[U+0007]" in out and "[U+D800]" in out
+    assert safe_text("plain name.mp4") == "plain name.mp4"
+    assert safe_text("ünïcødé 視頻.mp4") == "ünïcødé 視頻.mp4"
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def test_json_has_the_documented_fields(tmp_path: Path) -> None:
+    d = report_to_dict(sample_report())
+    for key in ("schema", "kind", "overlap_percent", "offered_seconds", "matched_seconds",
+                "real_footage_seconds", "indeterminate_seconds", "headline", "files", "settings", "manifest",
+                "created", "tool"):
+        assert key in d
+    assert d["schema"] == REPORT_SCHEMA == "overlap.report/1"
+    assert d["overlap_percent"] == 31.25
+    f = d["files"][0]
+    for key in ("query_file", "duration_s", "matched_percent", "matched_seconds", "real_footage_seconds",
+                "flags", "flags_text", "segments", "below_floor", "indeterminate", "episodes"):
+        assert key in f
+    assert f["matched_percent"] == 75.0
+    assert f["indeterminate"] == [{"start": 100.0, "end": 110.0, "reason": "static"}]
+    s = f["segments"][1]
+    assert s["variant"] == {"mirrored": True, "rotation": 0, "crop": None,
+                            "edge": {"side": "bottom", "depth": 0.18}, "offset": None}
+    assert s["speed"] == 0.5 and s["corpus_end"] == 215.0 and s["frames"] == 120
+    assert "slowed to 0.5x" in s["description"]
+    assert d["settings"]["index_path"] == "/x/idx"
+    json.dumps(d, allow_nan=False)  # strictly valid JSON
+
+
+def test_json_round_trip(tmp_path: Path) -> None:
+    r = sample_report()
+    p = write_report_json(r, tmp_path / "out" / "report.json")
+    back = load_report_json(p)
+    assert report_to_dict(back) == report_to_dict(r)
+    assert back.files[0].segments[1].variant == Variant(mirrored=True, edge="bottom", edge_depth=0.18)
+    assert back.files[1].query_file == HOSTILE  # JSON keeps exact strings (data, not display)
+    assert back.files[0].segments[0].pairs is not None and back.files[0].segments[0].pairs.shape[1] == 3
+    assert not list(tmp_path.glob("out/.*.tmp"))  # atomic write leaves no temp file
+
+
+def test_times_are_rounded_to_milliseconds() -> None:
+    r = Report("compare", 10.123456, 3.0004, 3.0)
+    d = report_to_dict(r)
+    assert d["offered_seconds"] == 10.123 and d["matched_seconds"] == 3.0
+
+
+def test_pairs_are_thinned_in_json() -> None:
+    s = seg(0, 1000, 0)  # 4,000 points
+    f = FileResult("offer/ep1.mp4", 1000.0, 1000.0, 1000.0, segments=[s])
+    d = report_to_dict(Report("compare", 1000.0, 1000.0, 1000.0, files=[f]))
+    assert 100 < len(d["files"][0]["segments"][0]["pairs"]) <= 400
+
+
+@pytest.mark.parametrize(("schema", "message"), [
+    ("overlap.report/2", "newer overlap desktop"),
+    ("overlap.report/0", "not supported"),
+    ("overlap.manifest/1", "not an overlap report"),
+    (None, "not an overlap report"),
+    ("overlap.report/x", "unreadable report schema version"),
+])
+def test_load_refuses_other_schema_versions(tmp_path: Path, schema: object, message: str) -> None:
+    d = report_to_dict(sample_report())
+    d["schema"] = schema
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(InputError, match=message) as info:
+        load_report_json(p)
+    assert info.value.exit_code == ExitCode.INPUT_REFUSED
+    assert str(p) in str(info.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"not json", b"[1, 2]", b"\xff\xfe",
+                                     b'{"schema": "overlap.report/1"}'])
+def test_load_refuses_garbage_with_a_clear_error(tmp_path: Path, content: bytes) -> None:
+    p = tmp_path / "r.json"
+    p.write_bytes(content)
+    with pytest.raises(InputError):
+        load_report_json(p)
+
+
+def test_load_names_the_bad_field() -> None:
+    d = report_to_dict(sample_report())
+    d["files"][0]["segments"][0]["query_start"] = "soon"
+    with pytest.raises(InputError, match=r"files\[0\].*segments\[0\].*query_start"):
+        report_from_dict(d)
+
+
+def test_load_ignores_unknown_fields_from_additive_changes() -> None:
+    d = report_to_dict(sample_report())
+    d["future_field"] = {"x": 1}
+    d["files"][0]["future"] = 1
+    assert report_to_dict(report_from_dict(d)) == report_to_dict(sample_report())
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_html_escapes_hostile_strings_everywhere(tmp_path: Path) -> None:
+    p = write_report_html(sample_report(), tmp_path / "r.html")
+    html = p.read_text(encoding="utf-8")
+    assert "<script" not in html.lower()
+    assert "<img" not in html.lower()
+    assert "\u202e" not in html and "\x07" not in html and "\x1b" not in html and "\u200b" not in html
+    parsed = _Collector()
+    parsed.feed(html)
+    assert "script" not in parsed.tags and "img" not in parsed.tags
+    assert not any(name.startswith("on") for name, _ in parsed.attrs)  # no event handlers smuggled in
+    text = "".join(parsed.text)
+    # The hostile names are still shown, visibly, for the reader to judge.
+    assert "evil[U+202E]gpj.exe<script>alert(1)</script>[U+0007]" in text
+    assert "<img src=x onerror=alert(2)>" in text
+
+
+def test_html_is_self_contained_and_complete(tmp_path: Path) -> None:
+    html = write_report_html(sample_report(), tmp_path / "r.html").read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//|file:)""", html, re.I)
+    assert "@import" not in html and "url(" not in html
+    assert "31% of these hours (2.5 of 8.0 min) match footage you already own." in html
+    assert html.count("<svg") == 5  # one plot per (offered file, owned file) pair with matches
+    assert "slowed to 0.5x" in html and "cropped bottom 18%" in html and "spliced from 2 sources" in html
+    assert "Below the evidence floor (10 s)" in html
+    assert "Time that could not be judged" in html and "static" in html
+    assert "pdq256-v1" in html and "0e3c" in html  # settings footer
+
+
+def test_html_of_an_empty_report(tmp_path: Path) -> None:
+    html = render_report_html(Report("compare", 0.0, 0.0, 0.0))
+    assert "0% of these hours" in html and "<svg" not in html
+
+
+def test_html_from_a_loaded_report_still_plots(tmp_path: Path) -> None:
+    back = load_report_json(write_report_json(sample_report(), tmp_path / "r.json"))
+    assert render_report_html(back).count("<circle") > 100
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def test_csv_rows(tmp_path: Path) -> None:
+    p = write_report_csv(sample_report(), tmp_path / "r.csv")
+    with open(p, newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.DictReader(fh))
+    kinds = [r["kind"] for r in rows]
+    assert kinds == ["segment", "segment", "below-floor", "below-floor", "segment"]
+    first = rows[0]
+    assert first["query_file"] == "offer/ep1.mp4" and first["corpus_file"] == "owned/a.mp4"
+    assert float(first["speed"]) == 0.5 and float(first["corpus_end"]) == 40.0
+    assert rows[1]["mirrored"] == "1" and rows[1]["edge_side"] == "bottom"
+    assert rows[1]["edge_depth"] == "0.1800"
+    assert "below the evidence floor" in rows[2]["description"]
+    assert "\u202e" not in p.read_text(encoding="utf-8-sig")
+
+
+def test_csv_lists_unmatched_files_and_defuses_formulas(tmp_path: Path) -> None:
+    r = Report("compare", 10.0, 0.0, 0.0, files=[FileResult("=HYPERLINK(\"http://x\")", 10.0)])
+    with open(write_report_csv(r, tmp_path / "r.csv"), newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows[0]["kind"] == "no-match"
+    assert rows[0]["query_file"].startswith("'=")
