@@ -137,7 +137,7 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
             "Centred crop rungs (fractions kept); empty = the preset's ladder"),
     Setting("index.crop_edges", _sides, _const(()),
             "Sides that get a ladder of one-sided edge crops (top,bottom,left,right)"),
-    Setting("index.edge_ladder", _float_list, _const((0.06, 0.12, 0.18, 0.24)),
+    Setting("index.edge_ladder", _float_list, _const((0.06, 0.09, 0.12, 0.15, 0.18, 0.21, 0.24)),
             "Depths of the edge-crop ladder, as fractions removed"),
     Setting("index.dihedral", _choice("mirror", "all"), _const("mirror"),
             "Orientation variants: mirror only, or all 8 rotations/flips"),
@@ -153,6 +153,14 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("match.max_distance", _nonneg_int, _const(0),
             "Per-frame Hamming distance accepted along a line (0 = the matcher's default)"),
     Setting("verify.threads", _nonneg_int, _const(0), "Hashing threads for verify (0 = all cores)"),
+    Setting("readers.mcap_time", _choice("log", "header"), _const("log"),
+            "Image-topic timestamps in recordings: message log time, or the header stamp"),
+    Setting("readers.image_fps", _positive_float, _const(30.0),
+            "Frame rate of image-sequence folders that do not state one (fps.txt)"),
+    Setting("readers.max_pixels", _nonneg_int, _const(8192 * 8192),
+            "Largest image (width x height) a recording may declare; larger ones are refused"),
+    Setting("readers.max_message_bytes", _nonneg_int, _const(256 * 1024 * 1024),
+            "Largest single message or image payload accepted from a recording"),
 ]}
 
 

@@ -1,0 +1,648 @@
+"""MCAP recordings: every image topic is a stream.
+
+Supported message types (schema names of ROS 2, ROS 1, foxglove protobuf / JSON / ROS):
+
+* ``sensor_msgs/Image`` and foxglove ``RawImage``: rgb8, bgr8, rgba8, bgra8, mono8,
+  mono16 (16UC1), rgb16/bgr16/rgba16/bgra16, yuv422 (UYVY), yuyv,
+  bayer_rggb8/bggr8/gbrg8/grbg8 (2x2-binned to half resolution). Float depth images
+  (32FC1) are refused: they are not camera pictures.
+* ``sensor_msgs/CompressedImage`` and foxglove ``CompressedImage``: JPEG, PNG, WebP
+  (recognised by their magic bytes; the declared format is free text in ROS).
+* foxglove ``CompressedVideo``: H.264, H.265, VP9, AV1, decoded statefully from the
+  first keyframe, one frame per message.
+
+Message encodings: ``cdr`` (ROS 2, via mcap-ros2-support), ``ros1`` (mcap-ros1-support),
+``json`` and ``protobuf`` (a small built-in wire-format reader driven by the schema's
+FileDescriptorSet, so no protobuf runtime is needed). Payloads compressed per message
+with zstd, as rosbag2 writes them with ``compression_mode: MESSAGE``, are decompressed
+first (size-capped).
+
+Time: ``t_ns`` is the message log time relative to the topic's first message, or the
+header stamp relative to the first stamp when ``readers.mcap_time = "header"``.
+
+Bad messages: a message that cannot be decoded (unknown encoding, data shorter than
+``step * height``, a size over the caps, corrupt compressed data) is *skipped and
+counted*; the count is logged when the topic ends, and a topic where no message
+decodes raises :class:`~overlap_desktop.errors.MediaError` naming the file, the topic
+and the first problem. A corrupt chunk or truncated file raises ``MediaError``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from overlap_desktop.core.readers._images import (
+    ImageError,
+    ImageMessage,
+    ReaderSettings,
+    VideoDecoder,
+    describe_codec,
+    frame_for_message,
+    image_kind,
+    image_size,
+    message_fields,
+    reader_settings,
+)
+from overlap_desktop.core.readers.base import ReaderLimits
+from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
+from overlap_desktop.errors import MediaError
+
+__all__ = ["McapReader", "MCAP_MAGIC", "decompress_payload", "ProtobufSchema"]
+
+log = logging.getLogger(__name__)
+
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_CHUNK = 1 << 20
+#: Messages tried per topic when listing streams before the topic is declared undecodable.
+_PEEK = 5
+
+
+def decompress_payload(data: bytes | memoryview, limits: ReaderLimits) -> bytes | memoryview:
+    """Undo rosbag2's per-message zstd compression, if present (capped in size).
+
+    Raises:
+        ImageError: the payload is corrupt or decompresses past the message-size cap.
+    """
+    if bytes(data[:4]) != ZSTD_MAGIC:
+        return data
+    import zstandard
+
+    try:
+        declared = zstandard.frame_content_size(bytes(data[:18]))
+    except zstandard.ZstdError:
+        declared = -1
+    if declared > limits.max_message_bytes:
+        raise ImageError(f"compressed message declares {declared} bytes, over the limit of "
+                         f"{limits.max_message_bytes}")
+    # Stream in bounded pieces: a frame that hides its size cannot make us allocate more
+    # than the cap.
+    parts: list[bytes] = []
+    total = 0
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data))) as reader:
+            while True:
+                piece = reader.read(_CHUNK)
+                if not piece:
+                    break
+                total += len(piece)
+                if total > limits.max_message_bytes:
+                    raise ImageError(f"compressed message expands past the limit of "
+                                     f"{limits.max_message_bytes} bytes")
+                parts.append(piece)
+    except zstandard.ZstdError as exc:
+        raise ImageError(f"corrupt zstd-compressed message: {exc}") from exc
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------- protobuf
+
+
+class _Wire:
+    """Minimal protobuf wire-format reader (bounds-checked)."""
+
+    @staticmethod
+    def varint(buf: memoryview, i: int) -> tuple[int, int]:
+        result = shift = 0
+        while True:
+            if i >= len(buf):
+                raise ImageError("truncated protobuf varint")
+            b = buf[i]
+            i += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result, i
+            shift += 7
+            if shift > 63:
+                raise ImageError("protobuf varint too long")
+
+    @classmethod
+    def fields(cls, buf: memoryview) -> Iterator[tuple[int, int, Any]]:
+        i = 0
+        n = len(buf)
+        while i < n:
+            key, i = cls.varint(buf, i)
+            number, wtype = key >> 3, key & 7
+            if wtype == 0:
+                value, i = cls.varint(buf, i)
+            elif wtype == 1:
+                if i + 8 > n:
+                    raise ImageError("truncated protobuf field")
+                value, i = int.from_bytes(buf[i:i + 8], "little"), i + 8
+            elif wtype == 2:
+                length, i = cls.varint(buf, i)
+                if i + length > n:
+                    raise ImageError("protobuf field runs past the end of the message")
+                value, i = buf[i:i + length], i + length
+            elif wtype == 5:
+                if i + 4 > n:
+                    raise ImageError("truncated protobuf field")
+                value, i = int.from_bytes(buf[i:i + 4], "little"), i + 4
+            else:
+                raise ImageError(f"unsupported protobuf wire type {wtype}")
+            yield number, wtype, value
+
+
+_PB_MESSAGE = 11
+_PB_STRING = 9
+_PB_BYTES = 12
+_PB_BOOL = 8
+
+
+class ProtobufSchema:
+    """Decodes protobuf messages described by an MCAP schema (a FileDescriptorSet).
+
+    Only what image messages need: scalars, strings, bytes and nested messages; repeated
+    fields keep their last value.
+
+    Args:
+        descriptor_set: The schema's ``data`` (serialized ``FileDescriptorSet``).
+        root: Full message name (the schema name, e.g. ``foxglove.RawImage``).
+
+    Raises:
+        ImageError: the descriptor set is malformed or does not define ``root``.
+    """
+
+    def __init__(self, descriptor_set: bytes, root: str) -> None:
+        self.messages: dict[str, dict[int, tuple[str, int, str]]] = {}
+        for num, _, value in _Wire.fields(memoryview(descriptor_set)):
+            if num == 1 and isinstance(value, memoryview):
+                self._file(value)
+        self.root = root.lstrip(".")
+        if self.root not in self.messages:
+            raise ImageError(f"protobuf schema does not define {root!r}")
+
+    def _file(self, buf: memoryview) -> None:
+        package = ""
+        messages: list[memoryview] = []
+        for num, _, value in _Wire.fields(buf):
+            if num == 2:
+                package = bytes(value).decode("utf-8", "replace")
+            elif num == 4:
+                messages.append(value)
+        for m in messages:
+            self._message(m, package)
+
+    def _message(self, buf: memoryview, prefix: str) -> None:
+        name = ""
+        fields: dict[int, tuple[str, int, str]] = {}
+        nested: list[memoryview] = []
+        for num, _, value in _Wire.fields(buf):
+            if num == 1:
+                name = bytes(value).decode("utf-8", "replace")
+            elif num == 2:
+                fname, fnum, ftype, tname = "", 0, 0, ""
+                for n2, _, v2 in _Wire.fields(value):
+                    if n2 == 1:
+                        fname = bytes(v2).decode("utf-8", "replace")
+                    elif n2 == 3:
+                        fnum = int(v2)
+                    elif n2 == 5:
+                        ftype = int(v2)
+                    elif n2 == 6:
+                        tname = bytes(v2).decode("utf-8", "replace").lstrip(".")
+                fields[fnum] = (fname, ftype, tname)
+            elif num == 3:
+                nested.append(value)
+        full = f"{prefix}.{name}" if prefix else name
+        self.messages[full] = fields
+        for n in nested:
+            self._message(n, full)
+
+    def decode(self, data: bytes | memoryview, message: str | None = None, depth: int = 0) -> dict[str, Any]:
+        """Decode ``data`` as ``message`` (default: the root) into a dict keyed by field name."""
+        if depth > 16:
+            raise ImageError("protobuf message nested too deeply")
+        spec = self.messages.get(message or self.root, {})
+        out: dict[str, Any] = {}
+        for num, _, value in _Wire.fields(memoryview(data)):
+            if num not in spec:
+                continue
+            fname, ftype, tname = spec[num]
+            if ftype == _PB_MESSAGE and isinstance(value, memoryview):
+                out[fname] = self.decode(value, tname, depth + 1)
+            elif ftype == _PB_STRING and isinstance(value, memoryview):
+                out[fname] = bytes(value).decode("utf-8", "replace")
+            elif ftype == _PB_BOOL:
+                out[fname] = bool(value)
+            else:
+                out[fname] = value
+        return out
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def _decoder_for(message_encoding: str, schema: Any) -> Callable[[Any], Any]:
+    """A function turning one (decompressed) payload into a message object or dict.
+
+    Raises:
+        ImageError: no decoder for this encoding / schema.
+    """
+    enc = message_encoding.lower()
+    if enc == "json":
+        return lambda data: json.loads(bytes(data))
+    if enc == "protobuf":
+        if schema is None:
+            raise ImageError("protobuf channel without a schema")
+        pb = ProtobufSchema(bytes(schema.data), schema.name)
+        return pb.decode
+    factory: Any
+    if enc == "cdr":
+        from mcap_ros2.decoder import DecoderFactory as Ros2Factory
+
+        factory = Ros2Factory()
+    elif enc == "ros1":
+        from mcap_ros1.decoder import DecoderFactory as Ros1Factory
+
+        factory = Ros1Factory()
+    else:
+        raise ImageError(f"unsupported message encoding {message_encoding!r}")
+    try:
+        fn = factory.decoder_for(message_encoding, schema)
+    except Exception as exc:  # third-party schema parsers raise assorted types
+        raise ImageError(f"cannot parse the message schema: {exc}") from exc
+    if fn is None:
+        raise ImageError(f"no decoder for message encoding {message_encoding!r}")
+    return fn
+
+
+class _TopicDecoder:
+    """Decodes the messages of one topic into :class:`ImageMessage`."""
+
+    def __init__(self, kind: str, message_encoding: str, schema: Any, limits: ReaderLimits) -> None:
+        self.kind = kind
+        self.limits = limits
+        self._decode = _decoder_for(message_encoding, schema)
+
+    def __call__(self, data: bytes | memoryview) -> ImageMessage:
+        if len(data) > self.limits.max_message_bytes:
+            raise ImageError(f"message of {len(data)} bytes is over the limit of "
+                             f"{self.limits.max_message_bytes}")
+        payload = decompress_payload(data, self.limits)
+        try:
+            obj = self._decode(payload)
+        except ImageError:
+            raise
+        except Exception as exc:  # CDR / ROS1 / JSON parsers raise assorted types on bad bytes
+            raise ImageError(f"cannot parse message: {type(exc).__name__}: {exc}") from exc
+        return message_fields(obj, self.kind)
+
+
+def _mcap_errors() -> tuple[type[BaseException], ...]:
+    from mcap.exceptions import McapError
+
+    import zstandard
+
+    return (McapError, zstandard.ZstdError, EOFError, ValueError, KeyError, OSError)
+
+
+# --------------------------------------------------------------------------- reader
+
+
+class McapReader:
+    """Reader for ``.mcap`` recordings (ROS 1, ROS 2 and foxglove image topics).
+
+    Args:
+        config: Configuration to take ``readers.*`` options from; ``None`` reads the
+            effective configuration (``load_config()``) when a file is opened.
+        settings: Explicit settings (overrides ``config``).
+    """
+
+    name = "mcap"
+    description = "MCAP recordings: ROS 1/2 Image and CompressedImage, foxglove image and video topics"
+    extensions = (".mcap",)
+
+    def __init__(self, *, config: Any | None = None, settings: ReaderSettings | None = None) -> None:
+        self._config = config
+        self._settings = settings
+
+    def configure(self, config: Any) -> None:
+        """Take ``readers.*`` options from ``config`` for the files opened next."""
+        self._config = config
+        self._settings = None
+
+    def settings(self) -> ReaderSettings:
+        return self._settings or reader_settings(self._config)
+
+    # ------------------------------------------------------------------ Reader protocol
+
+    def can_open(self, path: Path) -> bool:
+        path = Path(path)
+        if not path.is_file():
+            return False
+        if path.suffix.lower() == ".mcap":
+            return True
+        with open(path, "rb") as fh:
+            return fh.read(len(MCAP_MAGIC)) == MCAP_MAGIC
+
+    def streams(self, path: Path) -> list[StreamInfo]:
+        path = Path(path)
+        settings = self.settings()
+        errors = _mcap_errors()
+        problems: list[str] = []
+        out: list[StreamInfo] = []
+        with _open(path) as fh:
+            try:
+                reader = _make_reader(fh, settings.limits, path)
+                topics = _image_topics(reader)
+            except errors as exc:
+                raise MediaError(f"corrupt or truncated MCAP file: {exc}", path=path) from exc
+            if not topics:
+                raise MediaError("no image topic (sensor_msgs Image/CompressedImage or foxglove "
+                                 "RawImage/CompressedImage/CompressedVideo) in this recording", path=path)
+            for topic, (kind, schema_name, encoding, count) in topics.items():
+                try:
+                    info = self._describe(reader, topic, kind, schema_name, encoding, count, settings)
+                except ImageError as exc:
+                    problems.append(f"{topic}: {exc}")
+                    continue
+                except errors as exc:
+                    raise MediaError(f"corrupt or truncated MCAP file (topic {topic}): {exc}",
+                                     path=path) from exc
+                if info is not None:
+                    out.append(info)
+        if not out:
+            if problems:
+                raise MediaError("no decodable image topic: " + "; ".join(problems), path=path)
+            raise MediaError("its image topics hold no messages", path=path)
+        for p in problems:
+            log.warning("%s: skipped image topic %s", path, p)
+        return out
+
+    def _describe(self, reader: Any, topic: str, kind: str, schema_name: str, encoding: str,
+                  count: int | None, settings: ReaderSettings) -> StreamInfo | None:
+        first = last = None
+        first_msg: ImageMessage | None = None
+        decoder: _TopicDecoder | None = None
+        first_problem: ImageError | None = None
+        video: VideoDecoder | None = None
+        size: tuple[int, int] | None = None
+        # Peek a few messages: one bad message must not hide a good topic.
+        for n, (schema, channel, message) in enumerate(reader.iter_messages(topics=[topic])):
+            if first is None:
+                first = message
+            if decoder is None:
+                decoder = _TopicDecoder(kind, channel.message_encoding, schema, settings.limits)
+            try:
+                msg = decoder(message.data)
+                if kind == "video":
+                    # An unknown codec is the topic's problem, raised at once.
+                    video = video or VideoDecoder(msg.format, settings.limits)
+                    first_msg = first_msg or msg
+                    # Decode up to the first picture for the size; packets before the first
+                    # keyframe may fail, which is normal mid-recording.
+                    try:
+                        out = video.decode(msg.data, 0)
+                    except ImageError:
+                        out = []
+                    if not out:
+                        if n + 1 >= _PEEK:
+                            break
+                        continue
+                    size = (out[0].width, out[0].height)
+                else:
+                    size = image_size(msg, settings.limits)
+            except ImageError as exc:
+                first_problem = first_problem or exc
+                if n + 1 >= _PEEK or (kind == "video" and video is None):
+                    break
+                continue
+            first_msg = msg
+            break
+        if first_msg is None:
+            if first_problem is not None:
+                raise first_problem
+            return None
+        for _, _, message in reader.iter_messages(topics=[topic], reverse=True):
+            last = message
+            break
+        duration = None
+        rate = None
+        t_first = first.log_time if first is not None else 0
+        t_last = last.log_time if last is not None else 0
+        if settings.time_source == "header" and last is not None and decoder is not None:
+            try:
+                last_stamp = decoder(last.data).stamp_ns
+            except ImageError:
+                last_stamp = None
+            if first_msg.stamp_ns is not None and last_stamp is not None:
+                # Assumes the first decodable message is the first one, as in healthy recordings.
+                t_first, t_last = first_msg.stamp_ns, last_stamp
+        if last is not None and first is not None and count and count > 1:
+            span = (t_last - t_first) / 1e9
+            if span > 0:
+                rate = (count - 1) / span
+                # Like a video, the last picture stays on screen one frame interval.
+                duration = span + 1.0 / rate
+        elif count == 1:
+            duration = 0.0
+        return StreamInfo(
+            key=topic,
+            width=size[0] if size else None,
+            height=size[1] if size else None,
+            duration_s=duration,
+            codec=describe_codec(first_msg),
+            rate_hint=rate,
+            extra={"message_type": schema_name, "message_encoding": encoding, "kind": kind,
+                   "messages": count, "time_source": settings.time_source},
+        )
+
+    def frames(self, path: Path, stream: StreamInfo, *,
+               cancel: CancelCallback | None = None) -> Iterator[TimedFrame]:
+        path = Path(path)
+        settings = self.settings()
+        errors = _mcap_errors()
+        topic = stream.key
+        with _open(path) as fh:
+            try:
+                reader = _make_reader(fh, settings.limits, path)
+                topics = _image_topics(reader)
+            except errors as exc:
+                raise MediaError(f"corrupt or truncated MCAP file: {exc}", path=path) from exc
+            if topic not in topics:
+                raise MediaError(f"no image topic {topic!r} in this recording", path=path)
+            kind = topics[topic][0]
+            yield from _topic_frames(reader, path, topic, kind, settings, cancel, errors)
+
+
+def _topic_frames(reader: Any, path: Path, topic: str, kind: str, settings: ReaderSettings,
+                  cancel: CancelCallback | None, errors: tuple[type[BaseException], ...]) -> Iterator[TimedFrame]:
+    decoder: _TopicDecoder | None = None
+    video: VideoDecoder | None = None
+    t0: int | None = None
+    last_t = 0
+    yielded = skipped = 0
+    first_problem = ""
+    use_header = settings.time_source == "header"
+    it = reader.iter_messages(topics=[topic])
+    while True:
+        check_cancel(cancel)
+        try:
+            item = next(it, None)
+        except errors as exc:
+            raise MediaError(f"corrupt or truncated MCAP data in topic {topic} after {yielded} "
+                             f"images: {exc}", path=path) from exc
+        if item is None:
+            break
+        schema, channel, message = item
+        try:
+            if decoder is None:
+                decoder = _TopicDecoder(kind, channel.message_encoding, schema, settings.limits)
+            msg = decoder(message.data)
+            stamp = msg.stamp_ns if use_header and msg.stamp_ns is not None else message.log_time
+            if t0 is None:
+                t0 = stamp
+            # Header stamps can jitter backwards; presentation order must not.
+            t = max(stamp - t0, last_t)
+            where = f"topic {topic} at {t / 1e9:.3f} s"
+            if kind == "video":
+                if video is None:
+                    video = VideoDecoder(msg.format, settings.limits)
+                frames: list[TimedFrame] = list(video.decode(msg.data, t))
+            else:
+                frames = [frame_for_message(msg, t, limits=settings.limits, path=path, describe=where)]
+        except ImageError as exc:
+            if decoder is None:
+                raise MediaError(f"topic {topic}: {exc}", path=path) from exc
+            skipped += 1
+            first_problem = first_problem or f"at {(message.log_time - (t0 or message.log_time)) / 1e9:.3f} s: {exc}"
+            continue
+        last_t = t
+        for f in frames:
+            yielded += 1
+            yield f
+    if video is not None:
+        for f in video.flush():
+            yielded += 1
+            yield f
+    if yielded == 0:
+        what = f"none of its {skipped} messages could be decoded; first problem {first_problem}" if skipped \
+            else "it has no messages"
+        raise MediaError(f"topic {topic}: {what}", path=path)
+    if skipped:
+        log.warning("%s: topic %s: skipped %d undecodable message(s); first problem %s",
+                    path, topic, skipped, first_problem)
+
+
+class _open:
+    """Open a file for reading, turning OS errors into MediaError."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fh: Any = None
+
+    def __enter__(self) -> Any:
+        try:
+            self.fh = open(self.path, "rb")
+        except OSError as exc:
+            raise MediaError(f"cannot open: {exc.strerror or exc}", path=self.path) from exc
+        head = self.fh.read(len(MCAP_MAGIC))
+        if head != MCAP_MAGIC:
+            self.fh.close()
+            raise MediaError("not an MCAP file (bad magic bytes)", path=self.path)
+        self.fh.seek(0)
+        return self.fh
+
+    def __exit__(self, *exc: object) -> None:
+        self.fh.close()
+
+
+def _record_cap(limits: ReaderLimits) -> int:
+    """Largest MCAP record (a chunk holds several messages) accepted before reading it."""
+    return max(limits.max_message_bytes * 4, 64 * 1024 * 1024)
+
+
+def _make_reader(fh: Any, limits: ReaderLimits, path: Path) -> Any:
+    """A seeking reader when the summary is intact, else a linear one (truncated files).
+
+    Raises:
+        MediaError: a chunk declares an uncompressed size over the cap (checked before
+            anything is decompressed).
+    """
+    from functools import partial
+
+    from mcap.reader import NonSeekingReader, SeekingReader
+
+    cap = _record_cap(limits)
+    try:
+        reader = SeekingReader(fh, validate_crcs=True, record_size_limit=cap)
+        summary = reader.get_summary()
+    except Exception:  # noqa: BLE001 - any footer/summary defect: fall back to a linear scan
+        summary = None
+    if summary is not None:
+        for ci in summary.chunk_indexes:
+            if ci.uncompressed_size > cap:
+                raise MediaError(f"a chunk declares {ci.uncompressed_size} bytes, over the limit of {cap}",
+                                 path=path)
+        return reader
+    fh.seek(0)
+    return _LinearReader(fh, partial(NonSeekingReader, record_size_limit=cap))
+
+
+class _LinearReader:
+    """Adapter giving a summary-less (e.g. truncated) MCAP the seeking reader's API by
+    scanning it; messages after a truncation point are lost, earlier ones are kept."""
+
+    def __init__(self, fh: Any, cls: Any) -> None:
+        self._fh = fh
+        self._cls = cls
+
+    def _iter(self) -> Iterator[tuple[Any, Any, Any]]:
+        self._fh.seek(0)
+        reader = self._cls(self._fh, validate_crcs=True)
+        it = reader.iter_messages(log_time_order=False)
+        while True:
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            except _mcap_errors() as exc:
+                from mcap.exceptions import EndOfFile
+
+                if isinstance(exc, EndOfFile):
+                    return  # truncated recording: keep what was read
+                raise
+            yield item
+
+    def get_summary(self) -> None:
+        return None
+
+    def channels(self) -> dict[str, tuple[Any, Any, int]]:
+        seen: dict[str, tuple[Any, Any, int]] = {}
+        for schema, channel, _ in self._iter():
+            prev = seen.get(channel.topic)
+            seen[channel.topic] = (schema, channel, (prev[2] if prev else 0) + 1)
+        return seen
+
+    def iter_messages(self, topics: list[str] | None = None, reverse: bool = False
+                      ) -> Iterator[tuple[Any, Any, Any]]:
+        items = (m for m in self._iter() if topics is None or m[1].topic in topics)
+        if reverse:
+            yield from reversed(list(items)[-1:])
+        else:
+            yield from items
+
+
+def _image_topics(reader: Any) -> dict[str, tuple[str, str, str, int | None]]:
+    """topic -> (kind, schema name, message encoding, message count) for image topics."""
+    out: dict[str, tuple[str, str, str, int | None]] = {}
+    if isinstance(reader, _LinearReader):
+        for topic, (schema, channel, count) in reader.channels().items():
+            kind = image_kind(schema.name) if schema is not None else None
+            if kind:
+                out[topic] = (kind, schema.name, channel.message_encoding, count)
+        return out
+    summary = reader.get_summary()
+    counts = summary.statistics.channel_message_counts if summary.statistics else {}
+    for cid, channel in sorted(summary.channels.items()):
+        schema = summary.schemas.get(channel.schema_id)
+        kind = image_kind(schema.name) if schema is not None else None
+        if kind and channel.topic not in out:
+            out[channel.topic] = (kind, schema.name, channel.message_encoding, counts.get(cid))
+    return out

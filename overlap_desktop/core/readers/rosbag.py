@@ -1,0 +1,302 @@
+"""ROS 1 ``.bag`` files and rosbag2 folders (sqlite3 or mcap storage) via ``rosbags``.
+
+Every image topic (``sensor_msgs/Image``, ``sensor_msgs/CompressedImage`` and the
+foxglove_msgs image/video types) is a stream keyed by its topic name, decoded with the
+same helpers as the MCAP reader (:mod:`overlap_desktop.core.readers._images`), so a
+topic gives the same pixels whichever container it was recorded in.
+
+A rosbag2 recording is a *folder* holding ``metadata.yaml``; it is claimed here. A
+lone ``.mcap`` file goes to the MCAP reader instead.
+
+``rosbags`` is in the ``ros`` extra: without it, opening a bag raises
+:class:`~overlap_desktop.errors.MissingDependencyError` naming
+``pip install "overlap-desktop[ros]"``.
+
+Time and bad messages behave as in the MCAP reader: receive (log) time relative to the
+topic's first message, or the header stamp with ``readers.mcap_time = "header"``;
+undecodable messages are skipped and counted, a topic with no decodable message is a
+:class:`~overlap_desktop.errors.MediaError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from overlap_desktop.core.readers._images import (
+    ImageError,
+    ImageMessage,
+    ReaderSettings,
+    VideoDecoder,
+    describe_codec,
+    frame_for_message,
+    image_kind,
+    image_size,
+    message_fields,
+    reader_settings,
+)
+from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
+from overlap_desktop.errors import MediaError, MissingDependencyError
+
+__all__ = ["RosbagReader", "ROS_EXTRA_HINT"]
+
+log = logging.getLogger(__name__)
+
+ROS_EXTRA_HINT = 'pip install "overlap-desktop[ros]"'
+ROSBAG1_MAGIC = b"#ROSBAG V2.0\n"
+_PEEK = 5
+
+
+def _anyreader() -> Any:
+    try:
+        from rosbags.highlevel import AnyReader
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"reading ROS bags needs the optional 'ros' extra; install it with: {ROS_EXTRA_HINT}") from exc
+    return AnyReader
+
+
+_apsw_guard = threading.local()
+
+
+def _restore_rosbags_sql_dialect(connection: Any) -> None:
+    """apsw connection hook: give rosbags' own SQLite connections back double-quoted strings.
+
+    The index applies ``apsw.bestpractice`` process-wide, which turns double-quoted string
+    literals off for *every* apsw connection; rosbags' sqlite3 storage queries
+    ``type="table"`` and would fail to open any rosbag2 .db3 once an index was opened.
+    Only connections opened by this thread inside :meth:`RosbagReader._open` are touched.
+    """
+    if getattr(_apsw_guard, "active", False):
+        import apsw
+
+        connection.config(apsw.SQLITE_DBCONFIG_DQS_DML, 1)
+        connection.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 1)
+
+
+@contextmanager
+def _rosbags_sqlite_dialect() -> Iterator[None]:
+    try:
+        import apsw
+    except ImportError:  # rosbags without apsw: nothing to undo
+        yield
+        return
+    hooks = apsw.connection_hooks
+    # Run after any hook installed since (bestpractice appends its own).
+    if not hooks or hooks[-1] is not _restore_rosbags_sql_dialect:
+        if _restore_rosbags_sql_dialect in hooks:
+            hooks.remove(_restore_rosbags_sql_dialect)
+        hooks.append(_restore_rosbags_sql_dialect)
+    _apsw_guard.active = True
+    try:
+        yield
+    finally:
+        _apsw_guard.active = False
+
+
+def _rosbags_errors() -> tuple[type[BaseException], ...]:
+    _anyreader()  # the missing-extra message comes first
+    from rosbags.highlevel import AnyReaderError
+
+    return (AnyReaderError, OSError, EOFError, ValueError, KeyError, AssertionError)
+
+
+class RosbagReader:
+    """Reader for ROS 1 bags and rosbag2 folders.
+
+    Args:
+        config: Configuration to take ``readers.*`` options from; ``None`` reads the
+            effective configuration when a file is opened.
+        settings: Explicit settings (overrides ``config``).
+    """
+
+    name = "rosbag"
+    description = "ROS 1 .bag files and rosbag2 folders (sqlite3 or mcap storage), image topics"
+    extensions = (".bag",)
+
+    def __init__(self, *, config: Any | None = None, settings: ReaderSettings | None = None) -> None:
+        self._config = config
+        self._settings = settings
+
+    def configure(self, config: Any) -> None:
+        """Take ``readers.*`` options from ``config`` for the files opened next."""
+        self._config = config
+        self._settings = None
+
+    def settings(self) -> ReaderSettings:
+        return self._settings or reader_settings(self._config)
+
+    def can_open(self, path: Path) -> bool:
+        path = Path(path)
+        if path.is_dir():
+            return (path / "metadata.yaml").is_file()
+        if not path.is_file():
+            return False
+        if path.suffix.lower() == ".bag":
+            return True
+        with open(path, "rb") as fh:
+            return fh.read(len(ROSBAG1_MAGIC)) == ROSBAG1_MAGIC
+
+    @contextmanager
+    def _open(self, path: Path) -> Iterator[Any]:
+        any_reader = _anyreader()
+        from rosbags.typesys import Stores, get_typestore
+
+        errors = _rosbags_errors()
+        try:
+            # Old rosbag2 files carry no message definitions; the standard ROS 2 types fill in.
+            with _rosbags_sqlite_dialect():
+                reader = any_reader([path], default_typestore=get_typestore(Stores.LATEST))
+                reader.open()
+        except FileNotFoundError as exc:
+            raise MediaError(f"cannot open the recording: {exc}", path=path) from exc
+        except errors as exc:
+            raise MediaError(f"cannot open the recording: {exc}", path=path) from exc
+        try:
+            yield reader
+        finally:
+            try:
+                reader.close()
+            except errors:  # already failing: keep the first error
+                pass
+
+    def streams(self, path: Path) -> list[StreamInfo]:
+        path = Path(path)
+        settings = self.settings()
+        errors = _rosbags_errors()
+        out: list[StreamInfo] = []
+        problems: list[str] = []
+        with self._open(path) as reader:
+            topics = _image_topics(reader)
+            if not topics:
+                raise MediaError("no image topic (sensor_msgs Image/CompressedImage or foxglove_msgs "
+                                 "image/video) in this recording", path=path)
+            for topic, conns in topics.items():
+                kind = image_kind(conns[0].msgtype) or "raw"
+                try:
+                    msg = _peek(reader, conns, kind, settings)
+                except ImageError as exc:
+                    problems.append(f"{topic}: {exc}")
+                    continue
+                except errors as exc:
+                    raise MediaError(f"corrupt recording (topic {topic}): {exc}", path=path) from exc
+                size = image_size(msg, settings.limits)
+                count = sum(int(getattr(c, "msgcount", 0) or 0) for c in conns) or None
+                duration_ns = int(getattr(reader, "duration", 0) or 0)
+                rate = (count - 1) / (duration_ns / 1e9) if count and count > 1 and duration_ns > 0 else None
+                out.append(StreamInfo(
+                    key=topic,
+                    width=size[0] if size else None,
+                    height=size[1] if size else None,
+                    duration_s=None,
+                    codec=describe_codec(msg),
+                    rate_hint=rate,
+                    extra={"message_type": conns[0].msgtype, "kind": kind, "messages": count,
+                           "time_source": settings.time_source,
+                           "format": "rosbag1" if not getattr(reader, "is2", True) else "rosbag2"},
+                ))
+        if not out:
+            raise MediaError("no decodable image topic: " + "; ".join(problems), path=path)
+        for p in problems:
+            log.warning("%s: skipped image topic %s", path, p)
+        return out
+
+    def frames(self, path: Path, stream: StreamInfo, *,
+               cancel: CancelCallback | None = None) -> Iterator[TimedFrame]:
+        path = Path(path)
+        settings = self.settings()
+        errors = _rosbags_errors()
+        topic = stream.key
+        with self._open(path) as reader:
+            topics = _image_topics(reader)
+            if topic not in topics:
+                raise MediaError(f"no image topic {topic!r} in this recording", path=path)
+            conns = topics[topic]
+            kind = image_kind(conns[0].msgtype) or "raw"
+            use_header = settings.time_source == "header"
+            video: VideoDecoder | None = None
+            t0: int | None = None
+            last_t = 0
+            yielded = skipped = 0
+            first_problem = ""
+            it = reader.messages(connections=conns)
+            while True:
+                check_cancel(cancel)
+                try:
+                    item = next(it, None)
+                except errors as exc:
+                    raise MediaError(f"corrupt recording data in topic {topic} after {yielded} images: "
+                                     f"{exc}", path=path) from exc
+                if item is None:
+                    break
+                conn, log_time, raw = item
+                try:
+                    msg = _decode(reader, conn, raw, kind, settings)
+                    stamp = msg.stamp_ns if use_header and msg.stamp_ns is not None else int(log_time)
+                    if t0 is None:
+                        t0 = stamp
+                    t = max(stamp - t0, last_t)
+                    if kind == "video":
+                        if video is None:
+                            video = VideoDecoder(msg.format, settings.limits)
+                        frames: list[TimedFrame] = list(video.decode(msg.data, t))
+                    else:
+                        frames = [frame_for_message(msg, t, limits=settings.limits, path=path,
+                                                    describe=f"topic {topic} at {t / 1e9:.3f} s")]
+                except ImageError as exc:
+                    skipped += 1
+                    first_problem = first_problem or str(exc)
+                    continue
+                last_t = t
+                for f in frames:
+                    yielded += 1
+                    yield f
+            if video is not None:
+                for f in video.flush():
+                    yielded += 1
+                    yield f
+        if yielded == 0:
+            what = (f"none of its {skipped} messages could be decoded; first problem: {first_problem}"
+                    if skipped else "it has no messages")
+            raise MediaError(f"topic {topic}: {what}", path=path)
+        if skipped:
+            log.warning("%s: topic %s: skipped %d undecodable message(s); first problem: %s",
+                        path, topic, skipped, first_problem)
+
+
+def _image_topics(reader: Any) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for conn in reader.connections:
+        if image_kind(conn.msgtype):
+            out.setdefault(conn.topic, []).append(conn)
+    return out
+
+
+def _decode(reader: Any, conn: Any, raw: bytes, kind: str, settings: ReaderSettings) -> ImageMessage:
+    if len(raw) > settings.limits.max_message_bytes:
+        raise ImageError(f"message of {len(raw)} bytes is over the limit of "
+                         f"{settings.limits.max_message_bytes}")
+    try:
+        obj = reader.deserialize(raw, conn.msgtype)
+    except Exception as exc:  # rosbags raises assorted types on malformed bytes
+        raise ImageError(f"cannot parse message: {type(exc).__name__}: {exc}") from exc
+    return message_fields(obj, kind)
+
+
+def _peek(reader: Any, conns: list[Any], kind: str, settings: ReaderSettings) -> ImageMessage:
+    """First decodable message of a topic (tries a few), for the stream description."""
+    problem: ImageError | None = None
+    for n, (conn, _, raw) in enumerate(reader.messages(connections=conns)):
+        try:
+            msg = _decode(reader, conn, raw, kind, settings)
+            image_size(msg, settings.limits)
+            return msg
+        except ImageError as exc:
+            problem = problem or exc
+            if n + 1 >= _PEEK:
+                break
+    raise problem or ImageError("the topic has no messages")
