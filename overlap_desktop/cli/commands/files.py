@@ -1,0 +1,74 @@
+"""``overlap files``: what the index holds (status, hours, errors)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.errors import ExitCode
+
+__all__ = ["COMMAND"]
+
+
+def _hms(seconds: float | None) -> str:
+    s = int(round(seconds or 0.0))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH", help="only files at or under these paths")
+    p.add_argument("--status", choices=("ok", "error", "pending"), default=None,
+                   help="only files with this status")
+    p.add_argument("--errors", action="store_true", help="only files that failed (same as --status error)")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+
+
+def _run(args: argparse.Namespace, ctx: CliContext) -> int:
+    from overlap_desktop import api
+    from overlap_desktop.core.index import DB_NAME, _norm, _under
+
+    path = ctx.config.index_path
+    if not (path / DB_NAME).is_file():
+        if args.json:
+            ctx.print_json({"index": str(path), "files": []})
+        else:
+            ctx.note(f"No index at {path} yet; run `overlap index PATH` first.")
+        return int(ExitCode.OK)
+    with api.open_index(path, readonly=True) as idx:
+        files = idx.files()
+    status = "error" if args.errors else args.status
+    if status == "pending":
+        files = [f for f in files if f.status in ("pending", "running")]
+    elif status is not None:
+        files = [f for f in files if f.status == status]
+    if args.paths:
+        roots = [_norm(p) for p in args.paths]
+        files = [f for f in files if any(_under(f.path, r) for r in roots)]
+    if args.json:
+        ctx.print_json({"index": str(path), "files": [f.to_dict() for f in files]})
+        return int(ExitCode.OK)
+    for f in files:
+        hours = _hms(f.duration_s) if f.status == "ok" else ""
+        streams = f"{len(f.streams)} stream{'s' if len(f.streams) != 1 else ''}" if f.status == "ok" else ""
+        line = f"{f.status:<8}{hours:>10}  {streams:<10} {f.path}"
+        if f.error:
+            line += f"  -- {f.error}"
+        ctx.print(line)
+    ok = [f for f in files if f.status == "ok"]
+    errors = sum(1 for f in files if f.status == "error")
+    pending = sum(1 for f in files if f.status in ("pending", "running"))
+    hours = sum(f.hours for f in ok)
+    ind = sum(f.indeterminate_s for f in ok) / 3600.0
+    ctx.print(f"{len(files)} file(s): {len(ok)} ok ({hours:.3f} h, {ind:.3f} h indeterminate), "
+              f"{errors} error(s), {pending} pending  [index {path}{os.sep}]")
+    return int(ExitCode.OK)
+
+
+COMMAND = Command(
+    name="files",
+    help="list the files in the index with status, hours and errors",
+    add_arguments=_add_arguments,
+    run=_run,
+    order=20,
+)

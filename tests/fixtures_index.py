@@ -1,0 +1,91 @@
+"""Session fixtures for the index tests: small generated clip folders and bad files.
+
+Import the fixtures into a test module with ``from tests.fixtures_index import *`` (they are
+session-scoped, so the footage is encoded once per test session).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from tests.footage import make_clip
+
+__all__ = ["CLIP_S", "bad_folder", "clip_folder", "copy_tree", "index_clip_master", "make_bad_files"]
+
+#: Duration of each generated clip, seconds.
+CLIP_S = 10.0
+_SIZE = (160, 120)
+_FPS = 15.0
+
+
+@pytest.fixture(scope="session")
+def index_clip_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("index-clips")
+    make_clip(root / "a.mp4", 11, duration=CLIP_S, fps=_FPS, size=_SIZE)
+    make_clip(root / "sub" / "b.mkv", 12, duration=CLIP_S, fps=_FPS, size=_SIZE)
+    make_clip(root / "sub" / "deeper" / "c.mp4", 13, duration=CLIP_S, fps=_FPS, size=_SIZE)
+    # Never indexed: hidden, or no reader claims them.
+    shutil.copy(root / "a.mp4", root / ".hidden.mp4")
+    (root / "notes.txt").write_text("not footage\n", encoding="utf-8")
+    (root / "Thumbs.db").write_bytes(b"\0" * 16)
+    return root
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    """Copy a fixture folder keeping modification times (so copies are 'unchanged' alike)."""
+    shutil.copytree(src, dst, copy_function=shutil.copy2)
+    return dst
+
+
+@pytest.fixture
+def clip_folder(index_clip_master: Path, tmp_path: Path) -> Path:
+    """A private copy of three 10 s clips (a.mp4, sub/b.mkv, sub/deeper/c.mp4) plus files
+    that must be skipped (.hidden.mp4, notes.txt, Thumbs.db). Tests may modify it."""
+    return copy_tree(index_clip_master, tmp_path / "clips")
+
+
+def _audio_only(path: Path) -> None:
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("aac", rate=16000)
+        stream.layout = "mono"  # type: ignore[union-attr]
+        samples = (np.sin(np.arange(16000) / 10.0) * 3000).astype(np.int16)[None, :]
+        frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
+        frame.sample_rate = 16000
+        for packet in stream.encode(frame):  # type: ignore[union-attr]
+            out.mux(packet)
+        for packet in stream.encode(None):  # type: ignore[union-attr]
+            out.mux(packet)
+
+
+def make_bad_files(root: Path, good: Path) -> dict[str, Path]:
+    """Write one file of each kind the indexer must refuse (and keep going)."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(5)
+    data = good.read_bytes()
+    bad = {
+        "zero": root / "zero.mp4",
+        "random": root / "random.mp4",
+        "truncated": root / "truncated.mp4",
+        "audio": root / "audio_only.mp4",
+        "text": root / "readme.mkv",
+    }
+    bad["zero"].write_bytes(b"")
+    bad["random"].write_bytes(rng.integers(0, 256, 64 * 1024, dtype=np.uint8).tobytes())
+    # PyAV writes the moov atom at the end, so the first 40% has none.
+    bad["truncated"].write_bytes(data[: int(len(data) * 0.4)])
+    _audio_only(bad["audio"])
+    bad["text"].write_text("this is a text file, not Matroska\n" * 20, encoding="utf-8")
+    return bad
+
+
+@pytest.fixture(scope="session")
+def bad_folder(index_clip_master: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+    """A folder with one good clip (good.mp4) and each kind of bad file."""
+    root = tmp_path_factory.mktemp("index-bad")
+    shutil.copy2(index_clip_master / "a.mp4", root / "good.mp4")
+    return root, make_bad_files(root, index_clip_master / "a.mp4")

@@ -1,0 +1,204 @@
+"""The index's storage layer on synthetic fingerprints: round trips, shards, locking, refusals."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from overlap_desktop.core import index as index_mod
+from overlap_desktop.core.index import Index, open_index, wal_support
+from overlap_desktop.core.types import Span, StreamFingerprints, StreamInfo, Variant
+from overlap_desktop.errors import IndexBusyError, IndexError_
+
+
+@pytest.fixture(autouse=True)
+def _ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Storage tests must not depend on the fingerprinting pipeline's identifiers.
+    monkeypatch.setattr(index_mod, "_current_ids", lambda: ("test-algo", "test-prep"))
+
+
+def fake_fp(seed: int, n: int = 40, variants: int = 3, fps: float = 4.0) -> StreamFingerprints:
+    rng = np.random.default_rng(seed)
+    usable = np.ones(n, dtype=bool)
+    usable[n // 4: n // 4 + 3] = False
+    return StreamFingerprints(
+        times_ns=(np.arange(n, dtype=np.int64) * int(1e9 / fps)),
+        quality=rng.integers(0, 101, n).astype(np.uint8),
+        codes=rng.integers(0, 256, (n, variants, 32)).astype(np.uint8),
+        variants=(Variant(), Variant(mirrored=True), Variant(crop=0.88))[:variants],
+        usable=usable,
+        indeterminate=[Span(n / 4 / fps, (n / 4 + 3) / fps, "static")],
+        fps=fps, duration_s=n / fps)
+
+
+def add(idx: Index, path: Path, seed: int, **kw: object) -> int:
+    path.write_bytes(b"x" * (seed + 1))
+    st = path.stat()
+    with idx.writer():
+        return idx.record_file(path, size=st.st_size, mtime_ns=st.st_mtime_ns, sha256="ab" * 32,
+                               reader="fake", streams=[(StreamInfo("v:0", 320, 240, codec="h264"),
+                                                        fake_fp(seed, **kw))])  # type: ignore[arg-type]
+
+
+def test_round_trip_and_metadata(tmp_path: Path) -> None:
+    with open_index(tmp_path / "ix") as idx:
+        assert idx.schema_version == 1 and idx.algo_id == "test-algo" and len(idx.identity) == 36
+        fid = add(idx, tmp_path / "a.mp4", 1)
+        (f,) = idx.files()
+        assert f.id == fid and f.status == "ok" and f.streams == ["v:0"] and f.reader == "fake"
+        assert f.duration_s == pytest.approx(10.0) and f.indeterminate_s == pytest.approx(0.75)
+        ((ff, key, fp),) = list(idx.streams())
+        want = fake_fp(1)
+        assert key == "v:0" and ff.path == str(tmp_path / "a.mp4")
+        np.testing.assert_array_equal(fp.times_ns, want.times_ns)
+        np.testing.assert_array_equal(fp.codes, want.codes)
+        np.testing.assert_array_equal(fp.quality, want.quality)
+        np.testing.assert_array_equal(fp.usable, want.usable)
+        assert fp.variants == want.variants and fp.indeterminate == want.indeterminate
+        sid = idx.stream_ids()[0][0]
+        assert idx.stream_info(sid)[1] == "v:0"
+        assert idx.stream_details(sid).width == 320
+        identity = idx.identity
+    with open_index(tmp_path / "ix", readonly=True) as idx:
+        assert idx.identity == identity and len(idx.files()) == 1
+        assert list(idx.streams(paths=[tmp_path / "elsewhere"])) == []
+        assert len(list(idx.streams(paths=[tmp_path]))) == 1
+
+
+def test_shards_cover_usable_codes_and_go_stale(tmp_path: Path) -> None:
+    with open_index(tmp_path / "ix") as idx:
+        idx.shard_codes = 150  # two 111-code streams cannot share a shard
+        for i in range(3):
+            add(idx, tmp_path / f"{i}.mp4", i)
+        assert idx.seal() == 3
+        shards = list(idx.shards())
+        assert sum(len(s) for s in shards) == 3 * 37 * 3  # usable frames x variants
+        st = idx.stats()
+        assert st["shards"] == 3 and st["pending_codes"] == 0 and st["codes"] == 333
+        # A query equal to a stored code finds it at distance 0, with its frame and variant.
+        fp = idx.stream_fingerprints(idx.stream_ids()[1][0])
+        hits = [s.search(fp.codes[5, 2][None, :], max_distance=0) for s in idx.shards()]
+        found = [(int(h.stream_id[0]), int(h.frame_idx[0]), int(h.variant_idx[0])) for h in hits if len(h)]
+        assert found == [(idx.stream_ids()[1][0], 5, 2)]
+        # Forgetting a file makes its shard stale; the next seal rebuilds without it.
+        assert idx.remove_files([tmp_path / "1.mp4"]) == 1
+        assert idx.stats()["shards_stale"] == 1
+        idx.seal()
+        assert idx.stats()["shards_stale"] == 0
+        assert sum(len(s) for s in idx.shards()) == 2 * 111
+        # Dropped shard folders wait out a grace period for readers, then are swept;
+        # a folder no row ever named (a build killed before its commit) goes at once.
+        live = {n for (n,) in idx._db.execute("SELECT name FROM shards")}
+        assert live < {p.name for p in idx.shard_root.iterdir()}
+        (idx.shard_root / "shard-orphan").mkdir()
+        with idx.writer():
+            idx._sweep_shards()
+            assert live < {p.name for p in idx.shard_root.iterdir()}
+            assert not (idx.shard_root / "shard-orphan").exists()
+            idx._sweep_shards(grace_s=0)
+        assert {p.name for p in idx.shard_root.iterdir()} == live
+        assert idx._db.execute("SELECT COUNT(*) FROM shard_trash").fetchone()[0] == 0
+
+
+def test_hits_on_streams_forgotten_mid_compare_are_dropped(tmp_path: Path) -> None:
+    with open_index(tmp_path / "ix") as writer, open_index(tmp_path / "ix", readonly=True) as reader:
+        for i in range(2):
+            add(writer, tmp_path / f"{i}.mp4", i)
+        writer.seal()
+        gone_id = writer.stream_ids()[0][0]
+        query = writer.stream_fingerprints(gone_id).codes[:, 0]
+        shards = reader.shards()
+        shard = next(shards)
+        assert set(shard.search(query, max_distance=0).stream_id.tolist()) == {gone_id}
+        writer.remove_files([tmp_path / "0.mp4"])  # a writer forgets it while the reader holds the shard
+        assert len(shard.search(query, max_distance=0)) == 0
+        shards.close()
+
+
+def test_small_runs_refill_the_newest_shard(tmp_path: Path) -> None:
+    with open_index(tmp_path / "ix") as idx:
+        for i in range(4):
+            add(idx, tmp_path / f"{i}.mp4", i)
+            idx.seal()
+        assert idx.stats()["shards"] == 1 and idx.stats()["shard_codes"] == 4 * 111
+
+
+def test_reader_sees_unsealed_streams_while_writer_holds_lock(tmp_path: Path) -> None:
+    writer = open_index(tmp_path / "ix")
+    reader = open_index(tmp_path / "ix")
+    try:
+        with writer.writer():
+            st = (tmp_path / "a.mp4")
+            st.write_bytes(b"1")
+            writer.record_file(st, size=1, mtime_ns=1, sha256="0" * 64, reader="fake",
+                               streams=[(StreamInfo("v:0"), fake_fp(3))])
+            # The reader cannot seal (lock held) but still sees every ok stream.
+            assert sum(len(s) for s in reader.shards()) == 111
+            assert len(reader.files()) == 1
+            with pytest.raises(IndexBusyError, match=f"pid {os.getpid()}"):
+                with reader.writer():
+                    pass
+        with reader.writer():  # released
+            pass
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_running_rows_become_pending_on_next_writer(tmp_path: Path) -> None:
+    with open_index(tmp_path / "ix") as idx:
+        with idx.writer():
+            idx.mark_file(tmp_path / "x.mp4", size=1, mtime_ns=1, status="running")
+    with open_index(tmp_path / "ix") as idx:
+        assert idx.files()[0].status == "running"
+        with idx.writer():
+            assert idx.files()[0].status == "pending"
+
+
+def test_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(IndexError_, match="no index here yet"):
+        open_index(tmp_path / "none", readonly=True)
+    with pytest.raises(IndexError_, match="no index here yet"):
+        open_index(tmp_path / "none", create=False)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(IndexError_, match="not an index folder"):
+        open_index(tmp_path / "file")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "index.sqlite3").write_bytes(bytes(range(256)) * 20)
+    with pytest.raises(IndexError_, match="not a database"):
+        open_index(tmp_path / "junk")
+    with open_index(tmp_path / "ix") as idx:
+        idx._db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(IndexError_, match="newer overlap"):
+        open_index(tmp_path / "ix")
+    with open_index(tmp_path / "ix2") as idx:
+        with pytest.raises(IndexError_, match="new folder"):
+            idx.check_compatible("other-algo", "test-prep")
+    # A network filesystem is refused before SQLite is touched.
+    monkeypatch.setattr(index_mod, "_mount_table", lambda: [("/", "ext4"), (str(tmp_path), "nfs4")])
+    with pytest.raises(IndexError_, match="network"):
+        open_index(tmp_path / "ix3")
+    ok, why = wal_support(tmp_path)
+    assert not ok and "network" in why
+
+
+def test_wal_support_on_local_disk(tmp_path: Path) -> None:
+    ok, why = wal_support(tmp_path / "not" / "yet")
+    assert ok, why
+    assert list(tmp_path.iterdir()) == []  # the probe cleans up
+
+
+def test_migrations_upgrade_older_indexes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with open_index(tmp_path / "ix") as idx:
+        add(idx, tmp_path / "a.mp4", 1)
+    monkeypatch.setattr(index_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(index_mod._MIGRATIONS, 2, "ALTER TABLE files ADD COLUMN note TEXT;")
+    with pytest.raises(IndexError_, match="needs upgrading"):
+        open_index(tmp_path / "ix", readonly=True)
+    with open_index(tmp_path / "ix") as idx:
+        assert idx.schema_version == 2
+        assert "note" in [r[1] for r in idx._db.execute("PRAGMA table_info(files)")]
+        assert [f.status for f in idx.files()] == ["ok"]  # data survives the upgrade
