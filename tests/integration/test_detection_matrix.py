@@ -150,7 +150,7 @@ RECIPES: dict[str, Recipe] = {
     "rotate-180": Recipe(edit(piece, transform=m.rot180), SEG),
     "vflip": Recipe(edit(piece, transform=m.vflip), SEG),
     "crop-offcentre": Recipe(edit(piece, transform=m.crop_window(0.85, (0.1, 0.15))), SEG),
-    "downscale-half": Recipe(edit(piece, size=(160, 120)), SEG),
+    "downscale-half": Recipe(edit(piece, transform=lambda img: m.resize(img, 160, 120)), SEG),
     "fps-60-to-24": Recipe(edit([Piece(D, 3.0, 20.0, master_fps=60.0)]), [Expect("D", 0, 20, 3, 23)]),
     "grayscale": Recipe(edit(piece, transform=m.grayscale), SEG),
     "reencode-vp9-low": Recipe(edit(piece, codec="libvpx-vp9", suffix=".webm", bit_rate=120_000), SEG),

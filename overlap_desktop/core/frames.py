@@ -1,0 +1,244 @@
+"""Frames in memory and the real-time sampler.
+
+Two things live here:
+
+* :class:`ArrayFrame`, the :class:`~overlap_desktop.core.types.TimedFrame` that
+  readers decoding to numpy (image topics, image folders) yield. It scales through
+  FFmpeg's swscale, exactly like the video reader, so the same footage gives the
+  same pixels whichever reader produced it.
+* :func:`sample_on_grid`, which turns frames in presentation order into the frames
+  *shown* at the fixed time grid ``k / fps``. Sampling in real time (not every n-th
+  frame) is what lets a copy that was trimmed at a sub-second point, resampled to
+  another frame rate or changed in speed land on nearly the same pictures.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from overlap_desktop.core.types import NS_PER_S, CancelCallback, TimedFrame, check_cancel
+
+__all__ = [
+    "SAMPLE_FPS_FLOOR",
+    "SCALE_INTERPOLATION",
+    "ArrayFrame",
+    "GridSample",
+    "LowSampleRateWarning",
+    "MAX_HOLD_S",
+    "check_sample_rate",
+    "grid_time_ns",
+    "sample_on_grid",
+    "scale_rgb",
+]
+
+#: Below this sampling rate arbitrary trims and speed changes are detected less reliably.
+SAMPLE_FPS_FLOOR = 4.0
+
+#: Longest time the last frame is held to reach a stated stream duration (seconds).
+MAX_HOLD_S = 1.0
+
+#: The swscale filter every reader uses to scale frames. Area averaging is the right
+#: filter for strong downscales (1080p -> 128 px) and costs little more than bilinear.
+SCALE_INTERPOLATION = "AREA"
+
+
+class LowSampleRateWarning(UserWarning):
+    """Indexing below :data:`SAMPLE_FPS_FLOOR` samples per second weakens detection."""
+
+
+def check_sample_rate(fps: float, *, warn: bool = True) -> str | None:
+    """Say whether ``fps`` is below the recommended sampling rate.
+
+    The indexer (or the CLI) calls this once per run, not once per file, so users see
+    the warning once.
+
+    Args:
+        fps: Requested samples per second.
+        warn: Also emit a :class:`LowSampleRateWarning`.
+
+    Returns:
+        A sentence for the user when ``fps`` is too low, else ``None``.
+
+    Raises:
+        ValueError: ``fps`` is not a positive finite number.
+    """
+    if not (fps > 0 and math.isfinite(fps)):
+        raise ValueError(f"sampling rate must be a positive number, not {fps!r}")
+    if fps >= SAMPLE_FPS_FLOOR:
+        return None
+    msg = (f"sampling at {fps:g} fps (below {SAMPLE_FPS_FLOOR:g}) weakens detection of arbitrary "
+           "trims, concatenations and speed changes")
+    if warn:
+        warnings.warn(msg, LowSampleRateWarning, stacklevel=2)
+    return msg
+
+
+def scale_rgb(rgb: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Scale an RGB ``uint8 (h, w, 3)`` array with swscale (the path all readers share).
+
+    Args:
+        rgb: Image to scale; gray ``(h, w)`` and RGBA ``(h, w, 4)`` are accepted too.
+        width: Output width in pixels.
+        height: Output height in pixels.
+
+    Returns:
+        A new contiguous ``uint8 (height, width, 3)`` array.
+    """
+    import av  # local: PyAV is heavy and not needed to import the core
+
+    arr = _as_rgb24(rgb)
+    if arr.shape[0] == height and arr.shape[1] == width:
+        return arr.copy()
+    frame = av.VideoFrame.from_ndarray(arr, format="rgb24")
+    return frame.to_ndarray(width=width, height=height, format="rgb24",
+                            interpolation=SCALE_INTERPOLATION)
+
+
+def _as_rgb24(rgb: np.ndarray) -> np.ndarray:
+    a = np.asarray(rgb)
+    if a.dtype != np.uint8:
+        if a.dtype == np.uint16:
+            a = (a >> 8).astype(np.uint8)
+        elif np.issubdtype(a.dtype, np.floating):
+            a = np.clip(a * (255.0 if a.max(initial=0) <= 1.0 else 1.0), 0, 255).astype(np.uint8)
+        else:
+            a = np.clip(a, 0, 255).astype(np.uint8)
+    if a.ndim == 2:
+        a = np.repeat(a[:, :, None], 3, axis=2)
+    elif a.ndim == 3 and a.shape[2] == 1:
+        a = np.repeat(a, 3, axis=2)
+    elif a.ndim == 3 and a.shape[2] == 4:
+        a = a[:, :, :3]
+    if a.ndim != 3 or a.shape[2] != 3 or a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"expected an RGB image, got shape {np.shape(rgb)}")
+    return np.ascontiguousarray(a)
+
+
+class ArrayFrame:
+    """A decoded frame held as a numpy array (implements ``TimedFrame``).
+
+    Args:
+        t_ns: Presentation time in nanoseconds from the start of the stream.
+        rgb: ``uint8 (h, w, 3)`` RGB pixels (gray, RGBA and 16-bit are converted).
+    """
+
+    __slots__ = ("_rgb", "_t_ns")
+
+    def __init__(self, t_ns: int, rgb: np.ndarray) -> None:
+        self._t_ns = int(t_ns)
+        self._rgb = rgb
+
+    @property
+    def t_ns(self) -> int:
+        return self._t_ns
+
+    @property
+    def rgb(self) -> np.ndarray:
+        """The pixels as given."""
+        return self._rgb
+
+    def to_rgb(self, width: int, height: int) -> np.ndarray:
+        """Return ``uint8 (height, width, 3)`` scaled by swscale."""
+        return scale_rgb(self._rgb, width, height)
+
+    def __repr__(self) -> str:
+        return f"ArrayFrame(t_ns={self._t_ns}, shape={np.shape(self._rgb)})"
+
+
+@dataclass(frozen=True, slots=True)
+class GridSample:
+    """A grid point and the frame shown at it.
+
+    Attributes:
+        k: Grid index (time ``k / fps`` from the first frame).
+        t_ns: Grid time in nanoseconds.
+        frame: The frame on screen at that time.
+        frame_no: Running number of that frame in the input (equal numbers mean the
+            same frame held over several grid points, so its pixels can be reused).
+    """
+
+    k: int
+    t_ns: int
+    frame: TimedFrame
+    frame_no: int
+
+
+def grid_time_ns(k: int, fps: float) -> int:
+    """Time of grid point ``k`` in nanoseconds, rounded the same way everywhere."""
+    return int(round(k * NS_PER_S / fps))
+
+
+def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: float | None = None,
+                   cancel: CancelCallback | None = None) -> Iterator[GridSample]:
+    """Pick the frame shown at each grid point ``k / fps`` (k = 0, 1, ...).
+
+    The frame shown at time ``g`` is the last frame whose presentation time is
+    ``<= g``. Times are taken relative to the first frame, so a stream whose first
+    timestamp is not 0 samples like one that starts at 0. Frames are never
+    converted to pixels here; the caller converts only what it keeps.
+
+    Damaged timing is handled without failing: a frame whose time goes backwards is
+    treated as shown at the previous frame's time (it replaces it), and frames with
+    equal times keep the last one.
+
+    Grid points run up to the last frame's time, and further up to ``duration_s``
+    (exclusive) when that is known and longer, since the last frame stays on screen
+    until the stream ends (at most :data:`MAX_HOLD_S` more).
+
+    Args:
+        frames: Frames in presentation order.
+        fps: Grid rate in samples per second.
+        duration_s: Stream duration, if known.
+        cancel: Polled between frames.
+
+    Yields:
+        :class:`GridSample` in grid order.
+
+    Raises:
+        ValueError: ``fps`` is not positive.
+        Cancelled: when ``cancel()`` turns true.
+    """
+    if not (fps > 0 and math.isfinite(fps)):
+        raise ValueError(f"sampling rate must be a positive number, not {fps!r}")
+    t0: int | None = None
+    prev: TimedFrame | None = None
+    prev_t = 0
+    prev_no = -1
+    k = 0
+    next_g = 0
+    n = -1
+    for frame in frames:
+        check_cancel(cancel)
+        n += 1
+        t_abs = int(frame.t_ns)
+        if t0 is None:
+            t0 = t_abs
+        t = max(t_abs - t0, prev_t)  # non-monotonic times: never step backwards
+        # Every grid point strictly before this frame's time shows the previous frame.
+        while prev is not None and next_g < t:
+            yield GridSample(k, next_g, prev, prev_no)
+            k += 1
+            next_g = grid_time_ns(k, fps)
+        prev, prev_t, prev_no = frame, t, n
+    if prev is None:
+        return
+    end = prev_t
+    if duration_s is not None and math.isfinite(duration_s):
+        # The last frame stays up until the stream ends, but never invent more than
+        # MAX_HOLD_S of it: a truncated file whose header promises more would otherwise
+        # be padded with copies of its last good frame.
+        end_excl = min(int(round(duration_s * NS_PER_S)), prev_t + int(MAX_HOLD_S * NS_PER_S))
+        while next_g <= prev_t or next_g < end_excl:
+            yield GridSample(k, next_g, prev, prev_no)
+            k += 1
+            next_g = grid_time_ns(k, fps)
+        return
+    while next_g <= end:
+        yield GridSample(k, next_g, prev, prev_no)
+        k += 1
+        next_g = grid_time_ns(k, fps)

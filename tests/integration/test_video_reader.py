@@ -1,0 +1,290 @@
+"""The PyAV video reader on real third-party files and on generated edge cases."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from overlap_desktop.core.fingerprint import fingerprint_stream, hamming, prep_and_hash_image
+from overlap_desktop.core.frames import ArrayFrame
+from overlap_desktop.core.readers import ReaderLimits, reader_for
+from overlap_desktop.core.readers.video import VideoReader
+from overlap_desktop.core.types import NS_PER_S
+from overlap_desktop.errors import MediaError
+from tests.footage import Scene, render_frames, write_video
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata"
+
+#: name -> (display width, display height, rotation applied, decoded frames or None)
+REAL = {
+    "av1_video.mkv": (640, 360, 0, 125),
+    "bt601.mov": (640, 428, 0, 30),
+    "cursed-vfr.mp4": (3026, 1386, 0, 63),
+    "h265_bframes.mp4": (854, 480, 0, 30),
+    "nasa_13013.mp4": (480, 270, 0, 390),  # two video streams: the larger one is chosen
+    "no-correct-videoframe-format.mov": (1080, 1920, 270, 6),
+    "sample.avi": (960, 400, 0, 96),
+    "sample_av1.mp4": (1080, 720, 0, 30),
+    "trim-buck-bunny.webm": (320, 180, 0, 120),
+    # Only in ../shared (larger files); skipped when it is not checked out.
+    "rotate-buck-bunny.mp4": (1080, 1920, 270, 45),
+    "hdr10-av1.mp4": (720, 1280, 0, 127),
+    "chaplin.mp4": (640, 360, 0, 241),
+}
+
+
+def real_path(name: str) -> Path:
+    for base in (DATA / "video", SHARED / "video"):
+        if (base / name).exists():
+            return base / name
+    pytest.skip(f"{name}: not in tests/data and ../shared is not available")
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_file_opens_with_sane_times(name: str) -> None:
+    path = real_path(name)
+    reader = reader_for(path)
+    assert reader.name == "video"
+    [info] = reader.streams(path)
+    w, h, rot, count = REAL[name]
+    assert (info.width, info.height, info.rotation) == (w, h, rot)
+    times = []
+    first = None
+    for frame in reader.frames(path, info):
+        times.append(frame.t_ns)
+        if first is None:
+            first = frame.to_rgb(48, 64)
+    assert times[0] == 0
+    assert np.all(np.diff(times) > 0), "presentation times must increase"
+    if count is not None:
+        assert len(times) == count
+    assert info.duration_s is not None and times[-1] / NS_PER_S <= info.duration_s + 0.05
+    assert first is not None and first.shape == (64, 48, 3) and first.dtype == np.uint8
+    if name == "nasa_13013.mp4":
+        assert info.extra["other_video_streams"] == ["v:0"]
+    if rot:
+        assert info.width < info.height  # stored landscape, shown portrait
+
+
+def test_real_files_fingerprint() -> None:
+    path = real_path("trim-buck-bunny.webm")
+    reader = VideoReader()
+    [info] = reader.streams(path)
+    fp = fingerprint_stream(reader.frames(path, info), fps=4.0, duration_s=info.duration_s)
+    assert len(fp) == 21 and fp.times_ns[1] == NS_PER_S // 4  # k / 4 < 5.02 s
+    # The clip opens on black title frames: recorded as indeterminate, not dropped.
+    assert fp.indeterminate and fp.indeterminate[0].reason == "featureless"
+    assert type(fp.indeterminate[0].start_s) is float
+
+
+def test_real_pillarbox_is_trimmed() -> None:
+    """vPDQ's padded sample is a 4:3-ish picture pillarboxed into 1080x1080."""
+    from overlap_desktop.core import prep
+
+    path = DATA / "vpdq" / "test-padded-dimensions.mp4"
+    reader = VideoReader()
+    [info] = reader.streams(path)
+    frame = next(iter(reader.frames(path, info)))
+    top, bottom, left, right = prep.detect_bars(frame.to_rgb(prep.WORK_SIZE, prep.WORK_SIZE))
+    assert top == bottom == 0
+    assert abs(left - 42) <= 2 and abs(right - 42) <= 2
+
+
+# --------------------------------------------------------------------------- generated clips
+
+
+@pytest.fixture(scope="session")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("video_reader")
+    def enc(name: str, codec: str, fps: float = 24.0, **options: str) -> Path:
+        frames = render_frames(Scene(31), duration=4.0, fps=fps, size=(240, 160))
+        return write_video(d / name, frames, fps=fps, codec=codec, options=options or None)
+
+    out = {
+        "mp4": enc("a.mp4", "libx264"),
+        # Fast encoder settings: the test is about decoding, not about encoders.
+        "mkv-vp9": enc("a.webm", "libvpx-vp9", deadline="realtime", **{"cpu-used": "8"}),
+        "avi-mpeg4": enc("a.avi", "mpeg4"),
+        "mov-hevc": enc("a.mov", "libx265", preset="ultrafast"),
+        "mkv-15fps": enc("b.mkv", "libx264", fps=15.0),
+    }
+    out["vfr"] = _write_custom(d / "vfr.mkv", 31, times=_vfr_times(), offset=0)
+    out["offset"] = _write_custom(d / "offset.mkv", 31, times=[i / 24 for i in range(96)], offset=7.5)
+    out["rotated"] = _write_rotated(d / "rotated.mp4", 31)
+    return out
+
+
+def _vfr_times() -> list[float]:
+    rng = np.random.default_rng(4)
+    gaps = rng.choice([1 / 60, 1 / 30, 1 / 12, 0.25], size=140)
+    t = np.concatenate(([0.0], np.cumsum(gaps)))
+    return [float(x) for x in t if x < 4.0]
+
+
+def _write_custom(path: Path, seed: int, *, times: list[float], offset: float) -> Path:
+    """Frames at exact presentation times (VFR, or starting at ``offset`` seconds)."""
+    scene = Scene(seed)
+    tb = Fraction(1, 1000)
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("libx264", rate=30)
+        s.width, s.height, s.pix_fmt = 240, 160, "yuv420p"
+        s.time_base = tb
+        s.codec_context.time_base = tb
+        s.options = {"preset": "ultrafast", "crf": "20", "bf": "0"}
+        for t in times:
+            f = av.VideoFrame.from_ndarray(scene.frame(t, (240, 160)), format="rgb24")
+            f.pts = int(round((t + offset) * 1000))
+            f.time_base = tb
+            for p in s.encode(f):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+    return path
+
+
+def _write_rotated(path: Path, seed: int) -> Path:
+    """Upright 160x240 (portrait) content stored as 240x160 with a display rotation."""
+    scene = Scene(seed)
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("libx264", rate=24)
+        s.width, s.height, s.pix_fmt = 240, 160, "yuv420p"
+        s.options = {"preset": "ultrafast", "crf": "20"}
+        # Stored picture = upright picture turned 90 degrees clockwise; the display
+        # matrix says "turn 90 degrees counter-clockwise to show it".
+        s.set_display_rotation(90)
+        for img in render_frames(scene, duration=4.0, fps=24.0, size=(160, 240)):
+            stored = np.ascontiguousarray(np.rot90(img, -1))
+            for p in s.encode(av.VideoFrame.from_ndarray(stored, format="rgb24")):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+    return path
+
+
+def _fp(path: Path, fps: float = 4.0):  # type: ignore[no-untyped-def]
+    reader = VideoReader()
+    [info] = reader.streams(path)
+    return info, fingerprint_stream(reader.frames(path, info), fps=fps, duration_s=info.duration_s)
+
+
+def test_codecs_and_containers_give_the_same_fingerprints(clips: dict[str, Path]) -> None:
+    _, ref = _fp(clips["mp4"])
+    for key in ("mkv-vp9", "avi-mpeg4", "mov-hevc", "mkv-15fps"):
+        info, fp = _fp(clips[key])
+        m = min(len(ref), len(fp))
+        assert m >= 15, key
+        d = hamming(ref.codes[:m, 0], fp.codes[:m, 0])
+        assert np.median(d) <= 16, (key, np.median(d))
+
+
+def test_vfr_and_offset_streams(clips: dict[str, Path]) -> None:
+    reader = VideoReader()
+    for key in ("vfr", "offset"):
+        [info] = reader.streams(clips[key])
+        times = [f.t_ns for f in reader.frames(clips[key], info)]
+        assert times[0] == 0 and np.all(np.diff(times) > 0)
+    _, offset = _fp(clips["offset"])
+    _, ref = _fp(clips["mp4"])
+    m = min(len(ref), len(offset))
+    assert np.median(hamming(ref.codes[:m, 0], offset.codes[:m, 0])) <= 12
+    # The VFR file's grid samples show the scene at (about) grid time.
+    _, vfr = _fp(clips["vfr"])
+    scene = Scene(31)
+    src = _vfr_times()
+    for k in (2, 7, 13):
+        g = vfr.times_ns[k] / NS_PER_S
+        shown = max(t for t in src if t <= g + 1e-6)  # the frame on screen at grid time g
+        want, _ = prep_and_hash_image(scene.frame(shown, (240, 160)))
+        assert int(hamming(want[0], vfr.codes[k, 0])) <= 16, k
+
+
+def test_rotation_is_applied(clips: dict[str, Path]) -> None:
+    reader = VideoReader()
+    [info] = reader.streams(clips["rotated"])
+    assert (info.width, info.height, info.rotation) == (160, 240, 90)
+    frames = list(reader.frames(clips["rotated"], info))
+    scene = Scene(31)
+    for i in (0, 40, 80):
+        rgb = frames[i].to_rgb(160, 240)
+        upright = scene.frame(i / 24, (160, 240))
+        assert np.abs(rgb.astype(int) - upright.astype(int)).mean() < 12
+        a, _ = prep_and_hash_image(rgb)
+        b, _ = prep_and_hash_image(upright)
+        assert int(hamming(a[0], b[0])) <= 12
+
+
+def test_array_frames_and_video_frames_agree(clips: dict[str, Path]) -> None:
+    """Cross-format laundering: the same decoded pixels through ArrayFrame hash alike."""
+    reader = VideoReader()
+    [info] = reader.streams(clips["mp4"])
+    via_video = fingerprint_stream(reader.frames(clips["mp4"], info), fps=4.0)
+    arrays = [ArrayFrame(f.t_ns, f.to_rgb(240, 160)) for f in reader.frames(clips["mp4"], info)]
+    via_arrays = fingerprint_stream(arrays, fps=4.0)
+    d = hamming(via_video.codes[:, 0], via_arrays.codes[:, 0])
+    assert np.median(d) <= 6
+
+
+# --------------------------------------------------------------------------- bad files
+
+
+def test_bad_files_are_refused_with_reasons(clips: dict[str, Path], tmp_path: Path) -> None:
+    reader = VideoReader()
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    data = clips["mp4"].read_bytes()
+    truncated = tmp_path / "truncated.mp4"
+    truncated.write_bytes(data[: len(data) // 2])  # PyAV writes the moov atom at the end
+    rand = tmp_path / "random.mp4"
+    rand.write_bytes(np.random.default_rng(0).integers(0, 256, 50_000, dtype=np.uint8).tobytes())
+    audio = tmp_path / "audio.m4a"
+    with av.open(str(audio), "w") as c:
+        a = c.add_stream("aac", rate=44100)
+        for i in range(10):
+            fr = av.AudioFrame.from_ndarray(np.zeros((1, 1024), np.float32), format="fltp", layout="mono")
+            fr.sample_rate, fr.pts = 44100, i * 1024
+            for p in a.encode(fr):
+                c.mux(p)
+        for p in a.encode():
+            c.mux(p)
+    expect = {empty: "empty file", truncated: "no moov atom", rand: "not a video file",
+              audio: "no video stream", tmp_path / "missing.mp4": "not found"}
+    for path, words in expect.items():
+        with pytest.raises(MediaError) as err:
+            reader.streams(path)
+        assert words in err.value.message, (path.name, err.value.message)
+        assert str(path) in str(err.value)
+    unknown = tmp_path / "unknown-codec.mkv"
+    mkv = clips["mkv-15fps"].read_bytes()
+    assert mkv.count(b"V_MPEG4/ISO/AVC") == 1
+    unknown.write_bytes(mkv.replace(b"V_MPEG4/ISO/AVC", b"V_QQQQQ/ISO/QQQ"))
+    with pytest.raises(MediaError, match="unsupported video codec"):
+        reader.streams(unknown)
+    tiny = VideoReader(ReaderLimits(max_dimension=100))
+    with pytest.raises(MediaError, match="absurd frame size 240x160"):
+        tiny.streams(clips["mp4"])
+
+
+def test_corrupt_middle_keeps_what_decodes(clips: dict[str, Path], tmp_path: Path) -> None:
+    data = bytearray(clips["mkv-15fps"].read_bytes())
+    rng = np.random.default_rng(1)
+    mid = len(data) // 2
+    data[mid:mid + 600] = rng.integers(0, 256, 600, dtype=np.uint8).tobytes()
+    bad = tmp_path / "corrupt.mkv"
+    bad.write_bytes(bytes(data))
+    reader = VideoReader()
+    [info] = reader.streams(bad)
+    times = [f.t_ns for f in reader.frames(bad, info)]
+    assert len(times) >= 30 and np.all(np.diff(times) > 0)
+
+
+def test_can_open_by_suffix(clips: dict[str, Path], tmp_path: Path) -> None:
+    reader = VideoReader()
+    assert reader.can_open(clips["mp4"]) and reader.can_open(clips["avi-mpeg4"])
+    (tmp_path / "notes.txt").write_text("x")
+    assert not reader.can_open(tmp_path / "notes.txt")
+    assert not reader.can_open(tmp_path)
