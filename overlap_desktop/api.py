@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "SETTINGS": "overlap_desktop.config",
     "doctor": "overlap_desktop.core.doctor",
     "available_readers": "overlap_desktop.core.readers",
+    "episode_spans_for": "overlap_desktop.core.readers.lerobot",
     # shared types
     "Progress": "overlap_desktop.core.types",
     "CancelToken": "overlap_desktop.core.types",
@@ -42,6 +43,9 @@ _EXPORTS: dict[str, str] = {
     "inspect_manifest": "overlap_desktop.core.manifest",
     "Manifest": "overlap_desktop.core.manifest",
     "ExportSummary": "overlap_desktop.core.manifest",
+    "write_manifest": "overlap_desktop.core.manifest",
+    "ManifestFile": "overlap_desktop.core.manifest",
+    "ManifestStream": "overlap_desktop.core.manifest",
     "verify_delivery": "overlap_desktop.core.verify",
     "VerifyResult": "overlap_desktop.core.verify",
     # Core 3: matching and reports
@@ -103,11 +107,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.doctor import doctor
     from overlap_desktop.core.index import Index, IndexedFile, open_index
     from overlap_desktop.core.indexer import IndexSummary, fingerprint_file, index_paths
-    from overlap_desktop.core.manifest import (ExportSummary, Manifest, export_manifest,
-                                               inspect_manifest, read_manifest)
+    from overlap_desktop.core.manifest import (ExportSummary, Manifest, ManifestFile, ManifestStream,
+                                               export_manifest, inspect_manifest, read_manifest,
+                                               write_manifest)
     from overlap_desktop.core.merge import MergeSummary, merge_indexes
     from overlap_desktop.core.preview import frame_at
     from overlap_desktop.core.readers import available_readers
+    from overlap_desktop.core.readers.lerobot import episode_spans_for
     from overlap_desktop.core.report import (FileResult, Report, describe_flags, describe_segment,
                                              format_clock, format_duration, format_percent, headline,
                                              headline_details, load_report_json, report_to_dict, safe_text,

@@ -15,6 +15,7 @@ __all__ = [
     "Cancelled",
     "CheckFailed",
     "ConfigError",
+    "DiskFullError",
     "ExitCode",
     "IndexBusyError",
     "IndexError_",
@@ -99,6 +100,12 @@ class IndexError_(InputError):  # noqa: N801 - avoid shadowing the builtin Index
 
 class IndexBusyError(OverlapError):
     """Another process holds the index for writing."""
+
+    exit_code = ExitCode.USAGE
+
+
+class DiskFullError(OverlapError):
+    """The disk holding the index (or an output file) is full; finished work is kept."""
 
     exit_code = ExitCode.USAGE
 

@@ -1,0 +1,53 @@
+"""``overlap export``: write a ``.ovlm`` manifest of the index (or part of it)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from overlap_desktop import api
+from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.errors import ExitCode, UsageError
+
+
+def _add(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="export only indexed files at or under these paths (default: the whole index)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.ovlm", help="manifest to write (replaced atomically)")
+    p.add_argument("--label", default=None, help="free text shown to the buyer (e.g. \"Q3 kitchen teleop\")")
+    p.add_argument("--anonymize-paths", action="store_true", default=None,
+                   help="replace file names by file-NNNNNN.ext and stream keys by stream-N "
+                        "(default: config export.anonymize_paths)")
+    p.add_argument("--fps", type=float, default=None,
+                   help="fingerprints kept per second of footage (default: config export.fps, 1)")
+    p.add_argument("--stamp-time", action="store_true",
+                   help="record the current UTC time in the manifest (then re-exports differ byte-wise)")
+
+
+def _run(args: argparse.Namespace, ctx: CliContext) -> int:
+    cfg = ctx.config
+    fps = cfg["export.fps"] if args.fps is None else args.fps
+    if not fps > 0:
+        raise UsageError(f"--fps must be positive, not {args.fps}")
+    if args.label is not None and (any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in args.label)
+                                   or len(args.label.encode("utf-8", "surrogatepass")) > 4096):
+        raise UsageError("--label must be one line of at most 4096 bytes without control characters")
+    anonymize = cfg["export.anonymize_paths"] if args.anonymize_paths is None else True
+    with ctx.progress("Exporting") as progress:
+        s = api.export_manifest(None, Path(args.output), paths=[Path(p) for p in args.paths] or None,
+                                label=args.label, anonymize=bool(anonymize), fps=float(fps),
+                                created=True if args.stamp_time else None, config=cfg, progress=progress)
+    ctx.print(f"wrote {s.path}")
+    ctx.print(f"  Merkle root  {s.root}")
+    ctx.print(f"  files        {s.files} ({s.streams} streams, {s.samples} fingerprints at <= {fps:g} fps)")
+    ctx.print(f"  footage      {s.hours:.3f} h")
+    per_hour = f" ({s.bytes / s.hours / 1000:.1f} KB per footage hour)" if s.hours > 0 else ""
+    ctx.print(f"  size         {s.bytes} bytes{per_hour}")
+    return int(ExitCode.OK)
+
+
+COMMAND = Command("export", "export a .ovlm manifest (fingerprints, no pixels) to send to a buyer", _add, _run,
+                  order=30, description="Write a manifest of the indexed files: names (optionally "
+                                        "anonymised), sizes, SHA-256 digests and ~1 fps fingerprints, bound "
+                                        "by a Merkle root. The same index exported twice gives the same "
+                                        "bytes and root.")
