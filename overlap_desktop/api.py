@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "write_manifest": "overlap_desktop.core.manifest",
     "ManifestFile": "overlap_desktop.core.manifest",
     "ManifestStream": "overlap_desktop.core.manifest",
+    "TextNgrams": "overlap_desktop.core.manifest_sections",
     "verify_delivery": "overlap_desktop.core.verify",
     "VerifyResult": "overlap_desktop.core.verify",
     # Core 3: matching and reports
@@ -110,6 +111,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.manifest import (ExportSummary, Manifest, ManifestFile, ManifestStream,
                                                export_manifest, inspect_manifest, read_manifest,
                                                write_manifest)
+    from overlap_desktop.core.manifest_sections import TextNgrams
     from overlap_desktop.core.merge import MergeSummary, merge_indexes
     from overlap_desktop.core.preview import frame_at
     from overlap_desktop.core.readers import available_readers

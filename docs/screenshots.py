@@ -1,0 +1,207 @@
+"""Render every main screen of the desktop app to ``docs/assets/*.png`` (offscreen).
+
+Usage::
+
+    python docs/screenshots.py [--out docs/assets] [--work DIR]
+
+The screens show a real run: the bundled demo (``api.run_demo``) generates owned
+footage and a planted offer, indexes, exports and compares them; the wizards then
+run on the same footage. Nothing touches the user's own library or settings:
+settings and the index live in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+SIZE = (1280, 820)
+
+
+def _wait(cond: Callable[[], bool], timeout: float = 120.0) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise TimeoutError("screen did not get ready in time")
+        QApplication.processEvents()
+        time.sleep(0.01)
+
+
+def _settle(ms: int = 150) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        QApplication.processEvents()
+        time.sleep(0.01)
+
+
+SUFFIX = [""]
+
+
+def _save(widget: object, out: Path, name: str) -> Path:
+    _settle()
+    path = out / f"{name}{SUFFIX[0]}.png"
+    widget.grab().save(str(path))  # type: ignore[attr-defined]
+    print(f"wrote {path}")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=REPO / "docs" / "assets")
+    ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp folder)")
+    ap.add_argument("--dark", action="store_true", help="render with the dark palette (files *-dark.png)")
+    args = ap.parse_args(argv)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    SUFFIX[0] = "-dark" if args.dark else ""
+    work = args.work or Path(tempfile.mkdtemp(prefix="overlap-screens-"))
+    # Isolate every setting: QSettings, platformdirs (index, user overlap.toml).
+    for var, sub in (("XDG_DATA_HOME", "data"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache")):
+        os.environ[var] = str(work / "home" / sub)
+    for key in [k for k in os.environ if k.startswith("OVERLAP_")]:
+        del os.environ[key]
+
+    from PySide6.QtCore import QSettings
+
+    from overlap_desktop.gui.app import create_app
+
+    app = create_app()
+    if args.dark:
+        from overlap_desktop.gui.app import apply_color_scheme
+
+        apply_color_scheme(app, force="dark")
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(work / "qsettings"))
+    from overlap_desktop.gui import common
+    from overlap_desktop.gui.export_wizard import ExportWizard
+    from overlap_desktop.gui.main_window import MainWindow
+    from overlap_desktop.gui.settings_dialog import SettingsDialog
+    from overlap_desktop.gui.state import AppState
+    from overlap_desktop.gui.verify_wizard import VerifyWizard
+
+    common.open_local_file = lambda p: True  # type: ignore[assignment]
+
+    print("running the demo through the window (generates footage, indexes, exports, compares)…",
+          flush=True)
+    state = AppState({"index.path": str(work / "lab-index")})
+    win = MainWindow(state)
+    win.resize(*SIZE)
+    win.show()
+    screen = win.screen
+    win.start_demo(work / "demo")
+    _wait(lambda: screen.report is not None, timeout=600)
+    demo_dir = work / "demo"
+    manifest = demo_dir / "demo-offer.ovlm"
+    offer_dir = demo_dir / "offer"
+    _save(win, out, "demo-results")
+
+    # From here on the demo's lab index plays the user's library.
+    state.overrides["index.path"] = str(demo_dir / "lab-index")
+    state.reload()
+    state.add_recent(manifest)
+    win.go("home")
+    _wait(lambda: not win.library.load_job.running and win.library.table.rowCount() > 0)
+    _save(win, out, "home")
+
+    win.go("library")
+    _save(win, out, "library")
+
+    win.open_manifest(manifest)
+    _wait(lambda: screen.summary is not None and screen.summary.get("info") is not None)
+    screen.compare()
+    _wait(lambda: screen.report is not None and screen.compare_job is not None
+          and not screen.compare_job.running)
+    view = screen.results
+    # Show the most telling file: the slowed-down copy if there is one.
+    files = screen.report.files
+    pick = next((i for i, f in enumerate(files) if any(abs(s.speed) < 0.9 for s in f.segments)),
+                next((i for i, f in enumerate(files) if f.segments), 0))
+    name = files[pick].query_file
+    row = next(r for r in range(view.file_table.rowCount()) if view.file_table.item(r, 0).text() == name)
+    view.file_table.selectRow(row)
+    seg = files[pick].segments[0] if files[pick].segments else None
+    if seg is not None and seg.pairs is not None and len(seg.pairs):
+        q, c, d = (float(v) for v in seg.pairs[len(seg.pairs) // 2])
+        view.plot.click_point(q, c, (0, d))
+        _wait(lambda: view.preview.pixmap() is not None and not view.preview.pixmap().isNull())
+    _save(win, out, "results")
+
+    # Vendor wizard on the demo's offer folder, with a scratch index.
+    vendor_state = AppState({"index.path": str(work / "vendor-index")})
+    wiz = ExportWizard(vendor_state, win)
+    wiz.resize(760, 580)
+    wiz.show()
+    # The vendor's folder holds one file twice, so the duplicate check has something to show.
+    vendor_dir = Path(shutil.copytree(offer_dir, work / "vendor-offer"))
+    first = sorted(vendor_dir.glob("*.mp4"))[0]
+    shutil.copy(first, vendor_dir / ("copy-of-" + first.name))
+    wiz.folders_page.add_folder(vendor_dir)
+    _save(wiz, out, "export-folders")
+    wiz.next()
+    _wait(wiz.fingerprint.isComplete)
+    wiz.next()
+    _wait(wiz.dedupe.isComplete)
+    _save(wiz, out, "export-duplicates")
+    wiz.next()
+    wiz.options.label.setText("Q3 bench picking (demo)")
+    wiz.options.out.setText(str(work / "q3-offer.ovlm"))
+    _save(wiz, out, "export-options")
+    wiz.next()
+    _wait(wiz.save.isComplete)
+    _save(wiz, out, "export-summary")
+    wiz.close()
+
+    # Delivery check: the demo offer folder against its manifest, one file tampered with.
+    delivery = Path(shutil.copytree(offer_dir, work / "delivery"))
+    victim = sorted(delivery.glob("*.mp4"))[0]
+    with open(victim, "r+b") as fh:
+        fh.seek(256)
+        fh.write(b"\x00\x01\x02")
+    vwiz = VerifyWizard(state, win, manifest=manifest)
+    vwiz.resize(760, 580)
+    vwiz.show()
+    vwiz.next()
+    vwiz.folder_page.edit.setText(str(delivery))
+    vwiz.next()
+    _wait(lambda: vwiz.verify_result() is not None and vwiz.currentPage() is vwiz.result_page)
+    _save(vwiz, out, "verify")
+    vwiz.close()
+
+    dlg = SettingsDialog(state, win)
+    dlg.show()
+    _save(dlg, out, "settings")
+    dlg.close()
+
+    # Indexing in progress (last: it adds the offer to the library shown above).
+    win.go("library")
+    lib = win.library
+    lib.add_folders([str(offer_dir)])
+    _wait(lambda: lib.overall_bar.maximum() == 1000 and lib.overall_bar.value() > 50)
+    _save(win, out, "library-indexing")
+    _wait(lambda: not lib.indexing)
+
+    win.close()
+    app.processEvents()
+    from overlap_desktop.gui.workers import wait_all
+
+    wait_all()
+    app.processEvents()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""Vendor wizard: folders → fingerprint → internal duplicates → options → save the manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFileDialog, QFormLayout,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem,
+                               QWidget, QWizard, QWizardPage)
+
+from overlap_desktop import api
+from overlap_desktop.gui.common import fmt_hours, fmt_size, open_local_file
+from overlap_desktop.gui.state import AppState
+from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
+from overlap_desktop.gui.workers import Job
+
+__all__ = ["ExportWizard", "run_self_dedupe"]
+
+PAGE_FOLDERS, PAGE_FINGERPRINT, PAGE_DEDUPE, PAGE_OPTIONS, PAGE_SAVE = range(5)
+
+
+def run_self_dedupe(index_path: Path, folders: list[str], config: Any, *, progress: Any = None,
+                    cancel: Any = None) -> Any:
+    """``api.self_dedupe`` restricted to the chosen folders (runs in a worker thread)."""
+    return api.self_dedupe(index_path, config=config, paths=[Path(f) for f in folders],
+                           progress=progress, cancel=cancel)
+
+
+class _FingerprintPage(RunPage):
+    def __init__(self, wizard: ExportWizard) -> None:
+        super().__init__("Fingerprinting your footage",
+                         "Each video is read once and summarised as small fingerprints. Files already "
+                         "fingerprinted and unchanged are skipped.")
+        self.wiz = wizard
+
+    def running_text(self) -> str:
+        return "Fingerprinting…"
+
+    def make_job(self) -> Job:
+        return Job(api.index_paths, [Path(f) for f in self.wiz.folders()], parent=self,
+                   index=self.wiz.state.index_path, config=self.wiz.config)
+
+    def on_result(self, s: Any) -> None:
+        text = (f"Done: {s.files_seen} files found, {s.indexed} fingerprinted, {s.skipped} already up to "
+                f"date ({fmt_hours(s.hours_indexed * 3600.0)} of footage).")
+        if s.failed:
+            names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in list(s.failed)[:5])
+            text += (f"\n{len(s.failed)} file{'s' if len(s.failed) != 1 else ''} could not be read and "
+                     f"will not be in the manifest: {names}")
+        self.status.setText(text)
+
+
+class _DedupePage(RunPage):
+    def __init__(self, wizard: ExportWizard) -> None:
+        super().__init__("Checking for internal duplicates",
+                         "Footage that appears twice in your own offer (copied, slowed down, mirrored) "
+                         "would be billed twice. Review it before quoting.")
+        self.wiz = wizard
+        self.dupes = QTableWidget(0, 5)
+        self.dupes.setAccessibleName("Internal duplicates")
+        self.dupes.setHorizontalHeaderLabels(["File", "At", "Repeats footage of", "At", "Changes"])
+        self.dupes.verticalHeader().setVisible(False)
+        self.dupes.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.dupes.horizontalHeader().setStretchLastSection(True)
+        self.lay.addWidget(self.dupes, 1)
+        self.duplicates = 0
+
+    def running_text(self) -> str:
+        return "Looking for footage that appears more than once…"
+
+    def make_job(self) -> Job:
+        self.dupes.setRowCount(0)
+        return Job(run_self_dedupe, self.wiz.state.index_path, self.wiz.folders(), self.wiz.config,
+                   parent=self)
+
+    def _short(self, path: str) -> str:
+        # Names relative to the chosen folder are what the vendor recognises.
+        for folder in self.wiz.folders():
+            try:
+                return api.safe_text(Path(path).relative_to(folder).as_posix())
+            except ValueError:
+                continue
+        return api.safe_text(path)
+
+    def on_result(self, report: Any) -> None:
+        rows: list[tuple[str, ...]] = []
+        for f in report.files:
+            for s in f.segments:
+                changes = [s.variant.describe()] if s.variant.describe() else []
+                if abs(abs(s.speed) - 1.0) > 0.08:
+                    changes.insert(0, f"speed {abs(s.speed):.2f}x".rstrip("0").rstrip("."))
+                rows.append((self._short(f.query_file),
+                             f"{api.format_clock(s.query_start)}–{api.format_clock(s.query_end)}",
+                             self._short(s.corpus_file),
+                             f"{api.format_clock(s.corpus_start)}–{api.format_clock(s.corpus_end)}",
+                             ", ".join(changes) or "identical copy"))
+        self.duplicates = len(rows)
+        self.dupes.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                it = QTableWidgetItem(text)
+                it.setToolTip(text)
+                self.dupes.setItem(r, c, it)
+        self.dupes.resizeColumnsToContents()
+        self.dupes.setVisible(bool(rows))
+        if rows:
+            self.status.setText(f"{len(rows)} internal duplicate{'s' if len(rows) != 1 else ''} — review "
+                                f"before quoting. {api.headline(report)}")
+        else:
+            self.status.setText("No internal duplicates: no footage appears twice in this offer.")
+
+
+class _OptionsPage(QWizardPage):
+    def __init__(self, wizard: ExportWizard) -> None:
+        super().__init__()
+        self.wiz = wizard
+        self.setTitle("What goes into the manifest")
+        self.setSubTitle("The buyer sees the label and, unless you hide them, the file names.")
+        form = QFormLayout(self)
+        self.label = QLineEdit()
+        self.label.setAccessibleName("Label")
+        self.label.setPlaceholderText("e.g. Q3 kitchen teleoperation")
+        self.label.textChanged.connect(self.completeChanged)
+        form.addRow("Label:", self.label)
+        self.anonymize = QCheckBox("Hide file and folder names (replace them by numbers)")
+        self.anonymize.setAccessibleName("Hide file names")
+        form.addRow("", self.anonymize)
+        self.fps = QDoubleSpinBox()
+        self.fps.setAccessibleName("Fingerprints per second")
+        self.fps.setRange(0.1, 10.0)
+        self.fps.setDecimals(1)
+        self.fps.setSingleStep(0.5)
+        self.fps.setSuffix(" per second")
+        self.fps.setToolTip("More fingerprints per second make a bigger manifest and a more precise "
+                            "comparison. 1 per second is plenty for most offers.")
+        form.addRow("Fingerprints kept:", self.fps)
+        row = QHBoxLayout()
+        self.out = QLineEdit()
+        self.out.setAccessibleName("Save manifest as")
+        self.out.textChanged.connect(self.completeChanged)
+        browse = QPushButton("Browse…")
+        browse.setAccessibleName("Choose where to save the manifest")
+        browse.clicked.connect(self._browse)
+        row.addWidget(self.out, 1)
+        row.addWidget(browse)
+        w = QWidget()
+        w.setLayout(row)
+        row.setContentsMargins(0, 0, 0, 0)
+        form.addRow("Save as:", w)
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt API
+        c = self.wiz.config
+        folders = self.wiz.folders()
+        if not self.label.text() and folders:
+            self.label.setText(Path(folders[0]).name)
+        self.anonymize.setChecked(bool(c["export.anonymize_paths"]))
+        self.fps.setValue(float(c["export.fps"]))
+        if not self.out.text() and folders:
+            name = (Path(folders[0]).name or "offer").replace(" ", "-")
+            self.out.setText(str(Path.home() / f"{name}.ovlm"))
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save the manifest", self.out.text(),
+                                              "Manifests (*.ovlm)")
+        if path:
+            self.out.setText(path if path.lower().endswith(".ovlm") else path + ".ovlm")
+
+    def out_path(self) -> Path:
+        p = Path(self.out.text().strip()).expanduser()
+        return p if p.suffix.lower() == ".ovlm" else p.with_name(p.name + ".ovlm")
+
+    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+        return bool(self.label.text().strip()) and bool(self.out.text().strip())
+
+
+class _SavePage(RunPage):
+    def __init__(self, wizard: ExportWizard) -> None:
+        super().__init__("Saving the manifest", "")
+        self.wiz = wizard
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.summary.setAccessibleName("Manifest summary")
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.lay.addWidget(self.summary)
+        self.contains = QLabel(
+            "<b>The manifest contains</b> fingerprints (32 bytes per sampled frame), file names (unless "
+            "hidden), sizes, checksums and the seal that binds them.<br><b>It does not contain</b> any "
+            "video, pictures or audio. Fingerprints still reveal coarse visual structure: treat the "
+            "manifest as a confidential business document.")
+        self.contains.setWordWrap(True)
+        self.lay.addWidget(self.contains)
+        self.show_button = QPushButton("Show in folder")
+        self.show_button.setAccessibleName("Show the manifest in its folder")
+        self.show_button.clicked.connect(lambda: open_local_file(self.wiz.options.out_path().parent))
+        self.show_button.hide()
+        self.lay.addWidget(self.show_button)
+        self.lay.addStretch(1)
+        self.setFinalPage(True)
+
+    def running_text(self) -> str:
+        return "Writing the manifest…"
+
+    def make_job(self) -> Job:
+        o = self.wiz.options
+        out = o.out_path()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Job(api.export_manifest, self.wiz.state.index_path, out, parent=self,
+                   paths=[Path(f) for f in self.wiz.folders()], label=o.label.text().strip(),
+                   anonymize=o.anonymize.isChecked(), fps=float(o.fps.value()), created=True)
+
+    def on_result(self, s: Any) -> None:
+        self.setSubTitle("Send this file to the buyer. They can check it against their own library "
+                         "without receiving any footage.")
+        self.status.setText(f"Saved {s.path}")
+        self.summary.setText(
+            f"{s.files} files, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}.\n"
+            f"Seal (Merkle root): {s.root}\nQuote this seal in your offer: the buyer's copy must show the "
+            "same one, and the delivery can later be verified against it.")
+        self.show_button.show()
+
+
+class ExportWizard(QWizard):
+    """Prepare a manifest for a buyer, step by step.
+
+    Args:
+        state: Shared configuration (the vendor's index is the configured library).
+    """
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.config = state.config()
+        self.setWindowTitle("Prepare a manifest for a buyer")
+        self.setAccessibleName("Prepare a manifest for a buyer")
+        self.setWizardStyle(QWizard.WizardStyle.ModernStyle)
+        self.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, True)
+        self.folders_page = FolderListPage(
+            "Which footage are you offering?",
+            "Choose the folders that hold the offer. Videos, ROS bags, MCAP recordings, LeRobot datasets "
+            "and image folders are recognised.")
+        self.fingerprint = _FingerprintPage(self)
+        self.dedupe = _DedupePage(self)
+        self.options = _OptionsPage(self)
+        self.save = _SavePage(self)
+        for pid, page in ((PAGE_FOLDERS, self.folders_page), (PAGE_FINGERPRINT, self.fingerprint),
+                          (PAGE_DEDUPE, self.dedupe), (PAGE_OPTIONS, self.options), (PAGE_SAVE, self.save)):
+            self.setPage(pid, page)
+        self.setStartId(PAGE_FOLDERS)
+        self.resize(720, 540)
+
+    def folders(self) -> list[str]:
+        return self.folders_page.folders()
+
+    def jobs(self) -> list[Job | None]:
+        return [self.fingerprint.job, self.dedupe.job, self.save.job]
+
+    def reject(self) -> None:
+        for j in self.jobs():
+            if j is not None and j.running:
+                j.cancel()
+        super().reject()

@@ -1,0 +1,423 @@
+""""My library": the owned footage in the index, and indexing with progress, cancel and resume."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel,
+                               QMessageBox, QProgressBar, QPushButton, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
+
+from overlap_desktop import api
+from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
+from overlap_desktop.gui.state import AppState
+from overlap_desktop.gui.workers import Job, eta_text
+
+__all__ = ["LibraryPage", "load_library"]
+
+STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not finished"}
+COLUMNS = ("File", "Folder", "Length", "Status", "Could not be judged", "Problem")
+
+
+def load_library(index_path: Path, config: Any) -> dict[str, Any]:
+    """Read the index's file list and totals (runs in a worker thread).
+
+    Args:
+        index_path: The index folder; a missing folder is an empty library.
+        config: The resolved configuration.
+
+    Returns:
+        ``{"files": [IndexedFile...], "stats": {...}, "path": str}``.
+    """
+    folder = Path(index_path)
+    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+        # Nothing indexed yet: an empty library, not an error.
+        return {"files": [], "stats": {"files": 0, "hours": 0.0}, "path": str(index_path)}
+    with api.open_index(Path(index_path), config=config, create=False, readonly=True) as idx:
+        files = list(idx.files())
+        stats = dict(idx.stats())
+    stats.setdefault("path", str(index_path))
+    return {"files": files, "stats": stats, "path": str(index_path)}
+
+
+def _item(text: str, sort_value: Any = None, tip: str = "") -> QTableWidgetItem:
+    it = QTableWidgetItem(text)
+    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    if sort_value is not None:
+        it.setData(Qt.ItemDataRole.UserRole, sort_value)
+    if tip:
+        it.setToolTip(tip)
+    return it
+
+
+class LibraryPage(QWidget):
+    """The index's files, plus "Add folder…", "Re-scan", "Remove" and indexing progress.
+
+    Signals:
+        stats_changed(dict): the index's totals after a refresh (for the status bar).
+        unfinished_found(int): the index has unfinished work (offer to resume).
+        indexing_finished(object): an indexing job ended (its ``IndexSummary``, or ``None``
+            if it was cancelled or failed).
+    """
+
+    stats_changed = Signal(dict)
+    unfinished_found = Signal(int)
+    indexing_finished = Signal(object)
+    refreshed = Signal()
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.index_job: Job | None = None
+        self.load_job: Job | None = None
+        self.files: list[Any] = []
+        self.last_summary: Any = None
+        self._job_paths: list[str] = []
+        self._refresh_again = False
+        self._last_live_refresh = 0.0
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(24, 18, 24, 18)
+        lay.addWidget(headline_label("My library"))
+        intro = QLabel("The footage you own. Every offer is checked against it. Add the folders where "
+                       "your videos and recordings live; only fingerprints are stored, never the video.")
+        intro.setWordWrap(True)
+        lay.addWidget(intro)
+
+        row = QHBoxLayout()
+        self.add_button = QPushButton("Add folder…")
+        self.add_button.setAccessibleName("Add folder to library")
+        self.add_button.clicked.connect(self.choose_folder)
+        self.rescan_button = QPushButton("Re-scan")
+        self.rescan_button.setAccessibleName("Re-scan library folders")
+        self.rescan_button.setToolTip("Look for new, changed and removed files in your library folders")
+        self.rescan_button.clicked.connect(self.rescan)
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.setAccessibleName("Remove selected files from library")
+        self.remove_button.setToolTip("Forget the selected files (the files on disk are not touched)")
+        self.remove_button.clicked.connect(self.remove_selected)
+        for b in (self.add_button, self.rescan_button, self.remove_button):
+            row.addWidget(b)
+        row.addStretch(1)
+        lay.addLayout(row)
+
+        # Resume banner: shown when an earlier indexing job did not finish.
+        self.resume_frame = QFrame()
+        self.resume_frame.setFrameShape(QFrame.Shape.StyledPanel)
+        rl = QHBoxLayout(self.resume_frame)
+        self.resume_label = QLabel()
+        self.resume_label.setWordWrap(True)
+        self.resume_button = QPushButton("Resume indexing")
+        self.resume_button.setAccessibleName("Resume indexing")
+        self.resume_button.clicked.connect(self.resume)
+        rl.addWidget(self.resume_label, 1)
+        rl.addWidget(self.resume_button)
+        self.resume_frame.hide()
+        lay.addWidget(self.resume_frame)
+
+        # Progress panel.
+        self.progress_frame = QFrame()
+        self.progress_frame.setFrameShape(QFrame.Shape.StyledPanel)
+        pl = QVBoxLayout(self.progress_frame)
+        self.overall_label = QLabel("Indexing…")
+        self.overall_bar = QProgressBar()
+        self.overall_bar.setAccessibleName("Overall indexing progress")
+        self.file_label = QLabel("")
+        self.file_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.file_bar = QProgressBar()
+        self.file_bar.setAccessibleName("Progress of the current file")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setAccessibleName("Cancel indexing")
+        self.cancel_button.setToolTip("Stop indexing; files already finished are kept")
+        self.cancel_button.clicked.connect(self.cancel_indexing)
+        top = QHBoxLayout()
+        top.addWidget(self.overall_label, 1)
+        top.addWidget(self.cancel_button)
+        pl.addLayout(top)
+        pl.addWidget(self.overall_bar)
+        pl.addWidget(self.file_label)
+        pl.addWidget(self.file_bar)
+        self.progress_frame.hide()
+        lay.addWidget(self.progress_frame)
+        for label in (self.overall_label, self.file_label, self.resume_label):
+            label.setTextFormat(Qt.TextFormat.PlainText)  # file names and error text
+
+        self.summary_label = QLabel("")
+        self.summary_label.setWordWrap(True)
+        self.summary_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary_label.setAccessibleName("Library summary")
+        lay.addWidget(self.summary_label)
+
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setAccessibleName("Files in your library")
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setWordWrap(False)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        hh.setStretchLastSection(True)
+        self.table.setSortingEnabled(True)
+        lay.addWidget(self.table, 1)
+        self.refresh()
+
+    def jobs(self) -> list[Job | None]:
+        return [self.index_job, self.load_job]
+
+    @property
+    def indexing(self) -> bool:
+        return self.index_job is not None and self.index_job.running
+
+    # ------------------------------------------------------------------ listing
+    def refresh(self) -> Job | None:
+        """Reload the file list in a worker; returns the job (``None`` if one is running)."""
+        if self.load_job is not None and self.load_job.running:
+            self._refresh_again = True
+            return None
+        try:
+            config = self.state.config()
+        except Exception as exc:
+            self.summary_label.setText("Your settings have a problem: " + str(exc))
+            return None
+        job = Job(load_library, self.state.index_path, config, parent=self, with_progress=False)
+        job.succeeded.connect(self._on_loaded)
+        job.failed.connect(self._on_load_failed)
+        job.finished.connect(self._after_load)
+        self.load_job = job
+        job.start()
+        return job
+
+    def _after_load(self) -> None:
+        self.refreshed.emit()
+        if self._refresh_again:
+            self._refresh_again = False
+            self.refresh()
+
+    def _on_load_failed(self, exc: BaseException) -> None:
+        self.summary_label.setText("Your library could not be read: " + str(exc))
+
+    def _on_loaded(self, data: dict[str, Any]) -> None:
+        self.files = data["files"]
+        self._fill_table(self.files)
+        stats = data["stats"]
+        self.stats_changed.emit(stats)
+        n = len(self.files)
+        ok = [f for f in self.files if f.status == "ok"]
+        bad = [f for f in self.files if f.status == "error"]
+        pending = [f for f in self.files if f.status == "pending"]
+        hours = sum((f.duration_s or 0.0) for f in ok)
+        indet = sum((f.indeterminate_s or 0.0) for f in ok)
+        if n == 0:
+            text = ("Your library is empty. Click \"Add folder…\" or drop a folder of footage on this "
+                    "window to start.")
+        else:
+            text = f"{len(ok)} files ready, {fmt_hours(hours)} of footage."
+            if indet > 0.5:
+                text += (f" {fmt_hours(indet)} could not be judged (static or featureless scenes such "
+                         "as a robot standing still); it is never counted either way.")
+            if bad:
+                text += f" {len(bad)} file{'s' if len(bad) != 1 else ''} could not be read (see Problem)."
+        self.summary_label.setText(text)
+        unfinished = self.state.unfinished_job()
+        if (pending or unfinished) and not self.indexing:
+            left = len(pending)
+            self.resume_label.setText(
+                "Indexing did not finish last time"
+                + (f" ({left} file{'s' if left != 1 else ''} left)." if left else ".")
+                + " Files already finished are kept; resume to do the rest.")
+            self.resume_frame.show()
+            self.unfinished_found.emit(max(left, 1))
+        else:
+            self.resume_frame.hide()
+
+    def _fill_table(self, files: list[Any]) -> None:
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(files))
+        for r, f in enumerate(files):
+            p = Path(f.path)
+            status = STATUS_WORDS.get(f.status, f.status)
+            self.table.setItem(r, 0, _item(p.name, tip=str(p)))
+            self.table.setItem(r, 1, _item(str(p.parent), tip=str(p.parent)))
+            self.table.setItem(r, 2, _item(fmt_hours(f.duration_s) if f.duration_s else "–"))
+            self.table.setItem(r, 3, _item(status))
+            indet = f.indeterminate_s or 0.0
+            self.table.setItem(r, 4, _item(fmt_hours(indet) if indet > 0.5 else "–",
+                                           tip="Static or featureless time that cannot be matched"))
+            self.table.setItem(r, 5, _item(f.error or "", tip=f.error or ""))
+            self.table.item(r, 0).setData(Qt.ItemDataRole.UserRole, str(p))
+        self.table.setSortingEnabled(True)
+        self.table.resizeColumnsToContents()
+        for c in (0, 1):
+            if self.table.columnWidth(c) > 320:
+                self.table.setColumnWidth(c, 320)
+
+    def selected_paths(self) -> list[str]:
+        rows = sorted({i.row() for i in self.table.selectedIndexes()})
+        return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in rows]
+
+    # ------------------------------------------------------------------ indexing
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of footage to your library")
+        if folder:
+            self.add_folders([folder])
+
+    def add_folders(self, folders: list[str]) -> Job | None:
+        """Remember ``folders`` as library folders and index them."""
+        self.state.add_library_folders(folders)
+        return self.start_indexing(folders)
+
+    def rescan(self) -> Job | None:
+        """Index every library folder again (new and changed files; removed files are forgotten)."""
+        folders = self.state.library_folders()
+        if not folders:
+            folders = sorted({str(Path(f.path).parent) for f in self.files})
+        if not folders:
+            self.summary_label.setText("Nothing to re-scan yet: add a folder first.")
+            return None
+        return self.start_indexing(folders, forget_missing=True)
+
+    def resume(self) -> Job | None:
+        """Continue an unfinished job: its folders plus files the index marks as not finished."""
+        paths = list(self.state.unfinished_job())
+        paths += [f.path for f in self.files if f.status == "pending" and f.path not in paths]
+        if not paths:
+            self.resume_frame.hide()
+            return None
+        return self.start_indexing(paths)
+
+    def start_indexing(self, paths: list[str], *, forget_missing: bool = False) -> Job | None:
+        """Index ``paths`` in a worker thread with progress and cancel."""
+        if self.indexing:
+            self.summary_label.setText("Indexing is already running; wait for it or cancel it first.")
+            return None
+        try:
+            config = self.state.config()
+        except Exception as exc:
+            show_error(self, "Your settings have a problem", exc)
+            return None
+        self._job_paths = [str(p) for p in paths]
+        # Written before starting, cleared on success: a crash or quit leaves it for "Resume".
+        self.state.set_unfinished_job(self._job_paths)
+        job = Job(api.index_paths, [Path(p) for p in paths], parent=self, index=self.state.index_path,
+                  config=config, forget_missing=forget_missing)
+        job.progress.connect(self._on_progress)
+        job.succeeded.connect(self._on_indexed)
+        job.cancelled.connect(self._on_cancelled)
+        job.failed.connect(self._on_failed)
+        job.finished.connect(self._on_job_finished)
+        self.index_job = job
+        self.resume_frame.hide()
+        self.progress_frame.show()
+        self.overall_label.setText("Looking for footage…")
+        self.overall_bar.setRange(0, 0)
+        self.file_bar.setRange(0, 100)
+        self.file_bar.setValue(0)
+        self.file_label.setText("")
+        self.cancel_button.setEnabled(True)
+        for b in (self.add_button, self.rescan_button, self.remove_button):
+            b.setEnabled(False)
+        job.start()
+        return job
+
+    def cancel_indexing(self) -> None:
+        if self.index_job is not None:
+            self.index_job.cancel()
+            self.cancel_button.setEnabled(False)
+            self.overall_label.setText("Cancelling… (finished files are kept)")
+
+    def _on_progress(self, p: Any) -> None:
+        job = self.index_job
+        elapsed = time.monotonic() - job.started_at if job else 0.0
+        fraction: float | None = None
+        if p.total:
+            fraction = max(0.0, min(1.0, float(p.done) / float(p.total)))
+            self.overall_bar.setRange(0, 1000)
+            self.overall_bar.setValue(int(fraction * 1000))
+        else:
+            self.overall_bar.setRange(0, 0)
+        if p.unit == "files" and p.total:
+            what = f"Indexing file {min(int(p.done) + 1, int(p.total))} of {int(p.total)}"
+        elif p.unit == "bytes" and p.total:
+            what = f"Indexing: {fmt_size(p.done)} of {fmt_size(p.total)} read"
+        else:
+            what = "Indexing…"
+        eta = eta_text(fraction, elapsed)
+        self.overall_label.setText(what + (f" — {eta}" if eta else ""))
+        # Show finished files as they come, without re-reading the list more than every 2 s.
+        if p.message and time.monotonic() - self._last_live_refresh > 2.0:
+            self._last_live_refresh = time.monotonic()
+            self.refresh()
+        if p.current:
+            name = Path(p.current).name
+            self.file_label.setText("Now reading: " + name + (f" — {p.message}" if p.message else ""))
+            self.file_label.setToolTip(str(p.current))
+        elif p.message:
+            self.file_label.setText(p.message)
+        if p.current_done is not None:
+            self.file_bar.setRange(0, 100)
+            self.file_bar.setValue(int(max(0.0, min(1.0, p.current_done)) * 100))
+
+    def _on_indexed(self, summary: Any) -> None:
+        self.last_summary = summary
+        self.state.set_unfinished_job(None)
+        failed = list(getattr(summary, "failed", []) or [])
+        text = (f"Done: {summary.indexed} file{'s' if summary.indexed != 1 else ''} indexed "
+                f"({fmt_hours(summary.hours_indexed * 3600.0)}), {summary.skipped} unchanged.")
+        if failed:
+            text += f" {len(failed)} could not be read — see the Problem column."
+        for w in list(getattr(summary, "warnings", []) or [])[:3]:
+            text += " " + str(w)
+        self.overall_label.setText(text)
+        self.overall_label.setWordWrap(True)
+        self.indexing_finished.emit(summary)
+
+    def _on_cancelled(self, _exc: BaseException) -> None:
+        self.overall_label.setText("Indexing cancelled. Files already finished are kept; "
+                                   "click \"Resume indexing\" to do the rest.")
+        self.indexing_finished.emit(None)
+
+    def _on_failed(self, exc: BaseException) -> None:
+        self.overall_label.setText("Indexing stopped because of a problem.")
+        show_error(self, "Indexing stopped", exc)
+        self.indexing_finished.emit(None)
+
+    def _on_job_finished(self) -> None:
+        self.cancel_button.setEnabled(False)
+        for b in (self.add_button, self.rescan_button, self.remove_button):
+            b.setEnabled(True)
+        if self.last_summary is not None and not self.state.unfinished_job():
+            self.progress_frame.hide()
+        self.refresh()
+
+    # ------------------------------------------------------------------ removing
+    def remove_selected(self) -> QMessageBox | None:
+        """Forget the selected files after confirmation (files on disk are untouched)."""
+        paths = self.selected_paths()
+        if not paths:
+            self.summary_label.setText("Select the files to remove first.")
+            return None
+        box = QMessageBox(QMessageBox.Icon.Question, "Remove from library?",
+                          f"Forget {len(paths)} file{'s' if len(paths) != 1 else ''} from your library? "
+                          "Offers will no longer be checked against them. The files on disk are not "
+                          "touched.", QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(lambda r: self.remove_paths(paths)
+                             if r == QMessageBox.StandardButton.Yes else None)
+        box.open()
+        return box
+
+    def remove_paths(self, paths: list[str]) -> None:
+        """Forget ``paths`` in the index."""
+        try:
+            with api.open_index(self.state.index_path, config=self.state.config(), create=False) as idx:
+                idx.remove_files([Path(p) for p in paths])
+        except Exception as exc:
+            show_error(self, "Could not remove the files", exc)
+            return
+        for p in paths:
+            self.state.remove_library_folder(p)
+        self.refresh()

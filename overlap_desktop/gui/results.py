@@ -1,0 +1,381 @@
+"""The comparison results: headline, per-file table, match plot, owned-frame preview, export.
+
+All sentences come from the report module's helpers (``api.headline``,
+``api.describe_flags``...), so the window, the HTML report and the CLI say the
+same thing in the same words.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel,
+                               QPushButton, QSizePolicy, QSplitter, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
+
+from overlap_desktop import api
+from overlap_desktop.gui.common import fmt_hours, headline_label, open_local_file, show_error
+from overlap_desktop.gui.workers import Job
+
+__all__ = ["ResultsView", "rgb_to_pixmap"]
+
+FILE_COLUMNS = ("Offered file", "Length", "Matched", "Could not be judged", "What was done to it")
+SEG_COLUMNS = ("Offered", "Owned file", "Owned", "Speed", "Picture changes", "Counted")
+
+EXPORT_KINDS = {
+    "html": ("Report for people (*.html)", "write_report_html"),
+    "json": ("Report for machines (*.json)", "write_report_json"),
+    "csv": ("Spreadsheet (*.csv)", "write_report_csv"),
+}
+
+
+def rgb_to_pixmap(rgb: Any) -> QPixmap:
+    """Convert an RGB ``uint8 (h, w, 3)`` array to a pixmap (UI thread only)."""
+    h, w = rgb.shape[:2]
+    img = QImage(rgb.data, w, h, int(rgb.strides[0]), QImage.Format.Format_RGB888)
+    return QPixmap.fromImage(img.copy())  # copy: the array may be freed after return
+
+
+def _item(text: str, tip: str = "", sort: Any = None) -> QTableWidgetItem:
+    it = QTableWidgetItem(text)
+    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    if tip:
+        it.setToolTip(tip)
+    if sort is not None:
+        it.setData(Qt.ItemDataRole.UserRole, sort)
+    return it
+
+
+def _speed_text(speed: float) -> str:
+    a = abs(speed)
+    txt = "normal" if abs(a - 1.0) < 0.08 else f"{a:.2f}".rstrip("0").rstrip(".") + "x"
+    return txt + (", reversed" if speed < 0 else "")
+
+
+class _FrameLabel(QLabel):
+    """Shows a frame scaled to fit, re-scaled when the label is resized."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(text)
+        self._frame: QPixmap | None = None
+
+    def set_frame(self, pm: QPixmap) -> None:
+        self._frame = pm
+        self._rescale()
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if self._frame is not None:
+            self._rescale()
+
+    def _rescale(self) -> None:
+        assert self._frame is not None
+        # Scale in device pixels so the frame stays sharp on high-DPI screens.
+        dpr = self.devicePixelRatioF()
+        box = self.contentsRect().size() * dpr
+        pm = self._frame.scaled(box, Qt.AspectRatioMode.KeepAspectRatio,
+                                Qt.TransformationMode.SmoothTransformation)
+        pm.setDevicePixelRatio(dpr)
+        self.setPixmap(pm)
+
+    def sizeHint(self) -> Any:  # noqa: N802 - Qt API
+        # Never ask for the pixmap's size: the frame follows the layout, not the other way round.
+        return super().minimumSizeHint()
+
+
+class ResultsView(QWidget):
+    """Shows one :class:`~overlap_desktop.core.report.Report`.
+
+    Signals:
+        exported(str): a report file was written (its path).
+        preview_ready(): the owned frame for the clicked point is displayed.
+    """
+
+    exported = Signal(str)
+    preview_ready = Signal()
+    preview_failed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.report: Any = None
+        self.last_export: Path | None = None
+        self.preview_job: Job | None = None
+        self._preview_seq = 0
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.headline = headline_label()
+        self.headline.setAccessibleName("Result")
+        self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.headline)
+        self.details = QLabel()
+        self.details.setWordWrap(True)
+        self.details.setTextFormat(Qt.TextFormat.PlainText)
+        self.details.setAccessibleName("Result details")
+        lay.addWidget(self.details)
+
+        row = QHBoxLayout()
+        self.export_buttons: dict[str, QPushButton] = {}
+        for kind, label in (("html", "Save report (HTML)…"), ("json", "Save JSON…"),
+                            ("csv", "Save CSV…")):
+            b = QPushButton(label)
+            b.setAccessibleName(label.rstrip("…"))
+            b.clicked.connect(lambda _=False, k=kind: self.choose_export(k))
+            row.addWidget(b)
+            self.export_buttons[kind] = b
+        self.open_button = QPushButton("Open report")
+        self.open_button.setAccessibleName("Open report")
+        self.open_button.setToolTip("Open the last saved report (or a fresh HTML copy) in your browser")
+        self.open_button.clicked.connect(self.open_report)
+        row.addWidget(self.open_button)
+        row.addStretch(1)
+        lay.addLayout(row)
+
+        # Files on top (full width so the plain-word flags are readable); below, the plot and
+        # the matched stretches on the left, the owned-frame preview on the right.
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.setChildrenCollapsible(False)
+        self.file_table = QTableWidget(0, len(FILE_COLUMNS))
+        self.file_table.setAccessibleName("Offered files")
+        self.file_table.setHorizontalHeaderLabels(list(FILE_COLUMNS))
+        self.file_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.file_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.file_table.verticalHeader().setVisible(False)
+        self.file_table.horizontalHeader().setStretchLastSection(True)
+        self.file_table.setMinimumHeight(90)
+        self.file_table.itemSelectionChanged.connect(self._on_file_selected)
+        split.addWidget(self.file_table)
+
+        lower = QWidget()
+        hl = QHBoxLayout(lower)
+        hl.setContentsMargins(0, 0, 0, 0)
+        left = QWidget()
+        rl = QVBoxLayout(left)
+        rl.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        self.plot_title = QLabel("Select a file to see where it matches your footage.")
+        self.plot_title.setWordWrap(True)
+        self.plot_title.setTextFormat(Qt.TextFormat.PlainText)  # shows a manifest file name
+        top.addWidget(self.plot_title, 1)
+        top.addWidget(QLabel("Colour:"))
+        self.colour_combo = QComboBox()
+        self.colour_combo.setAccessibleName("Colour the dots by")
+        self.colour_combo.addItem("How close each frame is", "distance")
+        self.colour_combo.addItem("Owned file and change", "group")
+        self.colour_combo.currentIndexChanged.connect(self._on_colour_mode)
+        top.addWidget(self.colour_combo)
+        rl.addLayout(top)
+        from overlap_desktop.gui.plot import MatchPlot  # pyqtgraph loads here, not at start-up
+
+        self.plot = MatchPlot()
+        self.plot.point_clicked.connect(self.show_owned_frame)
+        self.plot.setMinimumHeight(200)
+        rl.addWidget(self.plot, 3)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)  # coloured dots; names are escaped
+        self.legend.setAccessibleName("Plot legend")
+        rl.addWidget(self.legend)
+        self.seg_table = QTableWidget(0, len(SEG_COLUMNS))
+        self.seg_table.setAccessibleName("Matched stretches of the selected file")
+        self.seg_table.setHorizontalHeaderLabels(list(SEG_COLUMNS))
+        self.seg_table.verticalHeader().setVisible(False)
+        self.seg_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.seg_table.horizontalHeader().setStretchLastSection(True)
+        self.seg_table.setMinimumHeight(70)
+        rl.addWidget(self.seg_table, 1)
+        hl.addWidget(left, 1)
+
+        right = QWidget()
+        right.setFixedWidth(340)
+        pv = QVBoxLayout(right)
+        pv.setContentsMargins(0, 0, 0, 0)
+        pv.addWidget(QLabel("Your owned frame"))
+        self.preview = _FrameLabel("Click a dot in the plot to see the frame of your own footage it "
+                                   "matched.")
+        self.preview.setAccessibleName("Owned frame preview")
+        self.preview.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.preview.setMinimumHeight(120)
+        self.preview.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.preview.setWordWrap(True)
+        self.preview.setFrameShape(QLabel.Shape.StyledPanel)
+        self.preview_caption = QLabel("The manifest carries no pictures: frames are shown from your own "
+                                      "copy of the footage.")
+        self.preview_caption.setWordWrap(True)
+        self.preview_caption.setTextFormat(Qt.TextFormat.PlainText)  # shows file names
+        pv.addWidget(self.preview, 1)
+        pv.addWidget(self.preview_caption)
+        hint = QLabel("Each dot is a frame of the offer matched to a frame you own; a line is a matched "
+                      "stretch (a flatter line: the copy was slowed down). Drag to pan, scroll to zoom, "
+                      "hover for times, click a dot to see your own frame.")
+        hint.setWordWrap(True)
+        hint.setEnabled(False)
+        pv.addWidget(hint)
+        hl.addWidget(right)
+        split.addWidget(lower)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 4)
+        split.setSizes([175, 475])
+        lay.addWidget(split, 1)
+        self._update_legend()
+        self._set_enabled(False)
+
+    def jobs(self) -> list[Job | None]:
+        return [self.preview_job]
+
+    def _on_colour_mode(self, _i: int) -> None:
+        self.plot.set_colour_mode(self.colour_combo.currentData())
+        self._update_legend()
+
+    def _update_legend(self) -> None:
+        """A legend under the plot (inside it, it would hide dots)."""
+        items = self.plot.legend_entries()
+        self.legend.setText("&nbsp;&nbsp;".join(
+            f'<span style="color:{colour}; font-size:large;">&#9679;</span>&nbsp;{html.escape(text)}'
+            for colour, text in items))
+
+    def _set_enabled(self, on: bool) -> None:
+        for b in self.export_buttons.values():
+            b.setEnabled(on)
+        self.open_button.setEnabled(on)
+
+    # ------------------------------------------------------------------ filling
+    def set_report(self, report: Any) -> None:
+        """Show ``report`` (a :class:`~overlap_desktop.core.report.Report`)."""
+        self.report = report
+        self.last_export = None
+        self.headline.setText(api.headline(report))
+        self.details.setText(" ".join(api.headline_details(report)))
+        ft = self.file_table
+        ft.setSortingEnabled(False)
+        ft.setRowCount(len(report.files))
+        for r, f in enumerate(report.files):
+            name = api.safe_text(f.query_file)
+            ft.setItem(r, 0, _item(name, tip=name))
+            ft.setItem(r, 1, _item(fmt_hours(f.duration_s)))
+            pct = api.format_percent(f.matched_percent)
+            below = len(f.below_floor)
+            ft.setItem(r, 2, _item(pct + (f" (+{below} below floor)" if below else ""),
+                                   tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} match"))
+            ind = f.indeterminate_seconds
+            ft.setItem(r, 3, _item(fmt_hours(ind) if ind > 0.5 else "–",
+                                   tip="Static or featureless time: counted neither way"))
+            words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else "no match")
+            ft.setItem(r, 4, _item(words, tip=words))
+            ft.item(r, 0).setData(Qt.ItemDataRole.UserRole, r)
+        ft.resizeColumnsToContents()
+        if ft.columnWidth(0) > 260:
+            ft.setColumnWidth(0, 260)
+        self._set_enabled(True)
+        # Select the first file with a match so the plot is never empty when there is something to see.
+        first = next((i for i, f in enumerate(report.files) if f.segments or f.below_floor), 0)
+        if report.files:
+            ft.selectRow(first)
+        else:
+            self.plot.set_file(None)
+
+    def selected_file(self) -> Any:
+        rows = self.file_table.selectionModel().selectedRows()
+        if not rows or self.report is None:
+            return None
+        idx = self.file_table.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole)
+        return self.report.files[int(idx)]
+
+    def _on_file_selected(self) -> None:
+        f = self.selected_file()
+        self.plot.set_file(f)
+        self._update_legend()
+        self._fill_segments(f)
+        if f is None:
+            return
+        name = api.safe_text(f.query_file, max_len=70)
+        if f.segments or f.below_floor:
+            self.plot_title.setText(f"Where “{name}” matches your footage")
+        else:
+            self.plot_title.setText(f"“{name}”: no match with your footage")
+
+    def _fill_segments(self, f: Any) -> None:
+        st = self.seg_table
+        rows = [] if f is None else [(s, False) for s in f.segments] + [(s, True) for s in f.below_floor]
+        st.setRowCount(len(rows))
+        for r, (s, below) in enumerate(rows):
+            st.setItem(r, 0, _item(f"{api.format_clock(s.query_start)}–{api.format_clock(s.query_end)}"))
+            owned = api.safe_text(s.corpus_file)
+            st.setItem(r, 1, _item(Path(owned).name, tip=owned))
+            st.setItem(r, 2, _item(f"{api.format_clock(s.corpus_start)}–{api.format_clock(s.corpus_end)}"))
+            st.setItem(r, 3, _item(_speed_text(s.speed)))
+            st.setItem(r, 4, _item(s.variant.describe() or "none"))
+            st.setItem(r, 5, _item("no: below evidence floor" if below else "yes",
+                                   tip=api.describe_segment(s, below_floor=below)))
+        st.resizeColumnsToContents()
+
+    # ------------------------------------------------------------------ owned-frame preview
+    def show_owned_frame(self, segment: Any, offered_s: float, owned_s: float, distance: float) -> Job:
+        """Decode the owned frame at ``owned_s`` in a worker and show it."""
+        if self.preview_job is not None and self.preview_job.running:
+            self.preview_job.cancel()
+        self._preview_seq += 1
+        seq = self._preview_seq
+        owned = api.safe_text(segment.corpus_file)
+        self.preview.setText("Decoding your frame…")
+        self.preview_caption.setText(
+            f"Your file {Path(owned).name} at {api.format_clock(owned_s)} (matched to the offer at "
+            f"{api.format_clock(offered_s)}, difference {distance:.0f} of 256 bits). The manifest carries "
+            "no pictures: this frame comes from your own copy.")
+        job = Job(api.frame_at, segment.corpus_file, segment.corpus_stream, owned_s, parent=self,
+                  with_progress=False, with_cancel=True, max_size=(480, 360))
+        job.succeeded.connect(lambda rgb: self._on_frame(seq, rgb))
+        job.failed.connect(lambda exc: self._on_frame_failed(seq, exc))
+        self.preview_job = job
+        job.start()
+        return job
+
+    def _on_frame(self, seq: int, rgb: Any) -> None:
+        if seq != self._preview_seq:
+            return
+        self.preview.set_frame(rgb_to_pixmap(rgb))
+        self.preview_ready.emit()
+
+    def _on_frame_failed(self, seq: int, exc: BaseException) -> None:
+        if seq != self._preview_seq:
+            return
+        self.preview.setText(f"Your frame could not be shown: {exc}")
+        self.preview_failed.emit(str(exc))
+
+    # ------------------------------------------------------------------ export
+    def choose_export(self, kind: str) -> None:
+        filt, _ = EXPORT_KINDS[kind]
+        path, _ = QFileDialog.getSaveFileName(self, "Save the report", f"overlap-report.{kind}", filt)
+        if path:
+            self.export(kind, Path(path))
+
+    def export(self, kind: str, path: Path) -> Path | None:
+        """Write the report as ``kind`` (``html``/``json``/``csv``) to ``path``."""
+        if self.report is None:
+            return None
+        if path.suffix.lower() != "." + kind:
+            path = path.with_name(path.name + "." + kind)
+        try:
+            written = getattr(api, EXPORT_KINDS[kind][1])(self.report, path)
+        except Exception as exc:
+            show_error(self, "The report could not be saved", exc)
+            return None
+        self.last_export = Path(written or path)
+        self.exported.emit(str(self.last_export))
+        return self.last_export
+
+    def open_report(self) -> Path | None:
+        """Open the last saved report, or write an HTML copy to a temporary folder and open that."""
+        target = self.last_export
+        if target is None or not target.exists():
+            import tempfile
+
+            target = self.export("html", Path(tempfile.mkdtemp(prefix="overlap-report-")) / "report.html")
+            if target is None:
+                return None
+        open_local_file(target)
+        return target

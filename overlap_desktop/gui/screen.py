@@ -1,0 +1,396 @@
+""""Screen an offer": open a manifest, see what it covers, compare it with the library."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+                               QProgressBar, QPushButton, QStackedWidget, QVBoxLayout, QWidget)
+
+from overlap_desktop import api
+from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
+from overlap_desktop.gui.state import AppState
+from overlap_desktop.gui.workers import Job, eta_text
+
+__all__ = ["ScreenOfferPage", "inspect_offer"]
+
+
+def _first(d: dict[str, Any], *keys: str) -> Any:
+    for k in keys:
+        if k in d and d[k] not in (None, ""):
+            return d[k]
+    return None
+
+
+def inspect_offer(path: Path, index_path: Path, config: Any) -> dict[str, Any]:
+    """Read a manifest's facts and check it against the library (runs in a worker thread).
+
+    Args:
+        path: The ``.ovlm`` file.
+        index_path: The lab's index folder.
+        config: Resolved configuration.
+
+    Returns:
+        ``{"info": inspect_manifest(path), "compatible": bool | None, "why": str}``;
+        ``compatible`` is ``None`` when there is no library yet.
+
+    Raises:
+        ManifestError: the manifest is malformed, tampered with or unsupported.
+    """
+    info = api.inspect_manifest(path)
+    algo = _first(info, "algo_id", "algo")
+    prep = _first(info, "prep_id", "prep")
+    out: dict[str, Any] = {"info": info, "compatible": None, "why": ""}
+    folder = Path(index_path)
+    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+        out["why"] = ("Not yet: your library is empty. Add the folders of footage you own in "
+                      "My library first.")
+        return out
+    try:
+        idx = api.open_index(folder, config=config, create=False, readonly=True)
+    except Exception as exc:  # unreadable library: say so, do not refuse the manifest
+        out["why"] = f"Not now: your library cannot be read ({exc})."
+        return out
+    with idx:
+        try:
+            idx.check_compatible(algo, prep)
+        except Exception as exc:
+            out["compatible"] = False
+            out["why"] = str(exc)
+        else:
+            out["compatible"] = True
+        out["library_files"] = len(idx.files(status="ok"))
+    return out
+
+
+class ScreenOfferPage(QWidget):
+    """Open a manifest → summary → Compare (worker) → results.
+
+    Signals:
+        inspected(dict): the manifest summary is shown.
+        compared(object): a comparison finished (the report).
+        failed(str): opening or comparing failed (the message shown).
+    """
+
+    inspected = Signal(dict)
+    compared = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.manifest_path: Path | None = None
+        self.summary: dict[str, Any] | None = None
+        self.report: Any = None
+        self.inspect_job: Job | None = None
+        self.compare_job: Job | None = None
+        self.demo_job: Job | None = None
+        self.results: Any = None
+        #: Index and config the shown report was made against (the demo uses its own).
+        self.report_index: Path | None = None
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(24, 18, 24, 18)
+        head = QHBoxLayout()
+        head.addWidget(headline_label("Screen an offer"), 1)
+        self.open_button = QPushButton("Open manifest…")
+        self.open_button.setAccessibleName("Open manifest")
+        self.open_button.clicked.connect(self._choose)
+        head.addWidget(self.open_button)
+        lay.addLayout(head)
+
+        self.stack = QStackedWidget()
+        lay.addWidget(self.stack, 1)
+
+        # Page 0: nothing open yet.
+        empty = QWidget()
+        el = QVBoxLayout(empty)
+        drop = QLabel("Drop the seller's manifest file (.ovlm) anywhere on this window, "
+                      "or click \"Open manifest…\".\n\nA manifest holds fingerprints of the offered "
+                      "footage, not the footage itself: the seller keeps the video until you buy.")
+        drop.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        drop.setWordWrap(True)
+        drop.setFrameShape(QFrame.Shape.StyledPanel)
+        drop.setMinimumHeight(160)
+        el.addWidget(drop)
+        el.addWidget(QLabel("Recently opened:"))
+        self.recent_list = QListWidget()
+        self.recent_list.setAccessibleName("Recently opened manifests")
+        self.recent_list.itemActivated.connect(
+            lambda it: self.open_manifest(Path(it.data(Qt.ItemDataRole.UserRole))))
+        el.addWidget(self.recent_list, 1)
+        self.stack.addWidget(empty)
+        self.state.recent_changed.connect(self._fill_recent)
+        self._fill_recent()
+
+        # Page 1: an offer.
+        offer = QWidget()
+        ol = QVBoxLayout(offer)
+        ol.setContentsMargins(0, 0, 0, 0)
+        self.summary_frame = QFrame()
+        self.summary_frame.setFrameShape(QFrame.Shape.StyledPanel)
+        sl = QHBoxLayout(self.summary_frame)
+        # Two label/value pairs per row keep the summary short, leaving room for the results.
+        self.form = QGridLayout()
+        self.form.setHorizontalSpacing(10)
+        self.form.setColumnStretch(1, 1)
+        self.form.setColumnStretch(3, 1)
+        self.fields: dict[str, QLabel] = {}
+        layout_rows = ((0, 0, "label", "Offer"), (0, 2, "made", "Made"), (1, 0, "amount", "Footage"),
+                       (1, 2, "compat", "Can be compared"), (2, 0, "root", "Seal (Merkle root)"))
+        for row, col, key, label in layout_rows:
+            v = QLabel("–")
+            # Values come from the seller's manifest: never let Qt render them as rich text.
+            v.setTextFormat(Qt.TextFormat.PlainText)
+            v.setWordWrap(True)
+            v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            v.setAccessibleName(label)
+            name = QLabel(label + ":")
+            name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+            self.form.addWidget(name, row, col)
+            self.form.addWidget(v, row, col + 1, 1, 3 if key == "root" else 1)
+            self.fields[key] = v
+        self.fields["root"].setToolTip("A checksum over every fingerprint, file size and file digest in the "
+                                       "manifest: the seller cannot change the offer later without it "
+                                       "changing. Quote it in the purchase order.")
+        sl.addLayout(self.form, 1)
+        btns = QVBoxLayout()
+        self.compare_button = QPushButton("Compare with my library")
+        self.compare_button.setAccessibleName("Compare with my library")
+        self.compare_button.setDefault(True)
+        self.compare_button.clicked.connect(self.compare)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setAccessibleName("Cancel comparison")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.hide()
+        btns.addWidget(self.compare_button)
+        btns.addWidget(self.cancel_button)
+        btns.addStretch(1)
+        sl.addLayout(btns)
+        ol.addWidget(self.summary_frame)
+        self.progress_label = QLabel("")
+        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # names offered files
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setAccessibleName("Comparison progress")
+        self.progress_bar.hide()
+        ol.addWidget(self.progress_label)
+        ol.addWidget(self.progress_bar)
+        self.results_holder = QVBoxLayout()
+        ol.addLayout(self.results_holder, 1)
+        self.stack.addWidget(offer)
+
+    def jobs(self) -> list[Job | None]:
+        extra = self.results.jobs() if self.results is not None else []
+        return [self.inspect_job, self.compare_job, self.demo_job, *extra]
+
+    def _fill_recent(self) -> None:
+        self.recent_list.clear()
+        for p in self.state.recent_manifests():
+            it = QListWidgetItem(f"{Path(p).name}    ({Path(p).parent})")
+            it.setData(Qt.ItemDataRole.UserRole, p)
+            it.setToolTip(p)
+            self.recent_list.addItem(it)
+
+    def _choose(self) -> None:
+        win = self.window()
+        if hasattr(win, "choose_manifest"):
+            win.choose_manifest()
+
+    # ------------------------------------------------------------------ open / inspect
+    def open_manifest(self, path: Path) -> Job | None:
+        """Read ``path``'s summary in a worker and show it; a bad file gives a clear message."""
+        path = Path(path)
+        try:
+            config = self.state.config()
+        except Exception as exc:
+            self._fail("Your settings have a problem", exc)
+            return None
+        self.manifest_path = path
+        self.report = None
+        self._clear_results()
+        self.stack.setCurrentIndex(1)
+        self.fields["label"].setText(f"Reading {path.name}…")
+        for k in ("amount", "root", "made", "compat"):
+            self.fields[k].setText("")
+        self.compare_button.setEnabled(False)
+        self.progress_label.setText("")
+        job = Job(inspect_offer, path, self.state.index_path, config, parent=self, with_progress=False)
+        job.succeeded.connect(self._on_inspected)
+        job.failed.connect(lambda exc: self._on_open_failed(path, exc))
+        self.inspect_job = job
+        job.start()
+        return job
+
+    def _on_open_failed(self, path: Path, exc: BaseException) -> None:
+        self.manifest_path = None
+        self.stack.setCurrentIndex(0)
+        self._fail(f"{path.name} cannot be screened", exc)
+
+    def _fail(self, title: str, exc: BaseException) -> None:
+        box = show_error(self.window(), title, exc)
+        self.failed.emit(box.text())
+
+    def _on_inspected(self, summary: dict[str, Any], *, remember: bool = True) -> None:
+        self.summary = summary
+        info = summary["info"]
+        assert self.manifest_path is not None
+        if remember:
+            self.state.add_recent(self.manifest_path)
+        label = _first(info, "label") or self.manifest_path.name
+        self.fields["label"].setText(api.safe_text(label, max_len=120))
+        n_files = _first(info, "files", "n_files", "file_count")
+        if isinstance(n_files, list):
+            n_files = len(n_files)
+        seconds = _first(info, "duration_s", "seconds", "total_seconds")
+        hours = _first(info, "hours")
+        if seconds is None and hours is not None:
+            seconds = float(hours) * 3600.0
+        size = _first(info, "bytes")
+        parts = []
+        if seconds is not None:
+            parts.append(fmt_hours(float(seconds)) + " of video")
+        if n_files is not None:
+            parts.append(f"in {n_files} file{'s' if n_files != 1 else ''}")
+        text = " ".join(parts) or "–"
+        if size:
+            text += f" (the manifest itself is {fmt_size(float(size))})"
+        self.fields["amount"].setText(text)
+        root = _first(info, "root", "merkle_root") or "–"
+        self.fields["root"].setText(str(root))
+        made = []
+        if _first(info, "created"):
+            made.append(f"on {info['created']}")
+        if _first(info, "creator"):
+            made.append(f"with {info['creator']}")
+        self.fields["made"].setText(api.safe_text(" ".join(made)) if made else "–")
+        compat = summary["compatible"]
+        if compat is True:
+            n = summary.get("library_files", 0)
+            self.fields["compat"].setText(f"Yes: made with the same fingerprint settings as your library "
+                                          f"({n} files).")
+        elif compat is False:
+            self.fields["compat"].setText("No: " + summary["why"] + " Ask the seller for a manifest made "
+                                          "with a current version of overlap.")
+        else:
+            self.fields["compat"].setText(summary["why"])
+        self.compare_button.setEnabled(compat is True)
+        self.inspected.emit(summary)
+
+    # ------------------------------------------------------------------ compare
+    def compare(self) -> Job | None:
+        """Compare the open manifest with the library in a worker."""
+        if self.manifest_path is None:
+            return None
+        try:
+            config = self.state.config()
+        except Exception as exc:
+            self._fail("Your settings have a problem", exc)
+            return None
+        job = Job(api.compare, self.manifest_path, self.state.index_path, parent=self, config=config)
+        self._start_long(job, "Comparing with your library…")
+        job.succeeded.connect(lambda rep: self.show_report(rep, self.state.index_path))
+        self.compare_job = job
+        job.start()
+        return job
+
+    def _start_long(self, job: Job, text: str) -> None:
+        job.progress.connect(lambda p: self._on_progress(job, p))
+        job.failed.connect(lambda exc: self._long_failed("The comparison stopped", exc))
+        job.cancelled.connect(lambda _e: self.progress_label.setText("Cancelled."))
+        job.finished.connect(self._long_done)
+        self.progress_label.setText(text)
+        self.progress_bar.setRange(0, 0)
+        self.progress_bar.show()
+        self.compare_button.setEnabled(False)
+        self.open_button.setEnabled(False)
+        self.cancel_button.show()
+        self.cancel_button.setEnabled(True)
+
+    def _on_progress(self, job: Job, p: Any) -> None:
+        frac = None
+        if p.total:
+            frac = max(0.0, min(1.0, float(p.done) / float(p.total)))
+            self.progress_bar.setRange(0, 1000)
+            self.progress_bar.setValue(int(frac * 1000))
+        eta = eta_text(frac, time.monotonic() - job.started_at)
+        msg = p.message or {"compare": "Comparing with your library", "index": "Fingerprinting",
+                            "search": "Searching your library"}.get(p.stage, "Working")
+        if p.current:
+            msg += f" — {Path(p.current).name}"
+        self.progress_label.setText(msg + (f" ({eta})" if eta else ""))
+
+    def _long_failed(self, title: str, exc: BaseException) -> None:
+        self.progress_label.setText("Stopped because of a problem.")
+        self._fail(title, exc)
+
+    def _long_done(self) -> None:
+        self.progress_bar.hide()
+        self.cancel_button.hide()
+        self.open_button.setEnabled(True)
+        self.compare_button.setEnabled(self.manifest_path is not None
+                                      and (self.summary or {}).get("compatible") is True)
+
+    def cancel(self) -> None:
+        for job in (self.compare_job, self.demo_job):
+            if job is not None and job.running:
+                job.cancel()
+        self.cancel_button.setEnabled(False)
+        self.progress_label.setText("Cancelling…")
+
+    # ------------------------------------------------------------------ results
+    def _clear_results(self) -> None:
+        if self.results is not None:
+            self.results.hide()
+
+    def show_report(self, report: Any, index_path: Path | None = None) -> None:
+        """Show a finished comparison."""
+        self.report = report
+        self.report_index = index_path
+        if self.results is None:
+            from overlap_desktop.gui.results import ResultsView
+
+            self.results = ResultsView(self)
+            self.results_holder.addWidget(self.results)
+        self.results.show()
+        self.results.set_report(report)
+        self.progress_label.setText("")
+        self.compared.emit(report)
+
+    # ------------------------------------------------------------------ demo
+    def run_demo(self, out_dir: Path | None = None) -> Job | None:
+        """Run the bundled demo (its own footage, index and manifest) and show its report."""
+        try:
+            run = api.run_demo
+            default_demo_dir = api.default_demo_dir
+        except Exception as exc:
+            self._fail("The demo is not available", exc)
+            return None
+        out = Path(out_dir) if out_dir is not None else default_demo_dir()
+        self.stack.setCurrentIndex(1)
+        self._clear_results()
+        self.fields["label"].setText("Demo: making sample footage and a sample offer…")
+        for k in ("amount", "root", "made", "compat"):
+            self.fields[k].setText("")
+        job = Job(run, out, parent=self)
+        self._start_long(job, "Running the demo…")
+        job.succeeded.connect(self._on_demo_done)
+        self.demo_job = job
+        job.start()
+        return job
+
+    def _on_demo_done(self, result: Any) -> None:
+        self.manifest_path = Path(result.manifest)
+        try:
+            info = api.inspect_manifest(self.manifest_path)  # small file: quick on the UI thread
+        except Exception:  # the summary is a nicety; the report below is what matters
+            info = {"label": "Demo offer"}
+        self._on_inspected({"info": info, "compatible": True,
+                            "why": "The demo compares with its own sample library, not yours."},
+                           remember=False)
+        self.fields["compat"].setText("Yes. The demo compares the offer with its own sample library "
+                                      "(not yours).")
+        report = result.report if result.report is not None else api.load_report_json(result.report_json)
+        self.show_report(report, Path(result.index))

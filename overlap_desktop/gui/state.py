@@ -1,0 +1,112 @@
+"""Application state shared by the pages: effective configuration, recent files.
+
+Configuration is always resolved through ``api.load_config`` (the same provenance
+the CLI prints); the GUI adds at most a command-line override for the index
+folder. UI state (recent manifests, geometry, library folders) lives in
+``QSettings``, whose organisation/application names are set by :mod:`.app` so
+tests can redirect them to a temporary ini file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QSettings, Signal
+
+from overlap_desktop import api
+
+__all__ = ["AppState", "MAX_RECENT"]
+
+MAX_RECENT = 8
+
+
+def _as_list(value: Any) -> list[str]:
+    # QSettings' ini backend returns a plain str for one-element lists and None for empty ones.
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value else []
+    return [str(v) for v in value]
+
+
+class AppState(QObject):
+    """What every page needs to know; emits when it changes.
+
+    Args:
+        overrides: Settings given on the command line (``{"index.path": ...}``).
+    """
+
+    config_changed = Signal()
+    recent_changed = Signal()
+
+    def __init__(self, overrides: dict[str, Any] | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.overrides: dict[str, Any] = dict(overrides or {})
+        self._config: Any = None
+
+    # ------------------------------------------------------------------ config
+    def config(self) -> Any:
+        """The resolved :class:`~overlap_desktop.config.Config` (cached until :meth:`reload`).
+
+        Raises:
+            ConfigError: a setting does not parse (the message names key and source).
+        """
+        if self._config is None:
+            self._config = api.load_config(self.overrides)
+        return self._config
+
+    def reload(self) -> None:
+        """Forget the cached configuration (after the settings dialog saved) and notify."""
+        self._config = None
+        self.config_changed.emit()
+
+    @property
+    def index_path(self) -> Path:
+        return Path(self.config()["index.path"])
+
+    # ------------------------------------------------------------------ QSettings helpers
+    @staticmethod
+    def settings() -> QSettings:
+        return QSettings()
+
+    def recent_manifests(self) -> list[str]:
+        return _as_list(self.settings().value("recent/manifests"))
+
+    def add_recent(self, path: str | Path) -> None:
+        p = str(Path(path).resolve())
+        items = [p] + [x for x in self.recent_manifests() if x != p]
+        self.settings().setValue("recent/manifests", items[:MAX_RECENT])
+        self.recent_changed.emit()
+
+    def clear_recent(self) -> None:
+        self.settings().remove("recent/manifests")
+        self.recent_changed.emit()
+
+    def library_folders(self) -> list[str]:
+        """Folders the user added to the library (re-scanned by "Re-scan")."""
+        return _as_list(self.settings().value("library/folders"))
+
+    def add_library_folders(self, folders: list[str]) -> None:
+        items = self.library_folders()
+        for f in folders:
+            f = str(Path(f).resolve())
+            if f not in items:
+                items.append(f)
+        self.settings().setValue("library/folders", items)
+
+    def remove_library_folder(self, folder: str) -> None:
+        items = [x for x in self.library_folders() if x != folder]
+        self.settings().setValue("library/folders", items)
+
+    def unfinished_job(self) -> list[str]:
+        """Paths of an indexing job that did not finish (crash, quit, cancel)."""
+        return _as_list(self.settings().value("library/unfinished"))
+
+    def set_unfinished_job(self, paths: list[str] | None) -> None:
+        s = self.settings()
+        if paths:
+            s.setValue("library/unfinished", [str(p) for p in paths])
+        else:
+            s.remove("library/unfinished")
+        s.sync()

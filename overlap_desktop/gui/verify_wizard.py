@@ -1,0 +1,262 @@
+"""Delivery verification wizard: quoted manifest → delivery folder → hashing → verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget, QWizard, QWizardPage)
+
+from overlap_desktop import api
+from overlap_desktop.gui.common import fmt_size, headline_label, show_error
+from overlap_desktop.gui.state import AppState
+from overlap_desktop.gui.wizard_pages import RunPage
+from overlap_desktop.gui.workers import Job
+
+__all__ = ["VerifyWizard", "verdict_text"]
+
+PAGE_MANIFEST, PAGE_FOLDER, PAGE_HASH, PAGE_RESULT = range(4)
+
+STATUS_WORDS = {"matched": "As quoted", "altered": "Altered", "missing": "Missing", "extra": "Not quoted",
+                "unreadable": "Could not be read"}
+STATUS_COLOURS = {"matched": "#1a9850", "altered": "#d73027", "missing": "#d73027", "extra": "#f46d43",
+                  "unreadable": "#d73027"}
+
+
+def verdict_text(result: Any) -> str:
+    """One sentence for a :class:`~overlap_desktop.core.verify.VerifyResult`."""
+    n = len(result.entries)
+    if result.ok:
+        return f"The delivery matches the quote: all {n} files are exactly as quoted, nothing extra."
+    parts = []
+    if result.missing:
+        parts.append(f"{result.missing} missing")
+    if result.altered:
+        parts.append(f"{result.altered} altered")
+    if result.extra:
+        parts.append(f"{len(result.extra)} not in the quote")
+    if result.unreadable:
+        parts.append(f"{len(result.unreadable)} unreadable")
+    return (f"The delivery does NOT match the quote: {result.matched} of {n} files as quoted; "
+            + ", ".join(parts) + ".")
+
+
+class _PathPage(QWizardPage):
+    """One path with a Browse button; complete when it exists."""
+
+    def __init__(self, title: str, subtitle: str, *, folder: bool, placeholder: str) -> None:
+        super().__init__()
+        self.folder = folder
+        self.setTitle(title)
+        self.setSubTitle(subtitle)
+        lay = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.edit = QLineEdit()
+        self.edit.setPlaceholderText(placeholder)
+        self.edit.setAccessibleName(title)
+        self.edit.textChanged.connect(self._changed)
+        browse = QPushButton("Browse…")
+        browse.setAccessibleName("Browse for " + ("folder" if folder else "file"))
+        browse.clicked.connect(self._browse)
+        row.addWidget(self.edit, 1)
+        row.addWidget(browse)
+        lay.addLayout(row)
+        self.note = QLabel("")
+        self.note.setWordWrap(True)
+        self.note.setTextFormat(Qt.TextFormat.PlainText)  # shows error text naming files
+        lay.addWidget(self.note)
+        lay.addStretch(1)
+
+    def _browse(self) -> None:
+        if self.folder:
+            p = QFileDialog.getExistingDirectory(self, self.title())
+        else:
+            p, _ = QFileDialog.getOpenFileName(self, self.title(), "", "Manifests (*.ovlm);;All files (*)")
+        if p:
+            self.edit.setText(p)
+
+    def _changed(self) -> None:
+        self.completeChanged.emit()
+
+    def path(self) -> Path:
+        return Path(self.edit.text().strip()).expanduser()
+
+    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+        t = self.edit.text().strip()
+        if not t:
+            return False
+        p = self.path()
+        return p.is_dir() if self.folder else p.is_file()
+
+
+class _ManifestPage(_PathPage):
+    def __init__(self) -> None:
+        super().__init__("Which manifest was quoted?",
+                         "Choose the .ovlm file the seller sent with the offer you bought.",
+                         folder=False, placeholder="quoted-offer.ovlm")
+        self.info: dict[str, Any] | None = None
+
+    def validatePage(self) -> bool:  # noqa: N802 - Qt API
+        # Reading a manifest is quick (it is small); a bad one is refused here, in plain words.
+        try:
+            self.info = api.inspect_manifest(self.path())
+        except Exception as exc:
+            self.note.setText("This manifest cannot be used: " + str(exc))
+            show_error(self, "This manifest cannot be used", exc)
+            return False
+        return True
+
+
+class _HashPage(RunPage):
+    def __init__(self, wizard: VerifyWizard) -> None:
+        super().__init__("Checking the delivered files",
+                         "Every delivered file is read and its checksum compared with the quote. "
+                         "Large deliveries take a while.")
+        self.wiz = wizard
+
+    def running_text(self) -> str:
+        return "Reading the delivered files…"
+
+    def make_job(self) -> Job:
+        threads = int(self.wiz.config["verify.threads"])
+        return Job(api.verify_delivery, self.wiz.manifest_page.path(), self.wiz.folder_page.path(),
+                   parent=self, threads=threads)
+
+    def on_result(self, result: Any) -> None:
+        self.status.setText(f"Done: {fmt_size(result.bytes_hashed)} checked.")
+        self.wiz.next()
+
+
+class _ResultPage(QWizardPage):
+    def __init__(self, wizard: VerifyWizard) -> None:
+        super().__init__()
+        self.wiz = wizard
+        self.setTitle("Result")
+        lay = QVBoxLayout(self)
+        self.verdict = headline_label("")
+        self.verdict.setAccessibleName("Verdict")
+        lay.addWidget(self.verdict)
+        self.info = QLabel("")
+        self.info.setWordWrap(True)
+        self.info.setTextFormat(Qt.TextFormat.PlainText)  # shows the manifest label
+        lay.addWidget(self.info)
+        self.table = QTableWidget(0, 3)
+        self.table.setAccessibleName("Delivered files")
+        self.table.setHorizontalHeaderLabels(["File", "Result", "Details"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        lay.addWidget(self.table, 1)
+        row = QHBoxLayout()
+        self.export_button = QPushButton("Save report…")
+        self.export_button.setAccessibleName("Save verification report")
+        self.export_button.clicked.connect(self._choose_export)
+        row.addWidget(self.export_button)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.setFinalPage(True)
+        self.rows: list[tuple[str, str, str]] = []
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt API
+        r = self.wiz.verify_result()
+        if r is None:
+            return
+        self.verdict.setText(verdict_text(r))
+        pal = "#1a9850" if r.ok else "#d73027"
+        self.verdict.setStyleSheet(f"color: {pal};")
+        label = api.safe_text(r.label) if r.label else Path(r.manifest).name
+        self.info.setText(f"Quote: {label} — seal {r.root}\nDelivery folder: {r.data_dir}"
+                          + ("\nThe manifest hides file names, so files were matched by size and checksum."
+                             if r.anonymized else ""))
+        rows: list[tuple[str, str, str]] = []
+        for e in r.entries:
+            detail = e.reason or ""
+            if e.renamed and e.delivered:
+                detail = (detail + "; " if detail else "") + f"delivered as {e.delivered}"
+            if e.status == "matched" and not detail:
+                detail = fmt_size(e.size)
+            rows.append((api.safe_text(e.name), e.status, detail))
+        for x in r.extra:
+            rows.append((api.safe_text(x.get("path", "")), "extra",
+                         f"{fmt_size(x.get('size'))}, not in the quote"))
+        for x in r.unreadable:
+            rows.append((api.safe_text(x.get("path", "")), "unreadable", str(x.get("error", ""))))
+        self.rows = rows
+        self.table.setRowCount(len(rows))
+        for i, (name, status, detail) in enumerate(rows):
+            a = QTableWidgetItem(name)
+            b = QTableWidgetItem(STATUS_WORDS.get(status, status))
+            b.setForeground(QColor(STATUS_COLOURS.get(status, "#000000")))
+            b.setData(Qt.ItemDataRole.UserRole, status)
+            c = QTableWidgetItem(detail)
+            for col, it in enumerate((a, b, c)):
+                it.setToolTip(it.text())
+                self.table.setItem(i, col, it)
+        self.table.resizeColumnsToContents()
+
+    def _choose_export(self) -> None:
+        p, _ = QFileDialog.getSaveFileName(self, "Save the verification report", "verification.json",
+                                           "Report for machines (*.json)")
+        if p:
+            self.export(Path(p))
+
+    def export(self, path: Path) -> Path | None:
+        """Write the result's JSON form (``VerifyResult.to_dict()``)."""
+        r = self.wiz.verify_result()
+        if r is None:
+            return None
+        try:
+            path.write_text(json.dumps(r.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as exc:
+            show_error(self, "The report could not be saved", exc)
+            return None
+        return path
+
+
+class VerifyWizard(QWizard):
+    """Check a delivery against the quoted manifest.
+
+    Args:
+        state: Shared configuration.
+        manifest: Optional manifest to pre-fill.
+    """
+
+    def __init__(self, state: AppState, parent: QWidget | None = None, *,
+                 manifest: str | Path | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.config = state.config()
+        self.setWindowTitle("Verify a delivery")
+        self.setAccessibleName("Verify a delivery")
+        self.setWizardStyle(QWizard.WizardStyle.ModernStyle)
+        self.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, True)
+        self.manifest_page = _ManifestPage()
+        self.folder_page = _PathPage("Where is the delivery?",
+                                     "Choose the folder the purchased footage was delivered to. "
+                                     "Sub-folders are included.", folder=True,
+                                     placeholder="delivery folder")
+        self.hash_page = _HashPage(self)
+        self.result_page = _ResultPage(self)
+        for pid, page in ((PAGE_MANIFEST, self.manifest_page), (PAGE_FOLDER, self.folder_page),
+                          (PAGE_HASH, self.hash_page), (PAGE_RESULT, self.result_page)):
+            self.setPage(pid, page)
+        if manifest is not None:
+            self.manifest_page.edit.setText(str(manifest))
+        self.resize(760, 540)
+
+    def verify_result(self) -> Any:
+        """The :class:`~overlap_desktop.core.verify.VerifyResult`, once hashing finished."""
+        return self.hash_page.result
+
+    def jobs(self) -> list[Job | None]:
+        return [self.hash_page.job]
+
+    def reject(self) -> None:
+        for j in self.jobs():
+            if j is not None and j.running:
+                j.cancel()
+        super().reject()

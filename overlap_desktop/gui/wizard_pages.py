@@ -1,0 +1,194 @@
+"""Building blocks shared by the wizards: a folder list page and a page that runs a job."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QListWidget, QProgressBar, QPushButton,
+                               QVBoxLayout, QWizardPage)
+
+from overlap_desktop.gui.common import error_text, show_error
+from overlap_desktop.gui.workers import Job, eta_text
+
+__all__ = ["FolderListPage", "RunPage"]
+
+
+class FolderListPage(QWizardPage):
+    """Pick one or more folders; complete when at least one is listed."""
+
+    def __init__(self, title: str, subtitle: str, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.setTitle(title)
+        self.setSubTitle(subtitle)
+        lay = QVBoxLayout(self)
+        self.list = QListWidget()
+        self.list.setAccessibleName("Chosen folders")
+        lay.addWidget(self.list, 1)
+        row = QHBoxLayout()
+        add = QPushButton("Add folder…")
+        add.setAccessibleName("Add folder")
+        add.clicked.connect(self._choose)
+        rem = QPushButton("Remove")
+        rem.setAccessibleName("Remove folder from list")
+        rem.clicked.connect(self._remove)
+        row.addWidget(add)
+        row.addWidget(rem)
+        row.addStretch(1)
+        lay.addLayout(row)
+
+    def _choose(self) -> None:
+        d = QFileDialog.getExistingDirectory(self, "Choose a folder of footage")
+        if d:
+            self.add_folder(d)
+
+    def add_folder(self, folder: str | Path) -> None:
+        """Add ``folder`` to the list (ignored if already there)."""
+        f = str(Path(folder).resolve())
+        if f not in self.folders():
+            self.list.addItem(f)
+            self.completeChanged.emit()
+
+    def _remove(self) -> None:
+        for it in self.list.selectedItems():
+            self.list.takeItem(self.list.row(it))
+        self.completeChanged.emit()
+
+    def folders(self) -> list[str]:
+        return [self.list.item(i).text() for i in range(self.list.count())]
+
+    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+        return self.list.count() > 0
+
+
+class RunPage(QWizardPage):
+    """Runs one job when shown; complete when the job succeeded.
+
+    Subclasses implement :meth:`make_job` and :meth:`on_result`.
+
+    Signals:
+        done(object): the job's result (UI thread).
+        error(str): the job failed (the message shown).
+    """
+
+    done = Signal(object)
+    error = Signal(str)
+
+    def __init__(self, title: str, subtitle: str, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.setTitle(title)
+        self.setSubTitle(subtitle)
+        self.job: Job | None = None
+        self.result: Any = None
+        self._ok = False
+        self.lay = QVBoxLayout(self)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setAccessibleName("Status")
+        self.bar = QProgressBar()
+        self.bar.setAccessibleName("Progress")
+        self.current = QLabel("")
+        self.current.setWordWrap(True)
+        row = QHBoxLayout()
+        row.addWidget(self.bar, 1)
+        self.cancel_button = QPushButton("Stop")
+        self.cancel_button.setAccessibleName("Stop")
+        self.cancel_button.clicked.connect(self.cancel)
+        row.addWidget(self.cancel_button)
+        for label in (self.status, self.current):
+            label.setTextFormat(Qt.TextFormat.PlainText)  # file names and error text
+        self.lay.addWidget(self.status)
+        self.lay.addLayout(row)
+        self.lay.addWidget(self.current)
+
+    # subclass hooks
+    def make_job(self) -> Job:
+        raise NotImplementedError
+
+    def on_result(self, result: Any) -> None:
+        """Show the result (subclasses)."""
+
+    def running_text(self) -> str:
+        return "Working…"
+
+    def initializePage(self) -> None:  # noqa: N802 - Qt API
+        self.start()
+
+    def cleanupPage(self) -> None:  # noqa: N802 - Qt API
+        self.cancel()
+
+    def start(self) -> Job | None:
+        if self.job is not None and self.job.running:
+            return self.job
+        self._ok = False
+        self.result = None
+        self.completeChanged.emit()
+        try:
+            job = self.make_job()
+        except Exception as exc:
+            self._failed(exc)
+            return None
+        job.progress.connect(self._on_progress)
+        job.succeeded.connect(self._succeeded)
+        job.failed.connect(self._failed)
+        job.cancelled.connect(self._cancelled)
+        job.finished.connect(lambda: self.cancel_button.setEnabled(False))
+        self.job = job
+        self.status.setText(self.running_text())
+        self.bar.setRange(0, 0)
+        self.bar.show()
+        self.cancel_button.setEnabled(True)
+        self.cancel_button.show()
+        job.start()
+        return job
+
+    def cancel(self) -> None:
+        if self.job is not None and self.job.running:
+            self.job.cancel()
+
+    def _on_progress(self, p: Any) -> None:
+        frac = None
+        if p.total:
+            frac = max(0.0, min(1.0, float(p.done) / float(p.total)))
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(int(frac * 1000))
+        started = self.job.started_at if self.job is not None else time.monotonic()
+        eta = eta_text(frac, time.monotonic() - started)
+        text = self.running_text()
+        if p.unit == "files" and p.total:
+            text += f" file {min(int(p.done) + 1, int(p.total))} of {int(p.total)}"
+        if eta:
+            text += f" — {eta}"
+        self.status.setText(text)
+        if p.current:
+            self.current.setText(Path(str(p.current)).name + (f" — {p.message}" if p.message else ""))
+        elif p.message:
+            self.current.setText(p.message)
+
+    def _succeeded(self, result: Any) -> None:
+        self.result = result
+        self._ok = True
+        self.bar.setRange(0, 1)
+        self.bar.setValue(1)
+        self.cancel_button.hide()
+        self.current.setText("")
+        self.on_result(result)
+        self.completeChanged.emit()
+        self.done.emit(result)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.bar.hide()
+        self.cancel_button.hide()
+        self.status.setText("Stopped because of a problem: " + error_text(exc)[0]
+                            + "\nGo back to change your choices, or try again.")
+        show_error(self, self.title() or "A problem", exc)
+        self.error.emit(error_text(exc)[0])
+
+    def _cancelled(self, _exc: BaseException) -> None:
+        self.bar.hide()
+        self.status.setText("Stopped. Finished work was kept; go back and forward to continue.")
+
+    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+        return self._ok

@@ -1,0 +1,151 @@
+"""Start-up, the home page, menus, drag and drop, recent files and window state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from overlap_desktop import __version__
+from overlap_desktop.gui.app import main
+from overlap_desktop.gui.main_window import MainWindow
+
+
+def test_version_prints_without_a_window(capsys: Any) -> None:
+    before = {id(w) for w in QApplication.topLevelWidgets()} if QApplication.instance() else set()
+    assert main(["--version"]) == 0
+    assert f"overlap-desktop {__version__}" in capsys.readouterr().out
+    after = {id(w) for w in QApplication.topLevelWidgets()} if QApplication.instance() else set()
+    assert after == before
+
+
+def test_self_test_shows_the_window_and_exits_0(qapp: Any, capsys: Any, tmp_path: Path) -> None:
+    assert main(["--self-test", "--index", str(tmp_path / "idx")]) == 0
+    assert "self-test: ok" in capsys.readouterr().out
+
+
+def test_bad_arguments_exit_2(capsys: Any) -> None:
+    assert main(["--no-such-flag"]) == 2
+
+
+def test_home_offers_four_choices_in_plain_words(window: MainWindow) -> None:
+    home = window.home
+    assert set(home.buttons) == {"screen", "export", "verify", "library"}
+    titles = [b.accessibleName() for b in home.buttons.values()]
+    assert titles == ["Screen an offer", "Prepare a manifest for a buyer", "Verify a delivery", "My library"]
+    for b in home.buttons.values():
+        assert b.accessibleDescription()  # explained, not just labelled
+    # The demo button is either usable or disabled with a reason; never a dead end without one.
+    assert home.demo_button.toolTip()
+
+
+def test_choices_and_shortcuts_switch_pages(qtbot: Any, window: MainWindow) -> None:
+    qtbot.mouseClick(window.home.buttons["library"], Qt.MouseButton.LeftButton)
+    assert window.current_page_key() == "library"
+    window.act_home.trigger()
+    assert window.current_page_key() == "home"
+    assert window.act_screen.shortcut().toString() == "Ctrl+2"
+    window.act_screen.trigger()
+    assert window.current_page_key() == "screen"
+
+
+def test_status_bar_names_the_index_location(window: MainWindow, state: Any) -> None:
+    assert str(state.index_path) in window.index_label.text()
+
+
+def _drop(window: MainWindow, paths: list[Path]) -> None:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    ev = QDropEvent(QPointF(QPoint(50, 50)), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                    Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(ev)
+
+
+def test_dropping_a_bad_manifest_gives_a_clear_message(qtbot: Any, window: MainWindow,
+                                                       tmp_path: Path) -> None:
+    bad = tmp_path / "broken-offer.ovlm"
+    bad.write_bytes(b"this is not a manifest at all" * 10)
+    screen = window.screen
+    with qtbot.waitSignal(screen.failed, timeout=10_000) as blocker:
+        _drop(window, [bad])
+    message = blocker.args[0]
+    assert "broken-offer.ovlm" in message
+    assert "Traceback" not in message
+    assert window.current_page_key() == "screen"
+    boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+    assert boxes and boxes[-1].detailedText()  # the detail is one click away, not in the message
+    for b in boxes:
+        b.close()
+
+
+def test_dropping_a_folder_asks_before_adding(qtbot: Any, window: MainWindow, tmp_path: Path,
+                                              monkeypatch: Any) -> None:
+    folder = tmp_path / "footage"
+    folder.mkdir()
+    box = window.handle_dropped([folder])
+    assert isinstance(box, QMessageBox)
+    added: list[list[str]] = []
+    monkeypatch.setattr(window.library, "add_folders", lambda f: added.append(f))
+    box.done(QMessageBox.StandardButton.No)
+    assert added == []
+    box = window.handle_dropped([folder])
+    box.done(QMessageBox.StandardButton.Yes)
+    assert added == [[str(folder)]]
+    assert window.current_page_key() == "library"
+
+
+def test_dropping_something_else_explains_what_is_accepted(window: MainWindow, tmp_path: Path) -> None:
+    f = tmp_path / "clip.mp4"
+    f.write_bytes(b"x")
+    box = window.handle_dropped([f])
+    assert box is not None and "manifest" in box.text()
+    box.close()
+
+
+def test_recent_manifests_menu(window: MainWindow, state: Any, tmp_path: Path) -> None:
+    assert not window.recent_menu.isEnabled()
+    p = tmp_path / "a.ovlm"
+    p.write_bytes(b"")
+    state.add_recent(p)
+    assert window.recent_menu.isEnabled()
+    names = [a.text() for a in window.recent_menu.actions()]
+    assert "a.ovlm" in names
+
+
+def test_window_geometry_is_restored(qtbot: Any, state: Any) -> None:
+    w = MainWindow(state)
+    qtbot.addWidget(w)
+    w.show()
+    w.resize(777, 555)
+    w.close()
+    w2 = MainWindow(state)
+    qtbot.addWidget(w2)
+    assert (w2.width(), w2.height()) == (777, 555)
+
+
+def test_menu_actions_open_the_wizards_and_settings(qtbot: Any, window: MainWindow) -> None:
+    window.act_verify.trigger()
+    wiz = window._dialogs[-1]
+    assert wiz.windowTitle() == "Verify a delivery" and wiz.manifest_page.edit.text() == ""
+    wiz.close()
+    window.act_export.trigger()
+    assert window._dialogs[-1].windowTitle() == "Prepare a manifest for a buyer"
+    window._dialogs[-1].close()
+    window.act_settings.trigger()
+    assert window._dialogs[-1].windowTitle() == "Settings"
+    window._dialogs[-1].close()
+
+
+def test_a_manifest_argument_opens_screen_an_offer(qtbot: Any, tmp_path: Path, offer_manifest: Path) -> None:
+    """File association: ``overlap-desktop offer.ovlm`` starts on "Screen an offer" with it."""
+    from overlap_desktop.gui.app import launch
+
+    w = launch([str(offer_manifest), "--index", str(tmp_path / "idx")])
+    assert isinstance(w, MainWindow)
+    qtbot.addWidget(w)
+    assert w.isVisible() and w.current_page_key() == "screen"
+    assert w.screen.manifest_path == offer_manifest
+    qtbot.waitUntil(lambda: w.screen.summary is not None, timeout=20_000)
