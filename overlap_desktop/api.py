@@ -82,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "check_hashed_overlap": "overlap_desktop.core.textoverlap",
     "keyed_ngram_hashes": "overlap_desktop.core.textoverlap",
     "TextOverlapResult": "overlap_desktop.core.textoverlap",
+    "annotation_overlap": "overlap_desktop.core.annotations",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -103,6 +104,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.config import SETTINGS, Config, load_config
+    from overlap_desktop.core.annotations import annotation_overlap
     from overlap_desktop.core.compare import audit_sample, compare, compare_offers, self_dedupe
     from overlap_desktop.core.demo import default_demo_dir, run_demo
     from overlap_desktop.core.doctor import doctor

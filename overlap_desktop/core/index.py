@@ -1115,6 +1115,10 @@ def _init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool) -> No
         raise IndexError_(f"not an overlap index database: {exc}", path=path / DB_NAME) from exc
     if not has_meta:
         if readonly:
+            if not conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+                # An empty database: another process has just created it and not yet its schema.
+                raise IndexError_("the index is empty (being created by another process?); try again in a "
+                                  "moment", path=path / DB_NAME)
             raise IndexError_("not an overlap index (no meta table)", path=path / DB_NAME)
         tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
         if tables:

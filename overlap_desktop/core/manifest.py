@@ -14,7 +14,6 @@ import math
 import os
 import re
 import struct
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,6 +23,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from overlap_desktop import __version__
+from overlap_desktop.core.fsutil import atomic_write_bytes
+from overlap_desktop.core.manifest_sections import (EPISODES_SVERSION, NGRAMS_SVERSION, SEC_STREAM_EPISODES,
+                                                    TextNgrams, clean_episodes, describe_sections,
+                                                    encode_stream_episodes, encode_text_ngrams,
+                                                    parse_stream_episodes, parse_text_ngrams)
 from overlap_desktop.core.merkle import leaf_hash, root_from_leaf_hashes
 from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, Span,
                                         StreamFingerprints, Variant, check_cancel)
@@ -43,6 +47,7 @@ __all__ = [
     "ManifestFile",
     "ManifestStream",
     "OptionalSection",
+    "TextNgrams",
     "decoded_budget",
     "encode_manifest",
     "export_manifest",
@@ -58,10 +63,11 @@ FORMAT_VERSION = 1
 
 SEC_META = 0x0001
 SEC_FILES = 0x0002
-SEC_TEXT_NGRAMS = 0x0003  # reserved for the planned hashed-annotation section (optional)
+SEC_TEXT_NGRAMS = 0x0003  # hashed annotation n-grams (optional; core/manifest_sections.py)
 SEC_ROOT = 0xFFFF
 FLAG_CRITICAL = 0x0001
-SECTION_NAMES = {SEC_META: "META", SEC_FILES: "FILES", SEC_TEXT_NGRAMS: "TEXT_NGRAMS", SEC_ROOT: "ROOT"}
+SECTION_NAMES = {SEC_META: "META", SEC_FILES: "FILES", SEC_TEXT_NGRAMS: "TEXT_NGRAMS",
+                 SEC_STREAM_EPISODES: "STREAM_EPISODES", SEC_ROOT: "ROOT"}
 META_FLAG_ANONYMIZED = 0x0001
 
 #: Default cap on the manifest file size, checked before reading.
@@ -106,11 +112,14 @@ class ManifestStream:
         key: Stream key within the file (``v:0``, a topic, or ``stream-N`` when anonymised).
         fps: Sampling grid rate of the recorded fingerprints.
         fingerprints: Identity-variant fingerprints (``codes`` shape ``(n, 1, 32)``).
+        episodes: ``(episode, start_s, end_s)`` spans in stream time (LeRobot datasets),
+            carried in the optional STREAM_EPISODES section; empty when unknown.
     """
 
     key: str
     fps: float
     fingerprints: StreamFingerprints
+    episodes: list[tuple[int, float, float]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -158,6 +167,8 @@ class Manifest:
         optional_sections: Non-critical sections this reader skipped.
         path: Where it was read from, if from a file.
         size_bytes: Size of the encoded manifest.
+        text_ngrams: Keyed hashes of the vendor's annotation n-grams (optional
+            TEXT_NGRAMS section), or ``None``.
     """
 
     label: str
@@ -172,6 +183,7 @@ class Manifest:
     optional_sections: list[OptionalSection] = field(default_factory=list)
     path: Path | None = None
     size_bytes: int = 0
+    text_ngrams: TextNgrams | None = None
 
     @property
     def duration_s(self) -> float:
@@ -348,7 +360,7 @@ def _encode_entry(f: ManifestFile, compress: str) -> bytes:
 def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: str, prep_id: str,
                     creator: str | None = None, created: str | None = None, anonymized: bool = False,
                     optional_sections: Sequence[OptionalSection] = (),
-                    compress: str = "auto") -> tuple[bytes, str]:
+                    compress: str = "auto", text_ngrams: TextNgrams | None = None) -> tuple[bytes, str]:
     """Encode a manifest in canonical form.
 
     Args:
@@ -361,6 +373,8 @@ def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: 
         anonymized: Sets the META flag saying names are pseudonyms.
         optional_sections: Non-critical sections to carry (Merkle-bound).
         compress: ``"auto"`` (zstd when it saves >= 3 %), ``"never"`` or ``"always"``.
+        text_ngrams: Annotation n-gram hashes to carry in a TEXT_NGRAMS section. Stream
+            ``episodes`` are carried in a STREAM_EPISODES section automatically.
 
     Returns:
         ``(encoded bytes, Merkle root hex)``.
@@ -395,7 +409,14 @@ def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: 
         struct.pack("<B", len(created_b)), created_b,
         struct.pack("<H", len(label_b)), label_b,
     ])
-    extras = sorted(optional_sections, key=lambda s: s.type)
+    extras = list(optional_sections)
+    if text_ngrams is not None:
+        extras.append(OptionalSection(SEC_TEXT_NGRAMS, NGRAMS_SVERSION,
+                                      encode_text_ngrams(text_ngrams, compress)))
+    episodes_body = encode_stream_episodes(ordered)
+    if episodes_body is not None:
+        extras.append(OptionalSection(SEC_STREAM_EPISODES, EPISODES_SVERSION, episodes_body))
+    extras.sort(key=lambda s: s.type)
     for s in extras:
         if not SEC_FILES < s.type < SEC_ROOT or s.type in (x.type for x in extras if x is not s):
             raise ManifestError(f"cannot write manifest: optional section type {s.type:#06x} is invalid "
@@ -410,52 +431,21 @@ def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: 
     root = root_from_leaf_hashes(leaves)
     data = b"".join([header_leaf, files_body] + [s.body for s in extras] + [root])
     decoded = sum(33 * len(s.fingerprints) + (len(s.fingerprints) + 7) // 8 for f in ordered for s in f.streams)
+    decoded += text_ngrams.decoded_bytes() if text_ngrams is not None else 0
     if compress != "never" and decoded > decoded_budget(len(data)):
         # Extremely repetitive footage would compress beyond what readers accept from a
         # file this small; raw encoding is always within the budget.
         return encode_manifest(files, label=label, algo_id=algo_id, prep_id=prep_id, creator=creator,
                                created=created, anonymized=anonymized, optional_sections=optional_sections,
-                               compress="never")
+                               compress="never", text_ngrams=text_ngrams)
     return data, root.hex()
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` so that ``path`` is either the old file or the complete new one."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise ManifestError(f"cannot write manifest: {exc.strerror}", path=path) from exc
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise ManifestError(f"cannot write manifest: {exc.strerror}", path=path) from exc
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    # The rename is durable only once the directory entry is; not possible on Windows.
-    try:
-        dfd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+    # 0o600: a manifest is a confidential business document (docs/manifest-spec.md).
+    atomic_write_bytes(path, data, error_type=ManifestError, open_message="cannot write manifest",
+                       write_message="cannot write manifest", mode=0o600)
 
 
 def write_manifest(files: Sequence[ManifestFile], out: str | os.PathLike[str], **kwargs: Any) -> ExportSummary:
@@ -896,11 +886,23 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
 
     # optional sections, then ROOT
     optional: list[OptionalSection] = []
+    text_ngrams: TextNgrams | None = None
     for t, v, _fl, ln, _at in table[2:-1]:
         body = bytes(buf[r.pos:r.pos + ln])
-        r.pos += ln
         leaves.append(leaf_hash(body))
-        optional.append(OptionalSection(type=t, sversion=v, body=body))
+        # Sections this version understands are parsed as strictly as FILES (bounded to
+        # their own length); other versions of them, and unknown types, are kept verbatim.
+        if (t, v) in ((SEC_TEXT_NGRAMS, NGRAMS_SVERSION), (SEC_STREAM_EPISODES, EPISODES_SVERSION)):
+            r.where, r.end = SECTION_NAMES[t], r.pos + ln
+            if t == SEC_TEXT_NGRAMS:
+                text_ngrams = parse_text_ngrams(r, budget)
+            else:
+                for (fi, key), spans in parse_stream_episodes(r, files).items():
+                    next(s for s in files[fi].streams if s.key == key).episodes = spans
+            r.end = len(buf)
+        else:
+            r.pos += ln
+            optional.append(OptionalSection(type=t, sversion=v, body=body))
     r.where = "ROOT"
     r.end = len(buf)
     stored = bytes(r.take(32, "Merkle root"))
@@ -917,7 +919,7 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
     return Manifest(label=label, algo_id=algo_id, prep_id=prep_id, created=created or None,
                     creator=creator, root=computed.hex(), files=files,
                     anonymized=bool(mflags & META_FLAG_ANONYMIZED), version=FORMAT_VERSION,
-                    optional_sections=optional, size_bytes=len(buf))
+                    optional_sections=optional, size_bytes=len(buf), text_ngrams=text_ngrams)
 
 
 def read_manifest(path: str | os.PathLike[str], *, expect_algo: str | None = None,
@@ -971,8 +973,9 @@ def inspect_manifest(path: str | os.PathLike[str] | Manifest) -> dict[str, Any]:
     Returns:
         A JSON-ready dict: format, label, algo_id, prep_id, created, creator, root,
         anonymized, files, streams, samples, hours, sampling (distinct fps values),
-        bytes, bytes_per_hour, optional_sections, and ``file_list`` (name, size,
-        duration, streams).
+        bytes, bytes_per_hour, optional_sections (not understood), ``file_list`` (name,
+        size, duration, streams), ``text_ngrams`` (tokenizer, documents, ns, counts per
+        n; ``None`` without annotation hashes) and ``episodes`` (streams, spans).
 
     Raises:
         ManifestError: the manifest is refused.
@@ -1005,6 +1008,8 @@ def inspect_manifest(path: str | os.PathLike[str] | Manifest) -> dict[str, Any]:
                               for s in m.optional_sections],
         "file_list": [{"name": f.name, "size": f.size, "sha256": f.sha256, "duration_s": f.duration_s,
                        "streams": [s.key for s in f.streams]} for f in m.files],
+        **describe_sections(m.text_ngrams, {(i, s.key): s.episodes for i, f in enumerate(m.files)
+                                            for s in f.streams if s.episodes}),
     }
 
 
@@ -1089,10 +1094,53 @@ def _common_base(paths: Sequence[str]) -> str:
         return ""
 
 
+def _annotation_ngrams(sources: Sequence[str | os.PathLike[str]], fields: Sequence[str] | None,
+                       tokenizer: str | None, ns: Sequence[int] | None,
+                       cancel: CancelCallback | None) -> TextNgrams:
+    """Keyed n-gram hashes of the annotation sources (the text itself is never written)."""
+    from overlap_desktop.core.textoverlap import DEFAULT_TOKENIZER, iter_documents, keyed_ngram_hashes
+
+    tokenizer = tokenizer or DEFAULT_TOKENIZER
+    ns = sorted(set(int(n) for n in (ns if ns else range(8, 14))))
+    texts: list[str] = []
+    for src in sources:
+        check_cancel(cancel)
+        texts.extend(d.text for d in iter_documents(Path(src), fields=fields))
+    if not texts:
+        raise ManifestError("cannot export: the annotation sources hold no text",
+                            path=os.fspath(sources[0]) if len(sources) == 1 else None)
+    return TextNgrams(tokenizer=tokenizer, hashes=keyed_ngram_hashes(texts, tokenizer=tokenizer, ns=ns),
+                      documents=len(texts))
+
+
+def _index_episodes(idx: Any) -> Any:
+    """``(indexed file, stream key) -> reader's episode spans`` (LeRobot), from the stream
+    details the index recorded; empty for indexes or streams without them."""
+    try:
+        sids = {(fid, key): sid for sid, fid, key in idx.stream_ids()}
+    except AttributeError:
+        sids = {}
+
+    def lookup(ifile: Any, key: str) -> Any:
+        sid = sids.get((getattr(ifile, "id", None), key))
+        if sid is None:
+            return []
+        try:
+            return (idx.stream_details(sid).extra or {}).get("episodes") or []
+        except (KeyError, AttributeError, ValueError):
+            return []
+
+    return lookup
+
+
 def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.PathLike[str], *,
                     paths: Sequence[str | os.PathLike[str]] | None = None, label: str | None = None,
                     anonymize: bool = False, fps: float = 1.0, created: str | bool | None = None,
                     compress: str = "auto", config: Config | None = None,
+                    annotations: Sequence[str | os.PathLike[str]] | None = None,
+                    annotation_fields: Sequence[str] | None = None,
+                    annotation_tokenizer: str | None = None,
+                    annotation_ns: Sequence[int] | None = None,
                     progress: ProgressCallback | None = None,
                     cancel: CancelCallback | None = None) -> ExportSummary:
     """Export the index (or the files under ``paths``) as a manifest, written atomically.
@@ -1109,6 +1157,12 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
             string, or ``None`` (default: not recorded, so re-exports are byte-identical).
         compress: See :func:`encode_manifest`.
         config: Settings used to find the index when ``index`` is ``None``.
+        annotations: Annotation sources (text, JSONL/JSON, a LeRobot folder, MCAP string
+            topics; see :func:`~overlap_desktop.core.textoverlap.iter_documents`) whose keyed
+            n-gram hashes go into the TEXT_NGRAMS section (no text is written).
+        annotation_fields: JSON fields holding the annotation text (default: every string field).
+        annotation_tokenizer: Tokenizer id (default ``alnum-lower-v1``).
+        annotation_ns: n values hashed (default 8..13, the range the n-choosing rule clamps to).
         progress: Receives ``Progress(stage="export", unit="files")``.
         cancel: Polled between files.
 
@@ -1131,8 +1185,16 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
         with open_index(None if index is None else Path(index), config=config, create=False,
                         readonly=True) as idx:
             return export_manifest(idx, out, paths=paths, label=label, anonymize=anonymize, fps=fps,
-                                   created=created, compress=compress, progress=progress, cancel=cancel)
+                                   created=created, compress=compress, annotations=annotations,
+                                   annotation_fields=annotation_fields,
+                                   annotation_tokenizer=annotation_tokenizer, annotation_ns=annotation_ns,
+                                   progress=progress, cancel=cancel)
     idx = index
+    text_ngrams = None
+    if annotations:
+        text_ngrams = _annotation_ngrams(annotations, annotation_fields, annotation_tokenizer, annotation_ns,
+                                         cancel)
+    episodes_of = _index_episodes(idx)
     sel = None if paths is None else [Path(p) for p in paths]
     grouped: dict[str, tuple[Any, list[tuple[str, StreamFingerprints]]]] = {}
     done = 0
@@ -1163,7 +1225,9 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
         rel = os.path.relpath(fpath, base) if base else os.path.basename(fpath)
         files.append(ManifestFile(name=_sanitize_name(rel.replace(os.sep, "/")), size=int(ifile.size),
                                   sha256=digest.lower(), duration_s=max(0.0, dur),
-                                  streams=[ManifestStream(key=k, fps=s.fps, fingerprints=s)
+                                  streams=[ManifestStream(key=k, fps=s.fps, fingerprints=s,
+                                                          episodes=clean_episodes(
+                                                              episodes_of(ifile, k), s.duration_s))
                                            for k, s in streams]))
     if anonymize:
         files.sort(key=lambda f: (f.sha256, f.size, f.name))
@@ -1185,7 +1249,8 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
             seen.setdefault(f.name, 1)
     check_cancel(cancel)
     summary = write_manifest(files, out, label=label or "", algo_id=idx.algo_id, prep_id=idx.prep_id,
-                             created=created or None, anonymized=anonymize, compress=compress)
+                             created=created or None, anonymized=anonymize, compress=compress,
+                             text_ngrams=text_ngrams)
     if progress is not None:
         progress(Progress(stage="export", done=len(files), total=len(files), unit="files",
                           message=f"wrote {summary.bytes} bytes"))

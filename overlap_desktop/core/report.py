@@ -19,7 +19,6 @@ import json
 import math
 import os
 import unicodedata
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from overlap_desktop.core.fsutil import atomic_write_bytes
 from overlap_desktop.core.types import Segment, Span, Variant
 from overlap_desktop.errors import InputError
 
@@ -47,6 +47,7 @@ __all__ = [
     "report_from_dict",
     "report_to_dict",
     "safe_text",
+    "text_overlap_sentence",
     "write_report_csv",
     "write_report_html",
     "write_report_json",
@@ -86,7 +87,8 @@ class FileResult:
         indeterminate: Offered time excluded from matching (featureless, static).
         flags: Machine words: ``slowdown``, ``speedup``, ``reversed``, ``mirror``,
             ``crop``, ``edge-crop``, ``rotation``, ``splice``.
-        episodes: For datasets with episodes (LeRobot): per-segment episode labels.
+        episodes: For datasets with episodes (LeRobot): segments mapped to offered and
+            owned episodes (see core/annotations.py and docs/report-schema.md).
     """
 
     query_file: str
@@ -125,6 +127,9 @@ class Report:
         created: ISO-8601 UTC time the report was made.
         tool_version: Version of overlap desktop that made the report (filled in when
             serialised if empty).
+        text_overlap: Annotation overlap of the lab's evaluation set with the vendor's
+            hashed annotation n-grams (JSON-ready block, docs/report-schema.md), or ``None``
+            when not checked.
     """
 
     kind: str
@@ -137,6 +142,7 @@ class Report:
     settings: dict[str, Any] = field(default_factory=dict)
     created: str = ""
     tool_version: str = ""
+    text_overlap: dict[str, Any] | None = None
 
     @property
     def overlap_percent(self) -> float:
@@ -419,7 +425,18 @@ def headline_details(report: Report) -> list[str]:
     if report.indeterminate_seconds > 0:
         out.append(f"{format_duration(report.indeterminate_seconds)} could not be judged (static or "
                    "featureless footage) and counts neither way.")
+    if report.text_overlap:
+        out.append(text_overlap_sentence(report.text_overlap))
     return out
+
+
+def text_overlap_sentence(block: Mapping[str, Any]) -> str:
+    """"N of M of your evaluation examples share an n-gram with the vendor's annotations"."""
+    if block.get("status") != "checked":
+        return "Annotation overlap could not be checked: the manifest carries no annotation n-gram hashes."
+    m, n = block.get("matched", 0), block.get("examples", 0)
+    return (f"{m} of {n} of your evaluation examples share an n-gram with the vendor's annotations "
+            f"(n = {safe_text(block.get('n'))}, {safe_text(block.get('tokenizer'), max_len=64)}).")
 
 
 # =========================================================================== JSON
@@ -563,34 +580,14 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "files": [_file_to_dict(f, fl, max_pairs) for f in report.files],
         "manifest": _jsonable(report.manifest),
         "settings": _jsonable(report.settings),
+        **({"text_overlap": _jsonable(report.text_overlap)} if report.text_overlap is not None else {}),
     }
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so readers see the old file or the whole new one."""
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    tmp = parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        # 0o666 minus the umask, like an ordinary file (mkstemp would give 0o600).
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    except OSError as exc:
-        raise InputError(f"cannot write here: {exc.strerror or exc}", path=path) from exc
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from exc
-        raise
+    atomic_write_bytes(path, data, error_type=InputError, open_message="cannot write here",
+                       write_message="cannot write", make_parents=True)
 
 
 def _dumps_json(data: Any) -> bytes:
@@ -732,6 +729,24 @@ def _check_schema(data: Any) -> None:
                    + ("; it was written by a newer overlap desktop — update to open it" if newer else ""))
 
 
+def _text_overlap_from_dict(block: Any) -> dict[str, Any] | None:
+    if block is None:
+        return None
+    where = "text_overlap"
+    if not isinstance(block, Mapping):
+        raise _Bad(f"{where}: expected an object")
+    status = _get(block, "status", str, where)
+    if status == "checked":
+        for key in ("examples", "matched"):
+            v = _num(block, key, where)
+            if v < 0 or v != int(v):
+                raise _Bad(f"{where}: {key!r} must be a whole number")
+        for i, ex in enumerate(_get(block, "matched_examples", list, where, [])):
+            if not isinstance(ex, Mapping) or not isinstance(ex.get("text", ""), str):
+                raise _Bad(f"{where}: matched_examples[{i}]: expected an object with a text")
+    return dict(block)
+
+
 def report_from_dict(data: Any) -> Report:
     """Rebuild a :class:`Report` from :func:`report_to_dict` data.
 
@@ -757,6 +772,7 @@ def report_from_dict(data: Any) -> Report:
             settings=dict(_get(data, "settings", Mapping, "report", {})),
             created=_get(data, "created", str, "report", ""),
             tool_version=str(tool.get("version", "") or ""),
+            text_overlap=_text_overlap_from_dict(data.get("text_overlap")),
         )
     except _Bad as exc:
         raise InputError(str(exc)) from None
@@ -846,6 +862,17 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
             w.writerow(r)
         if not f.segments and not f.below_floor:
             w.writerow(["no-match", _csv_text(f.query_file)] + [""] * (len(CSV_COLUMNS) - 2))
+    # One row per matched evaluation example (the lab's own text; the vendor's is never known):
+    # query_file/query_stream hold the example's source and position.
+    block = report.text_overlap or {}
+    for ex in block.get("matched_examples", []) if block.get("status") == "checked" else []:
+        if not isinstance(ex, Mapping):
+            continue
+        grams = "; ".join(str(g.get("ngram", "")) for g in ex.get("ngrams", []) if isinstance(g, Mapping))
+        w.writerow(["text-overlap", _csv_text(ex.get("source", "")), _csv_text(ex.get("locator", ""))]
+                   + [""] * (len(CSV_COLUMNS) - 4)
+                   + [_csv_text(f"evaluation example {ex.get('example')} shares an n-gram with the vendor's "
+                                f"annotations: {grams}")])
     p = Path(path)
     # utf-8-sig: spreadsheet programs on Windows then read non-ASCII names correctly.
     _atomic_write_bytes(p, buf.getvalue().encode("utf-8-sig", errors="backslashreplace"))
@@ -1175,6 +1202,21 @@ def render_report_html(report: Report) -> str:
     else:
         h.append('<p class="note">None.</p>')
 
+    # Episodes (LeRobot datasets), then annotation overlap: only when there is something to say.
+    ep_rows = [(f, e) for f in report.files for e in f.episodes if isinstance(e, Mapping)]
+    if ep_rows:
+        h.append("<h2>Episodes</h2>")
+        h.append('<p class="note">Matched stretches mapped to dataset episodes (times within each '
+                 "episode).</p>")
+        h.append('<table><thead><tr><th>Offered file</th><th>Match</th></tr></thead><tbody>')
+        for f, e in ep_rows:
+            below = " (below the evidence floor)" if e.get("below_floor") else ""
+            h.append(f'<tr><td class="name">{_esc(f.query_file)}</td>'
+                     f"<td>{_esc(str(e.get('label', '')) + below)}</td></tr>")
+        h.append("</tbody></table>")
+    if report.text_overlap:
+        h.append(_text_overlap_html(report.text_overlap))
+
     # Indeterminate time.
     ind = [(f, sp) for f in report.files for sp in f.indeterminate]
     h.append("<h2>Time that could not be judged</h2>")
@@ -1206,6 +1248,33 @@ def render_report_html(report: Report) -> str:
     h.append(f"<h3>{facts_title}</h3>" + _kv_table(report.manifest))
     h.append("</footer></body></html>")
     return "\n".join(h)
+
+
+def _text_overlap_html(block: Mapping[str, Any]) -> str:
+    """The annotation-overlap section: a sentence and the lab's matched examples (escaped)."""
+    out = ["<h2>Annotation overlap</h2>", f'<p class="headline" style="font-size:19px">'
+           f"{_esc(text_overlap_sentence(block))}</p>"]
+    if block.get("status") != "checked":
+        return "".join(out)
+    out.append('<p class="note">The vendor\'s manifest carries keyed hashes of its annotation n-grams, no '
+               "text. The examples below are your own evaluation examples; the highlighted n-grams occur in "
+               "the vendor's annotations.</p>")
+    examples = [ex for ex in block.get("matched_examples", []) if isinstance(ex, Mapping)]
+    if examples:
+        out.append('<table><thead><tr><th>Source</th><th>Example</th><th>Shared n-grams</th></tr></thead>'
+                   "<tbody>")
+        for ex in examples:
+            grams = [g for g in ex.get("ngrams", []) if isinstance(g, Mapping)]
+            out.append(f'<tr><td class="name">{_esc(ex.get("source", ""))}<br><span class="muted">'
+                       f'{_esc(ex.get("locator", ""))}</span></td>'
+                       f"<td>{_esc(safe_text(ex.get('text', ''), max_len=600))}</td>"
+                       f"<td>{'<br>'.join(_esc(g.get('ngram', '')) for g in grams)}</td></tr>")
+        out.append("</tbody></table>")
+        matched = block.get("matched", 0)
+        if isinstance(matched, int) and matched > len(examples):
+            out.append(f'<p class="note">{matched - len(examples)} more matched examples are counted but not '
+                       "listed.</p>")
+    return "".join(out)
 
 
 def write_report_html(report: Report, path: str | os.PathLike[str]) -> Path:

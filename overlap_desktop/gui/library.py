@@ -126,6 +126,7 @@ class LibraryPage(QWidget):
         self.overall_bar = QProgressBar()
         self.overall_bar.setAccessibleName("Overall indexing progress")
         self.file_label = QLabel("")
+        self.file_label.setTextFormat(Qt.TextFormat.PlainText)  # file names and reasons, never markup
         self.file_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.file_bar = QProgressBar()
         self.file_bar.setAccessibleName("Progress of the current file")

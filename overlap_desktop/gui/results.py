@@ -56,6 +56,30 @@ def _speed_text(speed: float) -> str:
     return txt + (", reversed" if speed < 0 else "")
 
 
+#: Lines of evaluation examples and episode matches shown under the details (all are in the reports).
+MAX_EXTRA_LINES = 8
+
+
+def _extra_lines(report: Any) -> list[str]:
+    """Matched evaluation examples and episode matches, one plain line each (capped)."""
+    out: list[str] = []
+    block = getattr(report, "text_overlap", None) or {}
+    examples = [e for e in block.get("matched_examples", []) if isinstance(e, dict)]
+    if block.get("status") == "checked" and examples:
+        out.append("Your evaluation examples sharing an n-gram with the vendor's annotations:")
+        out += [f"  • {api.safe_text(e.get('locator', ''), max_len=40)}: "
+                f"{api.safe_text(e.get('text', ''), max_len=160)}" for e in examples[:MAX_EXTRA_LINES]]
+    labels = [e.get("label", "") for f in report.files for e in f.episodes
+              if isinstance(e, dict) and not e.get("below_floor")]
+    if labels:
+        out.append("Episodes:")
+        out += [f"  • {api.safe_text(x, max_len=160)}" for x in labels[:MAX_EXTRA_LINES]]
+    more = max(0, len(examples) - MAX_EXTRA_LINES) + max(0, len(labels) - MAX_EXTRA_LINES)
+    if more:
+        out.append(f"  … {more} more in the saved reports")
+    return out
+
+
 class _FrameLabel(QLabel):
     """Shows a frame scaled to fit, re-scaled when the label is resized."""
 
@@ -117,6 +141,15 @@ class ResultsView(QWidget):
         self.details.setTextFormat(Qt.TextFormat.PlainText)
         self.details.setAccessibleName("Result details")
         lay.addWidget(self.details)
+        # Annotation overlap (the lab's own evaluation examples) and episode matches; hidden
+        # when the report has neither.
+        self.extras = QLabel()
+        self.extras.setWordWrap(True)
+        self.extras.setTextFormat(Qt.TextFormat.PlainText)  # example text and names are untrusted
+        self.extras.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.extras.setAccessibleName("Annotation overlap and episodes")
+        self.extras.setVisible(False)
+        lay.addWidget(self.extras)
 
         row = QHBoxLayout()
         self.export_buttons: dict[str, QPushButton] = {}
@@ -250,6 +283,9 @@ class ResultsView(QWidget):
         self.last_export = None
         self.headline.setText(api.headline(report))
         self.details.setText(" ".join(api.headline_details(report)))
+        extras = _extra_lines(report)
+        self.extras.setText("\n".join(extras))
+        self.extras.setVisible(bool(extras))
         ft = self.file_table
         ft.setSortingEnabled(False)
         ft.setRowCount(len(report.files))

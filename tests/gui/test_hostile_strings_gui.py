@@ -59,3 +59,11 @@ def test_verify_wizard_labels_are_plain_text(qtbot: Any) -> None:
                 assert label.textFormat() == Qt.TextFormat.PlainText, f"{cls.__name__}.{attr}"
                 found += 1
     assert found >= 1
+
+
+def test_library_progress_label_is_plain_text(qtbot: Any, state: Any) -> None:
+    from overlap_desktop.gui.library import LibraryPage
+
+    page = LibraryPage(state)
+    qtbot.addWidget(page)
+    assert page.file_label.textFormat() == Qt.TextFormat.PlainText  # shows local file names

@@ -259,7 +259,8 @@ def test_semantic_rules_hold_without_the_root() -> None:
 
 def test_optional_sections_are_bound_skipped_and_critical_unknown_refused() -> None:
     files = synthetic_files(1, 5)
-    extra = OptionalSection(type=0x0003, sversion=1, body=b"hashed n-grams go here")
+    # A type this version does not know (0x0003 and 0x0004 v1 are understood and parsed).
+    extra = OptionalSection(type=0x0100, sversion=1, body=b"hashed n-grams go here")
     data, root = encode_manifest(files, algo_id=ALGO, prep_id=PREP, optional_sections=[extra])
     m = parse_manifest(data)
     assert m.optional_sections == [extra] and m.root == root
@@ -269,7 +270,7 @@ def test_optional_sections_are_bound_skipped_and_critical_unknown_refused() -> N
     # The same section marked critical: a v1 reader must refuse it.
     table_at = 16 + 16 * 2  # third table record
     crit = data[:table_at + 4] + struct.pack("<H", 1) + data[table_at + 6:]
-    refused(reroot(crit), "critical section type 0x0003")
+    refused(reroot(crit), "critical section type 0x0100")
 
 
 def test_writer_refuses_what_the_reader_would_refuse() -> None:

@@ -22,11 +22,12 @@ import tracemalloc
 from collections.abc import Sequence
 from typing import TypeVar
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from overlap_desktop.core.manifest import OptionalSection, encode_manifest, parse_manifest
+from overlap_desktop.core.manifest import OptionalSection, TextNgrams, encode_manifest, parse_manifest
 from overlap_desktop.errors import ManifestError
 from tests.fixtures_manifest import ALGO, PREP, layout, reroot, synthetic_files, synthetic_manifest
 
@@ -43,9 +44,20 @@ def _bases() -> list[bytes]:
         synthetic_manifest(2, 10, compress="never"),
         synthetic_manifest(2, 40, compress="always"),
         encode_manifest(files, algo_id=ALGO, prep_id=PREP, label="with extras", anonymized=True,
-                        optional_sections=[OptionalSection(0x0003, 1, b"\x01\x02" * 20)])[0],
+                        optional_sections=[OptionalSection(0x0100, 1, b"\x01\x02" * 20)])[0],
         synthetic_manifest(1, 0),
+        _with_understood_sections(),
     ]
+
+
+def _with_understood_sections() -> bytes:
+    """TEXT_NGRAMS (raw and zstd hash lists) and STREAM_EPISODES, parsed by this version."""
+    files = synthetic_files(1, 12)
+    files[0].streams[0].episodes = [(3, 0.0, 5.0), (4, 5.0, 12.0)]
+    rng = np.random.default_rng(7)
+    ngrams = TextNgrams("alnum-lower-v1", {8: np.unique(rng.integers(0, 2**63, 40, dtype=np.uint64)),
+                                           9: np.array([5, 1 << 60], dtype=np.uint64)}, documents=3)
+    return encode_manifest(files, algo_id=ALGO, prep_id=PREP, text_ngrams=ngrams)[0]
 
 
 BASES = _bases()

@@ -22,6 +22,8 @@ __all__ = ["COMMAND", "add_floor_argument", "add_gate_argument", "add_output_arg
 
 #: Files listed one per line before the rest are summarised (all with -v).
 _MAX_LINES = 40
+#: Episode matches (and evaluation examples) printed per file / report without -v.
+_MAX_EPISODE_LINES = 5
 
 
 def percent_arg(text: str) -> float:
@@ -99,6 +101,7 @@ def print_report(report: Report, ctx: CliContext, *, verbose: bool = False) -> N
     if verbose:
         shown, quiet_files = files, []
     if not shown:
+        _print_text_overlap(report, ctx, verbose=verbose)
         return
     ctx.print()
     for i, f in enumerate(shown):
@@ -116,8 +119,33 @@ def print_report(report: Report, ctx: CliContext, *, verbose: bool = False) -> N
         if words:
             line += "  " + "; ".join(words)
         ctx.print(line)
+        labels = [e.get("label") for e in f.episodes if isinstance(e, dict) and not e.get("below_floor")]
+        for label in labels[:_MAX_EPISODE_LINES] if not verbose else labels:
+            ctx.print(f"         {api.safe_text(label, max_len=200)}")
+        if len(labels) > _MAX_EPISODE_LINES and not verbose:
+            ctx.print(f"         ... and {len(labels) - _MAX_EPISODE_LINES} more episode matches (-v)")
+    _print_text_overlap(report, ctx, verbose=verbose)
     if quiet_files:
         ctx.print(f"  {len(quiet_files)} other file{'s' if len(quiet_files) != 1 else ''}: no match")
+
+
+def _print_text_overlap(report: Report, ctx: CliContext, *, verbose: bool) -> None:
+    """The matched evaluation examples (the lab's own text) under the headline details."""
+    from overlap_desktop import api
+
+    block = report.text_overlap or {}
+    examples = [ex for ex in block.get("matched_examples", []) if isinstance(ex, dict)]
+    if block.get("status") != "checked" or not examples:
+        return
+    ctx.print()
+    ctx.print("  Evaluation examples sharing an n-gram with the vendor's annotations:")
+    shown = examples if verbose else examples[:_MAX_EPISODE_LINES]
+    for ex in shown:
+        grams = [g.get("ngram", "") for g in ex.get("ngrams", []) if isinstance(g, dict)]
+        where = api.safe_text(f"{ex.get('source', '')} {ex.get('locator', '')}", max_len=120)
+        ctx.print(f"    {where}: {api.safe_text(grams[0] if grams else '', max_len=160)!s}")
+    if len(examples) > len(shown):
+        ctx.print(f"    ... and {len(examples) - len(shown)} more (-v, or the report files)")
 
 
 def check_gate(report: Report, threshold: float | None, ctx: CliContext, what: str = "overlap") -> int:
@@ -133,6 +161,11 @@ def check_gate(report: Report, threshold: float | None, ctx: CliContext, what: s
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("manifest", metavar="MANIFEST", type=Path, help="the offer's .ovlm manifest")
+    p.add_argument("--eval", nargs="+", metavar="FILE", type=Path, default=None, dest="eval_files",
+                   help="your evaluation set (text, JSONL/JSON, LeRobot folder, MCAP): checked against the "
+                        "annotation n-gram hashes the manifest carries (no vendor text is needed)")
+    p.add_argument("--eval-field", action="append", dest="eval_fields", metavar="NAME",
+                   help="JSON field holding the evaluation text (repeatable; default: every string field)")
     add_output_arguments(p)
     add_floor_argument(p)
     add_gate_argument(p, "the share of offered hours you already own")
@@ -146,7 +179,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     config = ctx.config
     with ctx.progress("Comparing") as progress:
         report = api.compare(args.manifest, config.index_path, config=config, floor_seconds=args.floor,
-                             progress=progress)
+                             eval_files=args.eval_files, eval_fields=args.eval_fields, progress=progress)
     write_outputs(report, args, ctx)
     print_report(report, ctx, verbose=ctx.verbose)
     return check_gate(report, args.fail_over, ctx)

@@ -22,6 +22,15 @@ def _add(p: argparse.ArgumentParser) -> None:
                    help="fingerprints kept per second of footage (default: config export.fps, 1)")
     p.add_argument("--stamp-time", action="store_true",
                    help="record the current UTC time in the manifest (then re-exports differ byte-wise)")
+    g = p.add_argument_group("annotations (hashed n-grams, no text; docs/manifest-spec.md TEXT_NGRAMS)")
+    g.add_argument("--annotations", nargs="+", metavar="FILE", default=None,
+                   help="annotation text to carry as keyed n-gram hashes, so a buyer can check its "
+                        "evaluation set against it: text (one per line), JSONL/JSON, a LeRobot folder, "
+                        "MCAP string topics")
+    g.add_argument("--annotation-field", action="append", dest="annotation_fields", metavar="NAME",
+                   help="JSON field holding the annotation text (repeatable; default: every string field)")
+    g.add_argument("--annotation-tokenizer", default=None, metavar="ID",
+                   help="tokenizer id: alnum-lower-v1 (default) or whitespace-v1")
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -36,13 +45,21 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     with ctx.progress("Exporting") as progress:
         s = api.export_manifest(None, Path(args.output), paths=[Path(p) for p in args.paths] or None,
                                 label=args.label, anonymize=bool(anonymize), fps=float(fps),
-                                created=True if args.stamp_time else None, config=cfg, progress=progress)
+                                created=True if args.stamp_time else None, config=cfg,
+                                annotations=[Path(a) for a in args.annotations] if args.annotations else None,
+                                annotation_fields=args.annotation_fields,
+                                annotation_tokenizer=args.annotation_tokenizer, progress=progress)
     ctx.print(f"wrote {s.path}")
     ctx.print(f"  Merkle root  {s.root}")
     ctx.print(f"  files        {s.files} ({s.streams} streams, {s.samples} fingerprints at <= {fps:g} fps)")
     ctx.print(f"  footage      {s.hours:.3f} h")
     per_hour = f" ({s.bytes / s.hours / 1000:.1f} KB per footage hour)" if s.hours > 0 else ""
     ctx.print(f"  size         {s.bytes} bytes{per_hour}")
+    if args.annotations:
+        info = api.inspect_manifest(s.path).get("text_ngrams") or {}
+        counts = ", ".join(f"n={n}: {c}" for n, c in (info.get("counts") or {}).items())
+        ctx.print(f"  annotations  {info.get('documents', 0)} texts as keyed n-gram hashes "
+                  f"({info.get('tokenizer')}; {counts})")
     return int(ExitCode.OK)
 
 

@@ -42,6 +42,16 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     ctx.print(f"  created      {info['created'] or '(not recorded)'} by {safe(info['creator']) or '(unknown)'}")
     per_hour = f" ({info['bytes_per_hour'] / 1000:.1f} KB/h)" if info["bytes_per_hour"] else ""
     ctx.print(f"  size         {info['bytes']} bytes{per_hour}")
+    tn = info.get("text_ngrams")
+    if tn:
+        counts = ", ".join(f"n={n}: {c}" for n, c in tn["counts"].items())
+        ctx.print(f"  annotations  keyed n-gram hashes of {tn['documents']} texts ({tn['tokenizer']}; "
+                  f"{counts}); compare --eval checks your evaluation set against them")
+    else:
+        ctx.print("  annotations  none (no annotation n-gram hashes)")
+    eps = info.get("episodes") or {}
+    if eps.get("streams"):
+        ctx.print(f"  episodes     {eps['spans']} episode spans on {eps['streams']} streams")
     for s in info["optional_sections"]:
         ctx.print(f"  note: optional section {s['name']} v{s['version']} ({s['bytes']} bytes) not "
                   "understood by this version; it is covered by the root but ignored")

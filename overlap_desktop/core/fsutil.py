@@ -1,0 +1,77 @@
+"""Small file-system helpers shared by the writers of manifests and reports."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from overlap_desktop.errors import InputError, OverlapError
+
+__all__ = ["atomic_write_bytes"]
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
+                       error_type: type[OverlapError] = InputError,
+                       open_message: str = "cannot write here", write_message: str = "cannot write",
+                       make_parents: bool = False, mode: int = 0o666) -> Path:
+    """Write ``data`` so that ``path`` is either the old file or the complete new one.
+
+    The bytes go to a temporary file in the same folder (so the rename cannot cross file
+    systems), are flushed and fsynced, then renamed over ``path``; the folder is fsynced
+    afterwards where the platform allows it (not on Windows), so the rename survives a
+    power cut.
+
+    Args:
+        path: Destination file.
+        data: The complete new contents.
+        error_type: The :class:`~overlap_desktop.errors.OverlapError` subclass raised on an
+            OS error (each caller keeps its own error type, and so its exit code).
+        open_message: Message prefix when the temporary file cannot be created.
+        write_message: Message prefix when writing or renaming fails.
+        make_parents: Create missing parent folders first.
+        mode: Permissions of the new file, minus the umask (0o666: an ordinary file; manifests
+            use 0o600, as ``tempfile.mkstemp`` gave them before this helper existed).
+
+    Returns:
+        The destination path.
+
+    Raises:
+        OverlapError: of type ``error_type``, naming ``path`` and the OS's reason; the
+            temporary file is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    tmp = folder / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    try:
+        if make_parents:
+            folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+    except OSError as exc:
+        raise error_type(f"{open_message}: {exc.strerror or exc}", path=path) from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise error_type(f"{write_message}: {exc.strerror or exc}", path=path) from exc
+        raise
+    # The rename is durable only once the directory entry is; opening a folder fails on Windows.
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return path
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+    return path
