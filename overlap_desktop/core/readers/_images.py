@@ -43,6 +43,7 @@ __all__ = [
     "image_kind",
     "message_fields",
     "reader_settings",
+    "ConfigurableReader",
     "check_dimensions",
     "describe_codec",
     "image_size",
@@ -482,6 +483,29 @@ def reader_settings(config: Any | None = None) -> ReaderSettings:
     return ReaderSettings(limits=limits_from_config(config), time_source=str(get("readers.mcap_time", "log")),
                           image_fps=float(get("readers.image_fps", 30.0)))
 
+
+
+
+class ConfigurableReader:
+    """Base of the readers that take ``readers.*`` options (caps, time source, image rate).
+
+    Args:
+        config: Configuration to take ``readers.*`` options from; ``None`` reads the
+            effective configuration (``load_config()``) when a file is opened.
+        settings: Explicit settings (overrides ``config``).
+    """
+
+    def __init__(self, *, config: Any | None = None, settings: ReaderSettings | None = None) -> None:
+        self._config = config
+        self._settings = settings
+
+    def configure(self, config: Any) -> None:
+        """Take ``readers.*`` options from ``config`` for the files opened next."""
+        self._config = config
+        self._settings = None
+
+    def settings(self) -> ReaderSettings:
+        return self._settings or reader_settings(self._config)
 
 # --------------------------------------------------------------------------- image messages
 

@@ -27,12 +27,11 @@ from typing import Any
 from overlap_desktop.core.readers._images import (
     ImageError,
     LazyImageFrame,
-    ReaderSettings,
     check_dimensions,
     compressed_format,
     compressed_size,
     compressed_to_rgb,
-    reader_settings,
+    ConfigurableReader,
 )
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
@@ -99,7 +98,7 @@ def _times_ns(files: list[Path], fps: float) -> list[int]:
     return [int(round(i * 1e9 / fps)) for i in range(len(files))]
 
 
-class ImageSequenceReader:
+class ImageSequenceReader(ConfigurableReader):
     """Reader for folders of numbered stills.
 
     Args:
@@ -111,18 +110,6 @@ class ImageSequenceReader:
     name = "imageseq"
     description = "Folders of numbered JPEG/PNG/WebP images (rate from fps.txt or readers.image_fps)"
     extensions: tuple[str, ...] = ()
-
-    def __init__(self, *, config: Any | None = None, settings: ReaderSettings | None = None) -> None:
-        self._config = config
-        self._settings = settings
-
-    def configure(self, config: Any) -> None:
-        """Take ``readers.*`` options from ``config`` for the folders opened next."""
-        self._config = config
-        self._settings = None
-
-    def settings(self) -> ReaderSettings:
-        return self._settings or reader_settings(self._config)
 
     def can_open(self, path: Path) -> bool:
         path = Path(path)

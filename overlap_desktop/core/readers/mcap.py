@@ -46,7 +46,7 @@ from overlap_desktop.core.readers._images import (
     image_kind,
     image_size,
     message_fields,
-    reader_settings,
+    ConfigurableReader,
 )
 from overlap_desktop.core.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
@@ -305,7 +305,7 @@ def _mcap_errors() -> tuple[type[BaseException], ...]:
 # --------------------------------------------------------------------------- reader
 
 
-class McapReader:
+class McapReader(ConfigurableReader):
     """Reader for ``.mcap`` recordings (ROS 1, ROS 2 and foxglove image topics).
 
     Args:
@@ -317,18 +317,6 @@ class McapReader:
     name = "mcap"
     description = "MCAP recordings: ROS 1/2 Image and CompressedImage, foxglove image and video topics"
     extensions = (".mcap",)
-
-    def __init__(self, *, config: Any | None = None, settings: ReaderSettings | None = None) -> None:
-        self._config = config
-        self._settings = settings
-
-    def configure(self, config: Any) -> None:
-        """Take ``readers.*`` options from ``config`` for the files opened next."""
-        self._config = config
-        self._settings = None
-
-    def settings(self) -> ReaderSettings:
-        return self._settings or reader_settings(self._config)
 
     # ------------------------------------------------------------------ Reader protocol
 

@@ -37,7 +37,7 @@ from overlap_desktop.core.readers._images import (
     image_kind,
     image_size,
     message_fields,
-    reader_settings,
+    ConfigurableReader,
 )
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError, MissingDependencyError
@@ -105,7 +105,7 @@ def _rosbags_errors() -> tuple[type[BaseException], ...]:
     return (AnyReaderError, OSError, EOFError, ValueError, KeyError, AssertionError)
 
 
-class RosbagReader:
+class RosbagReader(ConfigurableReader):
     """Reader for ROS 1 bags and rosbag2 folders.
 
     Args:
@@ -117,18 +117,6 @@ class RosbagReader:
     name = "rosbag"
     description = "ROS 1 .bag files and rosbag2 folders (sqlite3 or mcap storage), image topics"
     extensions = (".bag",)
-
-    def __init__(self, *, config: Any | None = None, settings: ReaderSettings | None = None) -> None:
-        self._config = config
-        self._settings = settings
-
-    def configure(self, config: Any) -> None:
-        """Take ``readers.*`` options from ``config`` for the files opened next."""
-        self._config = config
-        self._settings = None
-
-    def settings(self) -> ReaderSettings:
-        return self._settings or reader_settings(self._config)
 
     def can_open(self, path: Path) -> bool:
         path = Path(path)
