@@ -1,0 +1,501 @@
+"""Candidate search over fingerprint shards: multi-index hashing on disk.
+
+A shard is a folder of ``.npy`` arrays holding N codes (256-bit PDQ, one per corpus
+frame *and* variant) and, for each of ``m`` substrings ("chunks") of the code, an
+index of the chunk values: the rows sorted by chunk value (``perm_j``), a prefix
+table of bucket offsets by the value's top bits (``off_j``; sized to the shard so a
+bucket holds ~4 rows), and the remaining low bits of each sorted value (``low_j``,
+one byte per row up to 2**24 rows). A query code looks each chunk up: prefix ->
+bucket -> compare the bucket's low bits; rows sharing at least one chunk exactly
+become candidates, verified with the full Hamming distance.
+
+Why this structure: by the pigeonhole principle, two codes within ``r`` bits agree
+exactly on at least one of ``m`` chunks when ``r < m``; for larger ``r`` the chance
+of an exact chunk agreement is still high enough that a matched *segment* (ten or
+more query frames) gets seeds, and the matcher verifies and extends along the line
+from any seed using the full fingerprints (see :mod:`.match`). A lookup touches one
+page of ``off_j`` and of ``low_j`` (and of ``perm_j`` on a hit) whatever the shard
+size; random chunk collisions cost ``N / 2**24`` verifications per lookup. A binary
+search over sorted 4-byte keys (format 1, still readable) touched most pages of every
+key array at 1,000 hours, and a fixed 16-bit prefix scanned ``N / 65536`` rows per
+lookup: both made the time grow 4-7x per 10x corpus (bench/bench_compare.py). 24-bit chunks: 16-bit chunks
+drown in random collisions at 100M+ codes, 32-bit chunks find too few seeds at the
+distances re-encodes and phase shifts produce.
+
+Only the shard's own arrays are memory-mapped, one chunk's tables at a time, so the
+resident memory of a search is bounded by one shard's touched pages and candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from overlap_desktop.errors import IndexError_
+
+__all__ = [
+    "SHARD_FORMAT",
+    "SHARD_VERSION",
+    "Hits",
+    "QueryPlan",
+    "Shard",
+    "build_shard",
+    "hamming_rows",
+    "popcount_xor",
+]
+
+SHARD_FORMAT = "overlap.shard"
+#: 2: per chunk a prefix table (offsets by the top 16 bits) plus the remaining low bits
+#: (1 byte per row for 24-bit chunks). 1 (read only): sorted 4-byte keys, binary search.
+SHARD_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+#: Bits of a chunk value resolved by the in-memory prefix table.
+PREFIX_BITS = 16
+_META = "shard.json"
+
+#: Bytes per lookup chunk (24 bits): see the module docstring for why.
+DEFAULT_CHUNK_BYTES = 3
+#: A chunk value shared by more rows than this is uninformative (near-featureless
+#: frames) and skipped, so a degenerate bucket cannot blow up the candidate set.
+DEFAULT_MAX_BUCKET = 4096
+
+
+# --------------------------------------------------------------------------- hamming
+
+if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+
+    def _popcount64(x: np.ndarray) -> np.ndarray:
+        return np.bitwise_count(x)
+
+else:  # pragma: no cover - numpy 1.26
+    _POP8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+    def _popcount64(x: np.ndarray) -> np.ndarray:
+        b = x.view(np.uint8).reshape(*x.shape, 8)
+        return _POP8[b].sum(axis=-1, dtype=np.uint8)
+
+
+def popcount_xor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamming distances between ``uint8 (..., 32)`` code arrays (broadcasting).
+
+    Args:
+        a: Codes, last axis 32 bytes.
+        b: Codes, last axis 32 bytes, broadcastable against ``a``.
+
+    Returns:
+        ``int32`` distances with the broadcast shape minus the last axis.
+    """
+    a64 = np.ascontiguousarray(a).view(np.uint64)
+    b64 = np.ascontiguousarray(b).view(np.uint64)
+    return _popcount64(a64 ^ b64).sum(axis=-1, dtype=np.int32)
+
+
+def hamming_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise Hamming distance of two equally long ``(n, 32)`` code arrays."""
+    return popcount_xor(a, b)
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+def _chunk_spec(chunk_bytes: int) -> list[tuple[int, int]]:
+    """(first byte, byte count) of each lookup chunk; leftover bytes are verified only."""
+    n = 32 // chunk_bytes
+    return [(i * chunk_bytes, chunk_bytes) for i in range(n)]
+
+
+def _chunk_keys(codes: np.ndarray, start: int, width: int) -> np.ndarray:
+    """Big-endian integer value of bytes ``[start, start+width)`` of each code (uint32)."""
+    out = np.zeros(codes.shape[0], dtype=np.uint32)
+    for k in range(width):
+        out = (out << np.uint32(8)) | codes[:, start + k].astype(np.uint32)
+    return out
+
+
+# --------------------------------------------------------------------------- build
+
+
+def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, frame_idx: np.ndarray,
+                variant_idx: np.ndarray, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+    """Write a searchable shard atomically.
+
+    The shard is written into a temporary sibling folder and renamed into place, so
+    a crash never leaves a half-written shard under ``directory``.
+
+    Args:
+        directory: Destination folder (created; replaced if it exists).
+        codes: ``uint8 (N, 32)`` codes, one per (frame, variant).
+        stream_ids: ``int64 (N,)`` index stream id of each row.
+        frame_idx: ``int32 (N,)`` frame position within the stream's fingerprints.
+        variant_idx: ``int16 (N,)`` variant position within the stream's variants.
+        chunk_bytes: Lookup chunk width in bytes (1..4).
+
+    Raises:
+        ValueError: arrays of inconsistent shapes or dtypes that cannot be converted.
+    """
+    directory = Path(directory)
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    if codes.ndim != 2 or codes.shape[1] != 32:
+        raise ValueError(f"codes must be (N, 32) uint8, got {codes.shape}")
+    n = codes.shape[0]
+    arrays = {
+        "stream_ids": np.ascontiguousarray(stream_ids, dtype=np.int64),
+        "frame_idx": np.ascontiguousarray(frame_idx, dtype=np.int32),
+        "variant_idx": np.ascontiguousarray(variant_idx, dtype=np.int16),
+    }
+    for name, arr in arrays.items():
+        if arr.shape != (n,):
+            raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
+    if not 1 <= chunk_bytes <= 4:
+        raise ValueError("chunk_bytes must be 1..4")
+    if n >= 2**32:
+        raise ValueError("a shard holds fewer than 2**32 rows")
+
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = directory.parent / f".{directory.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        np.save(tmp / "codes.npy", codes)
+        for name, arr in arrays.items():
+            np.save(tmp / f"{name}.npy", arr)
+        spec = _chunk_spec(chunk_bytes)
+        for j, (start, width) in enumerate(spec):
+            keys = _chunk_keys(codes, start, width)
+            perm = np.argsort(keys, kind="stable").astype(np.uint32)
+            keys = keys[perm]
+            pbits = _prefix_bits(n, width)
+            lbits = 8 * width - pbits
+            counts = np.bincount((keys >> np.uint32(lbits)).astype(np.int64), minlength=1 << pbits)
+            off = np.zeros((1 << pbits) + 1, dtype=np.uint32)
+            np.cumsum(counts, out=off[1:])
+            np.save(tmp / f"off_{j}.npy", off)
+            np.save(tmp / f"low_{j}.npy", (keys & np.uint32((1 << lbits) - 1)).astype(_low_dtype(lbits)))
+            np.save(tmp / f"perm_{j}.npy", perm)
+            del keys, perm, counts, off
+        meta = {"format": SHARD_FORMAT, "version": SHARD_VERSION, "count": int(n),
+                "chunks": [list(c) for c in spec], "prefix_bits": _prefix_bits(n, spec[0][1])}
+        with open(tmp / _META, "w", encoding="utf-8") as fh:
+            json.dump(meta, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _replace_dir(tmp, directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _prefix_bits(n: int, width: int) -> int:
+    """Prefix table size for ``n`` rows: buckets of ~4 rows, so the work per lookup
+    does not grow with the shard (a fixed 16-bit prefix made it grow linearly)."""
+    want = int(np.ceil(np.log2(max(n, 1)))) - 2
+    return int(min(max(want, 8), 8 * width))
+
+
+def _low_dtype(bits: int) -> type:
+    return np.uint8 if bits <= 8 else (np.uint16 if bits <= 16 else np.uint32)
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``; an existing ``dst`` is moved aside first, then removed."""
+    if dst.exists():
+        trash = dst.parent / f".{dst.name}.old-{uuid.uuid4().hex[:8]}"
+        os.replace(dst, trash)
+        os.replace(src, dst)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.replace(src, dst)
+
+
+# --------------------------------------------------------------------------- search
+
+
+@dataclass(slots=True)
+class Hits:
+    """Verified candidate matches of a search (parallel arrays, one entry per hit).
+
+    Attributes:
+        q_idx: ``int64`` row of the query code.
+        stream_id: ``int64`` corpus stream id.
+        frame_idx: ``int32`` frame position in the corpus stream.
+        variant_idx: ``int16`` corpus variant position.
+        distance: ``int16`` Hamming distance.
+    """
+
+    q_idx: np.ndarray
+    stream_id: np.ndarray
+    frame_idx: np.ndarray
+    variant_idx: np.ndarray
+    distance: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.q_idx.shape[0])
+
+    @classmethod
+    def empty(cls) -> Hits:
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32),
+                   np.zeros(0, np.int16), np.zeros(0, np.int16))
+
+    @classmethod
+    def concat(cls, parts: list[Hits]) -> Hits:
+        """Join several hit sets (e.g. from successive shards)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+        return cls(*(np.concatenate([getattr(p, f) for p in parts])
+                     for f in ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance")))
+
+
+@dataclass(slots=True)
+class QueryPlan:
+    """Query codes with their chunk probes pre-sorted, reusable across shards.
+
+    Sorting the probes once per query (not once per shard) and feeding them in order
+    to the binary search keeps page access on the memory maps sequential.
+
+    Attributes:
+        codes: ``uint8 (M, 32)`` query codes.
+        chunks: The chunk layout the probes were cut for.
+        probe: Multi-probe level (0 or 1).
+        keys: Per chunk, sorted ``uint32`` probe values.
+        rows: Per chunk, the query row of each probe.
+    """
+
+    codes: np.ndarray
+    chunks: list[tuple[int, int]]
+    probe: int
+    keys: list[np.ndarray]
+    rows: list[np.ndarray]
+
+    @classmethod
+    def make(cls, query: np.ndarray, chunks: list[tuple[int, int]] | None = None, *,
+             probe: int = 0) -> QueryPlan:
+        """Cut ``query`` into chunk probes (plus 1-bit flips when ``probe`` is 1)."""
+        codes = np.ascontiguousarray(query, dtype=np.uint8).reshape(-1, 32)
+        chunks = [tuple(c) for c in (chunks or _chunk_spec(DEFAULT_CHUNK_BYTES))]  # type: ignore[misc]
+        keys: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
+        m = codes.shape[0]
+        for start, width in chunks:
+            qk = _chunk_keys(codes, start, width)
+            qrow = np.arange(m, dtype=np.int64)
+            if probe:
+                bits = 8 * width
+                flips = np.uint32(1) << np.arange(bits, dtype=np.uint32)
+                qk = np.concatenate([qk, (qk[:, None] ^ flips[None, :]).ravel()])
+                qrow = np.concatenate([qrow, np.repeat(qrow, bits)])
+            order = np.argsort(qk, kind="stable")
+            keys.append(qk[order])
+            rows.append(qrow[order])
+        return cls(codes, chunks, int(bool(probe)), keys, rows)  # type: ignore[arg-type]
+
+
+class Shard:
+    """A read-only, memory-mapped shard. Create with :meth:`open`."""
+
+    def __init__(self, directory: Path, meta: dict[str, Any]) -> None:
+        self.directory = directory
+        self.meta = meta
+        self.count = int(meta["count"])
+        self.version = int(meta["version"])
+        self.chunks: list[tuple[int, int]] = [(int(a), int(b)) for a, b in meta["chunks"]]
+        self._codes: np.ndarray | None = None
+        self._cols: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def open(cls, directory: Path) -> Shard:
+        """Open a shard folder written by :func:`build_shard`.
+
+        Raises:
+            IndexError_: the folder is not a shard, or of an unsupported version.
+        """
+        directory = Path(directory)
+        try:
+            with open(directory / _META, encoding="utf-8") as fh:
+                meta = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise IndexError_(f"not a readable search shard ({exc})", path=directory) from exc
+        if meta.get("format") != SHARD_FORMAT or meta.get("version") not in _READABLE_VERSIONS:
+            raise IndexError_(
+                f"search shard format {meta.get('format')!r} version {meta.get('version')!r} is not "
+                f"supported (expected {SHARD_FORMAT} version {SHARD_VERSION}); rebuild the index",
+                path=directory)
+        return cls(directory, meta)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"Shard({str(self.directory)!r}, count={self.count})"
+
+    # lazily memory-mapped columns ---------------------------------------------------
+    def _load(self, name: str) -> np.ndarray:
+        try:
+            return np.load(self.directory / f"{name}.npy", mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise IndexError_(f"search shard is damaged: {name}.npy ({exc})",
+                              path=self.directory) from exc
+
+    @property
+    def codes(self) -> np.ndarray:
+        if self._codes is None:
+            self._codes = self._load("codes")
+        return self._codes
+
+    def column(self, name: str) -> np.ndarray:
+        """Memory-mapped ``stream_ids``, ``frame_idx`` or ``variant_idx``."""
+        if name not in self._cols:
+            self._cols[name] = self._load(name)
+        return self._cols[name]
+
+    def close(self) -> None:
+        """Drop the memory maps (they also go when the shard is garbage collected)."""
+        self._codes = None
+        self._cols.clear()
+
+    # search ----------------------------------------------------------------------------
+    def _lookup_prefix(self, j: int, qk: np.ndarray, qrow: np.ndarray,
+                       max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact chunk matches through the prefix table (format 2).
+
+        The top bits of a probe select a bucket from the small offsets table (read
+        whole); only the bucket's low bytes are touched in the memory map, so a
+        lookup costs about one page whatever the shard size.
+        """
+        width = self.chunks[j][1]
+        pbits = min(int(self.meta.get("prefix_bits", PREFIX_BITS)), 8 * width)
+        lbits = 8 * width - pbits
+        off = self._load(f"off_{j}")
+        pre = (qk >> np.uint32(lbits)).astype(np.int64)
+        b0 = np.asarray(off[pre], dtype=np.int64)
+        cnt = np.asarray(off[pre + 1], dtype=np.int64) - b0
+        # A bucket far above its expected size holds a degenerate value (featureless
+        # frames): uninformative, and expanding it would cost more than it could give.
+        expected = self.count / float(1 << pbits)
+        keep = (cnt > 0) & (cnt <= max(max_bucket, 64.0 * expected))
+        if not keep.any():
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        b0, cnt, qk, qrow = b0[keep], cnt[keep], qk[keep], qrow[keep]
+        total = int(cnt.sum())
+        starts = np.repeat(b0 - np.cumsum(cnt) + cnt, cnt)
+        pos = starts + np.arange(total, dtype=np.int64)
+        if lbits:
+            low = self._load(f"low_{j}")
+            want = np.repeat((qk & np.uint32((1 << lbits) - 1)), cnt)
+            match = np.asarray(low[pos]) == want.astype(low.dtype)
+            if not match.any():
+                return np.zeros(0, np.int64), np.zeros(0, np.int64)
+            pos = pos[match]
+        else:
+            match = np.ones(pos.size, bool)
+        perm = self._load(f"perm_{j}")
+        return np.repeat(qrow, cnt)[match], np.asarray(perm[pos], dtype=np.int64)
+
+    def plan(self, query: np.ndarray, *, probe: int = 0) -> QueryPlan:
+        """Prepare ``query`` for searching shards with this shard's chunk layout."""
+        return QueryPlan.make(query, self.chunks, probe=probe)
+
+    def candidates(self, query: np.ndarray | QueryPlan, *, probe: int = 0,
+                   max_bucket: int = DEFAULT_MAX_BUCKET) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, shard row) pairs sharing at least one chunk exactly (may repeat).
+
+        Args:
+            query: ``uint8 (M, 32)`` codes, or a :class:`QueryPlan` made once for many shards.
+            probe: 0 = exact chunk lookups; 1 = also every 1-bit flip of each chunk
+                (multi-probe: more recall, ~``bits``x more lookups). Ignored for a plan.
+            max_bucket: Skip chunk values shared by more rows than this.
+
+        Returns:
+            ``(q_rows int64, shard_rows int64)``.
+        """
+        plan = query if isinstance(query, QueryPlan) else self.plan(query, probe=probe)
+        if plan.chunks != self.chunks:
+            plan = QueryPlan.make(plan.codes, self.chunks, probe=plan.probe)
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        if plan.codes.shape[0] == 0 or self.count == 0:
+            return empty
+        q_parts: list[np.ndarray] = []
+        r_parts: list[np.ndarray] = []
+        for j in range(len(self.chunks)):
+            qk, qrow = plan.keys[j], plan.rows[j]
+            if self.version >= 2:
+                q, r = self._lookup_prefix(j, qk, qrow, max_bucket)
+                if q.size:
+                    q_parts.append(q)
+                    r_parts.append(r)
+                continue
+            # Mapped per chunk and released after it, so resident memory holds one
+            # chunk's tables at a time, not all of them.
+            keys, perm = self._load(f"key_{j}"), self._load(f"perm_{j}")
+            # One binary search per probe; the upper bound only for the few that hit.
+            lo = np.searchsorted(keys, qk, side="left")
+            inside = lo < self.count
+            hit = np.zeros(qk.shape, bool)
+            hit[inside] = keys[lo[inside]] == qk[inside]
+            if not hit.any():
+                continue
+            qk, lo, qrow = qk[hit], lo[hit], qrow[hit]
+            hi = np.searchsorted(keys, qk, side="right")
+            cnt = hi - lo
+            keep = cnt <= max_bucket
+            lo, cnt, qrow = lo[keep], cnt[keep], qrow[keep]
+            total = int(cnt.sum())
+            if total == 0:
+                continue
+            # Expand each [lo, lo+cnt) range without a Python loop.
+            starts = np.repeat(lo - np.cumsum(cnt) + cnt, cnt)
+            pos = starts + np.arange(total, dtype=np.int64)
+            r_parts.append(np.asarray(perm[pos], dtype=np.int64))
+            q_parts.append(np.repeat(qrow, cnt))
+        if not q_parts:
+            return empty
+        return np.concatenate(q_parts), np.concatenate(r_parts)
+
+    def search(self, query: np.ndarray | QueryPlan, *, max_distance: int, probe: int = 0,
+               max_bucket: int = DEFAULT_MAX_BUCKET) -> Hits:
+        """Codes of this shard within ``max_distance`` bits of the query codes.
+
+        Recall is not exhaustive beyond the pigeonhole radius (``len(chunks) - 1``
+        bits): a true match at a larger distance is found when one of its chunks
+        agrees exactly (or within one bit with ``probe=1``).
+
+        Args:
+            query: ``uint8 (M, 32)`` codes, or a :class:`QueryPlan` (prepare it once with
+                :meth:`QueryPlan.make` when searching many shards).
+            max_distance: Largest Hamming distance kept after verification.
+            probe: See :meth:`candidates`.
+            max_bucket: See :meth:`candidates`.
+
+        Returns:
+            The verified :class:`Hits`, sorted by query row then distance.
+        """
+        plan = query if isinstance(query, QueryPlan) else self.plan(query, probe=probe)
+        q, r = self.candidates(plan, max_bucket=max_bucket)
+        if q.size == 0:
+            return Hits.empty()
+        # Gather in row order: sequential page access on the memory map.
+        order = np.argsort(r, kind="stable")
+        q, r = q[order], r[order]
+        d = popcount_xor(plan.codes[q], np.asarray(self.codes[r]))
+        ok = d <= max_distance
+        q, r, d = q[ok], r[ok], d[ok]
+        if q.size == 0:
+            return Hits.empty()
+        # A pair found through several chunks counts once.
+        _, first = np.unique(q * np.int64(self.count) + r, return_index=True)
+        q, r, d = q[first], r[first], d[first]
+        order = np.lexsort((d, q))
+        q, r, d = q[order], r[order], d[order]
+        return Hits(
+            q_idx=q,
+            stream_id=np.asarray(self.column("stream_ids")[r], dtype=np.int64),
+            frame_idx=np.asarray(self.column("frame_idx")[r], dtype=np.int32),
+            variant_idx=np.asarray(self.column("variant_idx")[r], dtype=np.int16),
+            distance=d.astype(np.int16),
+        )

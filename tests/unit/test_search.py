@@ -1,0 +1,142 @@
+"""Multi-index-hashing shards: format, atomic writes, exactness inside the pigeonhole radius."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from overlap_desktop.core.search import (SHARD_VERSION, Hits, Shard, build_shard, hamming_rows,
+                                         popcount_xor)
+from overlap_desktop.errors import IndexError_
+
+
+def _flip(codes: np.ndarray, nbits: int, rng: np.random.Generator) -> np.ndarray:
+    bits = np.unpackbits(codes, axis=1)
+    for row in bits:
+        row[rng.choice(256, nbits, replace=False)] ^= 1
+    return np.packbits(bits, axis=1)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Shard, np.ndarray]:
+    rng = np.random.default_rng(7)
+    n = 50_000
+    codes = rng.integers(0, 256, (n, 32), dtype=np.uint8)
+    d = tmp_path_factory.mktemp("shard") / "s"
+    build_shard(d, codes, np.arange(n) // 100 + 1000, (np.arange(n) % 100).astype(np.int32),
+                (np.arange(n) % 3).astype(np.int16))
+    return Shard.open(d), codes
+
+
+def test_popcount_matches_unpackbits() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 256, (40, 32), dtype=np.uint8)
+    b = rng.integers(0, 256, (40, 32), dtype=np.uint8)
+    want = np.unpackbits(a ^ b, axis=1).sum(axis=1)
+    assert np.array_equal(hamming_rows(a, b), want)
+    assert popcount_xor(a[:, None, :], b[None, :, :]).shape == (40, 40)
+
+
+def test_exact_codes_are_found_with_their_metadata(corpus: tuple[Shard, np.ndarray]) -> None:
+    shard, codes = corpus
+    rows = np.array([0, 17, 4999, 49_999])
+    hits = shard.search(codes[rows], max_distance=0)
+    assert hits.q_idx.tolist() == [0, 1, 2, 3]
+    assert hits.stream_id.tolist() == (rows // 100 + 1000).tolist()
+    assert hits.frame_idx.tolist() == (rows % 100).tolist()
+    assert hits.variant_idx.tolist() == (rows % 3).tolist()
+    assert hits.distance.tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("nbits", [1, 5, 9])
+def test_complete_within_pigeonhole_radius(corpus: tuple[Shard, np.ndarray], nbits: int) -> None:
+    # 10 chunks of 24 bits: 9 flipped bits leave at least one chunk intact.
+    shard, codes = corpus
+    rng = np.random.default_rng(nbits)
+    rows = rng.choice(codes.shape[0], 300, replace=False)
+    q = _flip(codes[rows], nbits, rng)
+    hits = shard.search(q, max_distance=nbits)
+    found = {(int(a), int(b)) for a, b in zip(hits.q_idx, hits.stream_id * 100 + hits.frame_idx - 100_000)}
+    assert all((i, int(r)) in found for i, r in enumerate(rows))
+    assert (hits.distance <= nbits).all()
+
+
+def test_multiprobe_raises_recall_at_large_distances(corpus: tuple[Shard, np.ndarray]) -> None:
+    shard, codes = corpus
+    rng = np.random.default_rng(3)
+    rows = rng.choice(codes.shape[0], 400, replace=False)
+    q = _flip(codes[rows], 28, rng)
+    plain = np.unique(shard.search(q, max_distance=40).q_idx).size
+    probed = np.unique(shard.search(q, max_distance=40, probe=1).q_idx).size
+    assert probed > plain
+    assert probed >= 0.8 * rows.size
+
+
+def test_distance_filter_rejects_unrelated(corpus: tuple[Shard, np.ndarray]) -> None:
+    shard, _ = corpus
+    q = np.random.default_rng(99).integers(0, 256, (500, 32), dtype=np.uint8)
+    assert len(shard.search(q, max_distance=56, probe=1)) == 0
+
+
+def test_rebuild_replaces_atomically_and_leaves_no_temp(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    d = tmp_path / "shard"
+    for n in (10, 20):
+        codes = rng.integers(0, 256, (n, 32), dtype=np.uint8)
+        build_shard(d, codes, np.zeros(n, np.int64), np.arange(n, dtype=np.int32), np.zeros(n, np.int16))
+    assert len(Shard.open(d)) == 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shard"]
+
+
+def test_empty_shard_and_empty_query(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    build_shard(tmp_path / "e", np.zeros((0, 32), np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int32),
+                np.zeros(0, np.int16))
+    shard = Shard.open(tmp_path / "e")
+    assert len(shard.search(np.zeros((3, 32), np.uint8), max_distance=10)) == 0
+    assert len(shard.search(np.zeros((0, 32), np.uint8), max_distance=10)) == 0
+    assert len(Hits.concat([Hits.empty(), Hits.empty()])) == 0
+
+
+def test_wrong_version_and_bad_folder_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(IndexError_, match="not a readable search shard"):
+        Shard.open(tmp_path)
+    build_shard(tmp_path / "s", np.zeros((1, 32), np.uint8), np.zeros(1, np.int64), np.zeros(1, np.int32),
+                np.zeros(1, np.int16))
+    meta_path = tmp_path / "s" / "shard.json"
+    meta = json.loads(meta_path.read_text())
+    meta["version"] = SHARD_VERSION + 1
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(IndexError_, match="rebuild the index"):
+        Shard.open(tmp_path / "s")
+
+
+def test_bad_shapes_are_rejected(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError):
+        build_shard(tmp_path / "x", np.zeros((2, 31), np.uint8), np.zeros(2), np.zeros(2), np.zeros(2))
+    with pytest.raises(ValueError):
+        build_shard(tmp_path / "x", np.zeros((2, 32), np.uint8), np.zeros(3), np.zeros(2), np.zeros(2))
+
+
+def test_version_1_shards_still_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Format 1 kept sorted 4-byte chunk keys; rewrite a shard that way and search it.
+    from overlap_desktop.core.search import _chunk_keys
+
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 256, (500, 32), dtype=np.uint8)
+    d = tmp_path / "v1"
+    build_shard(d, codes, np.zeros(500, np.int64), np.arange(500, dtype=np.int32), np.zeros(500, np.int16))
+    meta = json.loads((d / "shard.json").read_text())
+    for j, (start, width) in enumerate(meta["chunks"]):
+        keys = _chunk_keys(codes, start, width)
+        perm = np.argsort(keys, kind="stable").astype(np.uint32)
+        np.save(d / f"key_{j}.npy", keys[perm])
+        np.save(d / f"perm_{j}.npy", perm)
+        (d / f"off_{j}.npy").unlink()
+        (d / f"low_{j}.npy").unlink()
+    meta["version"] = 1
+    (d / "shard.json").write_text(json.dumps(meta))
+    hits = Shard.open(d).search(_flip(codes[:50], 6, rng), max_distance=6)
+    assert sorted(set(zip(hits.q_idx.tolist(), hits.frame_idx.tolist())) & {(i, i) for i in range(50)}) == [
+        (i, i) for i in range(50)]
