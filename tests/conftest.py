@@ -21,8 +21,12 @@ REALDATA = Path(__file__).resolve().parent / "data"
 
 @pytest.fixture(autouse=True)
 def _isolate_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point platformdirs locations at a per-session temp folder."""
-    home = tmp_path_factory.getbasetemp() / "userdirs"
+    """Point platformdirs locations at a fresh temp folder for every test.
+
+    Per test, not per session: a test that saves settings (the GUI's settings dialog
+    writes the user overlap.toml) must not change the defaults every later test sees.
+    """
+    home = tmp_path_factory.mktemp("userdirs")
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
