@@ -7,7 +7,7 @@ returning ``True`` to stop; checked between frames and files) and raise
 :class:`~overlap_desktop.errors.Cancelled` after keeping finished work.
 
 Names are resolved lazily so that importing this module (e.g. at GUI start-up)
-does not load PyAV, scipy or the matcher until they are used.
+does not load PyAV, pyqtgraph or the matcher until they are used.
 """
 
 from __future__ import annotations

@@ -59,8 +59,8 @@ OTHER_EXCLUDES: tuple[str, ...] = (
 #: Big optional libraries that are bundled only if the product's own code imports them.
 CONDITIONAL: tuple[str, ...] = ("faiss",)
 
-#: scipy is a declared dependency (``overlap doctor`` checks it), but pyqtgraph imports
-#: scipy.ndimage/signal for features the GUI does not use, and its subpackages pull in
+#: scipy is not a runtime dependency (only the tests use it), but pyqtgraph imports
+#: scipy.ndimage/signal, when present, for features the GUI does not use; its subpackages pull in
 #: each other (~90 MB). Unless the product's own code imports scipy, only the bare
 #: package is bundled; once it does, everything PyInstaller finds is kept.
 SCIPY_SUBPACKAGES: tuple[str, ...] = (

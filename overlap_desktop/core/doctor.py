@@ -206,7 +206,6 @@ def doctor(config: Config | None = None) -> DoctorReport:
     checks.append(_module_check("pdqhash", "pdqhash", ("pdqhash",)))
     checks.append(_sqlite_check())
     checks.append(_module_check("numpy", "numpy", ("numpy",)))
-    checks.append(_module_check("scipy", "scipy", ("scipy",)))
     checks.append(_module_check("zstandard", "zstandard", ("zstandard",)))
     checks.append(_qt_check())
     ros = _dist_version("rosbags")

@@ -1,7 +1,7 @@
 """Entry point of ``overlap-desktop``: ``run()`` for the launcher, ``main(argv) -> int`` for tests.
 
 Start-up must reach a visible window quickly, so this module imports only Qt
-widgets and the light parts of the package; PyAV, scipy, pyqtgraph and the
+widgets and the light parts of the package; PyAV, pyqtgraph and the
 matcher load when a page first needs them.
 """
 
