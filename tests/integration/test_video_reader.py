@@ -288,3 +288,15 @@ def test_can_open_by_suffix(clips: dict[str, Path], tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
     assert not reader.can_open(tmp_path / "notes.txt")
     assert not reader.can_open(tmp_path)
+
+
+def test_index_threads_setting_reaches_the_decoder() -> None:
+    """`index.threads` is applied by the indexer through VideoReader.configure."""
+    from overlap_desktop.config import load_config
+    from overlap_desktop.core.readers.video import VideoReader
+
+    reader = VideoReader()
+    reader.configure(load_config({"index.threads": "3"}))
+    assert reader.threads == 3
+    reader.configure(load_config({}))
+    assert reader.threads == 0

@@ -109,6 +109,10 @@ class VideoReader:
         self.limits = limits or ReaderLimits()
         self.threads = threads
 
+    def configure(self, config: Any) -> None:
+        """Take ``index.threads`` (decoder threads, 0 = automatic) from ``config``."""
+        self.threads = int(config["index.threads"])
+
     # ------------------------------------------------------------------ discovery
 
     def can_open(self, path: Path) -> bool:
