@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -180,16 +180,21 @@ class Document:
     locator: str
 
 
-def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
+def _open_text(path: Path) -> BinaryIO:
+    """Open ``path`` for reading bytes, refusing binary files (a NUL in the first 8 KiB)."""
     try:
         fh = open(path, "rb")
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-    with fh:
-        head = fh.read(8192)
-        if b"\x00" in head:
-            raise InputError("looks like a binary file, not text (NUL bytes)", path=path)
-        fh.seek(0)
+    if b"\x00" in fh.read(8192):
+        fh.close()
+        raise InputError("looks like a binary file, not text (NUL bytes)", path=path)
+    fh.seek(0)
+    return fh
+
+
+def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    with _open_text(path) as fh:
         for lineno, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), start=1):
             if len(raw) > MAX_LINE_BYTES:
                 raise InputError(f"line {lineno} is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB", path=path)
@@ -416,15 +421,7 @@ def _is_line_source(path: Path) -> bool:
 
 def _line_ranges(path: Path, cancel: CancelCallback | None) -> Iterator[tuple[int, int, int]]:
     """(start byte, end byte, first line number) ranges of about CHUNK_BYTES, cut at newlines."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-    with fh:
-        head = fh.read(8192)
-        if b"\x00" in head:
-            raise InputError("looks like a binary file, not text (NUL bytes)", path=path)
-        fh.seek(0)
+    with _open_text(path) as fh:
         start, line = 0, 1
         while True:
             check_cancel(cancel)
