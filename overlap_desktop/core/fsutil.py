@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 import uuid
 from pathlib import Path
 
 from overlap_desktop.errors import InputError, OverlapError
 
-__all__ = ["atomic_write_bytes"]
+__all__ = ["STALE_TEMP_SECONDS", "atomic_write_bytes"]
+
+#: A temporary file of a killed writer older than this is removed by the next successful
+#: write to the same destination (younger ones may belong to a writer still running).
+STALE_TEMP_SECONDS = 3600.0
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
@@ -63,6 +69,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
         if isinstance(exc, OSError):
             raise error_type(f"{write_message}: {exc.strerror or exc}", path=path) from exc
         raise
+    _remove_stale_temps(folder, path.name)
     # The rename is durable only once the directory entry is; opening a folder fails on Windows.
     try:
         dfd = os.open(folder, os.O_RDONLY)
@@ -75,3 +82,24 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
     finally:
         os.close(dfd)
     return path
+
+
+def _remove_stale_temps(folder: Path, name: str) -> None:
+    """Delete ``.NAME.<hex>.tmp`` files left by a writer that was killed mid-write.
+
+    Only files matching this helper's own naming for the same destination and older than
+    :data:`STALE_TEMP_SECONDS` are touched; failures are ignored (it is housekeeping).
+    """
+    pattern = re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp$")
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if pattern.match(entry.name) and entry.is_file(follow_symlinks=False) \
+                    and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+        except OSError:
+            continue

@@ -43,3 +43,25 @@ def test_errors_keep_the_callers_type_and_message(tmp_path: Path, monkeypatch: p
 def test_mode(tmp_path: Path) -> None:
     atomic_write_bytes(tmp_path / "secret", b"x", mode=0o600)
     assert (tmp_path / "secret").stat().st_mode & 0o777 == 0o600
+
+
+def test_stale_temp_files_of_killed_writers_are_removed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import time
+
+    from overlap_desktop.core import fsutil
+
+    dest = tmp_path / "offer.ovlm"
+    old = tmp_path / ".offer.ovlm.0123456789ab.tmp"
+    young = tmp_path / ".offer.ovlm.ba9876543210.tmp"
+    other = tmp_path / ".report.json.0123456789ab.tmp"
+    for p in (old, young, other):
+        p.write_bytes(b"partial")
+    past = time.time() - fsutil.STALE_TEMP_SECONDS - 60
+    os.utime(old, (past, past))
+    os.utime(other, (past, past))
+    fsutil.atomic_write_bytes(dest, b"complete")
+    assert dest.read_bytes() == b"complete"
+    assert not old.exists()  # a killed writer's leftover for this destination
+    assert young.exists()  # may belong to a writer still running
+    assert other.exists()  # another destination's file is not ours to remove
