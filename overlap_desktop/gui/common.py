@@ -96,16 +96,12 @@ def fmt_hours(seconds: float | None) -> str:
 
 
 def fmt_duration(seconds: float | None) -> str:
-    """A clock time ``"1:02:03"`` / ``"2:03.5"`` for a position in seconds."""
+    """A clock time ``"1:02:03"`` / ``"2:03.5"`` for a position in seconds (the report's wording)."""
     if seconds is None:
         return "–"
-    sign = "-" if seconds < 0 else ""
-    s = abs(seconds)
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    if h >= 1:
-        return f"{sign}{int(h)}:{int(m):02d}:{sec:04.1f}"
-    return f"{sign}{int(m)}:{sec:04.1f}"
+    from overlap_desktop import api
+
+    return str(api.format_clock(seconds))
 
 
 def fmt_size(n: float | None) -> str:
