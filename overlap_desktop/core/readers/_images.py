@@ -19,13 +19,16 @@ from __future__ import annotations
 import base64
 import os
 import struct
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from overlap_desktop.core.readers.base import ReaderLimits
+from overlap_desktop.core.types import CancelCallback, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 
 if TYPE_CHECKING:
@@ -44,6 +47,7 @@ __all__ = [
     "message_fields",
     "reader_settings",
     "ConfigurableReader",
+    "topic_frames",
     "check_dimensions",
     "describe_codec",
     "image_size",
@@ -739,3 +743,75 @@ class VideoDecoder:
             return self._frames(None)
         except ImageError:
             return []
+
+
+_log = logging.getLogger(__name__)
+
+
+def topic_frames(items: Iterator[tuple[int, Callable[[], ImageMessage]]], *, path: Path, topic: str,
+                 kind: str, settings: ReaderSettings, cancel: CancelCallback | None,
+                 errors: tuple[type[BaseException], ...], corrupt: str) -> Iterator[TimedFrame]:
+    """The frames of one image topic of a recording, whatever the container (MCAP, bags).
+
+    Args:
+        items: ``(log time in ns, decode)`` per message, in log order; ``decode()`` returns the
+            message's image or raises :class:`ImageError` (that message is skipped and counted)
+            or :class:`MediaError` (the topic cannot be read at all).
+        path, topic: Named in errors.
+        kind: ``"video"`` for CompressedVideo topics (stateful decoding), else still images.
+        settings: Caps and the time source (log time or header stamp).
+        cancel: Polled between messages.
+        errors: Exceptions of the container library meaning corrupt data.
+        corrupt: How corrupt container data is described ("corrupt recording data"...).
+
+    Times are relative to the topic's first message and never go backwards (header stamps
+    can jitter). A topic where nothing decodes is a :class:`MediaError`; skipped messages are
+    logged with the first problem.
+    """
+    use_header = settings.time_source == "header"
+    video: VideoDecoder | None = None
+    t0: int | None = None
+    last_t = 0
+    yielded = skipped = 0
+    first_problem = ""
+    while True:
+        check_cancel(cancel)
+        try:
+            item = next(items, None)
+        except errors as exc:
+            raise MediaError(f"{corrupt} in topic {topic} after {yielded} images: {exc}", path=path) from exc
+        if item is None:
+            break
+        log_time, decode = item
+        try:
+            msg = decode()
+            stamp = msg.stamp_ns if use_header and msg.stamp_ns is not None else int(log_time)
+            if t0 is None:
+                t0 = stamp
+            t = max(stamp - t0, last_t)
+            if kind == "video":
+                if video is None:
+                    video = VideoDecoder(msg.format, settings.limits)
+                frames: list[TimedFrame] = list(video.decode(msg.data, t))
+            else:
+                frames = [frame_for_message(msg, t, limits=settings.limits, path=path,
+                                            describe=f"topic {topic} at {t / 1e9:.3f} s")]
+        except ImageError as exc:
+            skipped += 1
+            first_problem = first_problem or f"{exc} (at {(log_time - (t0 or log_time)) / 1e9:.3f} s)"
+            continue
+        last_t = t
+        for f in frames:
+            yielded += 1
+            yield f
+    if video is not None:
+        for f in video.flush():
+            yielded += 1
+            yield f
+    if yielded == 0:
+        what = (f"none of its {skipped} messages could be decoded; first problem: {first_problem}"
+                if skipped else "it has no messages")
+        raise MediaError(f"topic {topic}: {what}", path=path)
+    if skipped:
+        _log.warning("%s: topic %s: skipped %d undecodable message(s); first problem: %s",
+                     path, topic, skipped, first_problem)

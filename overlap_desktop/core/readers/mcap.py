@@ -42,14 +42,14 @@ from overlap_desktop.core.readers._images import (
     ReaderSettings,
     VideoDecoder,
     describe_codec,
-    frame_for_message,
     image_kind,
     image_size,
     message_fields,
     ConfigurableReader,
+    topic_frames,
 )
 from overlap_desktop.core.readers.base import ReaderLimits
-from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
+from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
 
 __all__ = ["McapReader", "MCAP_MAGIC", "decompress_payload", "ProtobufSchema"]
@@ -461,61 +461,22 @@ class McapReader(ConfigurableReader):
 
 def _topic_frames(reader: Any, path: Path, topic: str, kind: str, settings: ReaderSettings,
                   cancel: CancelCallback | None, errors: tuple[type[BaseException], ...]) -> Iterator[TimedFrame]:
-    decoder: _TopicDecoder | None = None
-    video: VideoDecoder | None = None
-    t0: int | None = None
-    last_t = 0
-    yielded = skipped = 0
-    first_problem = ""
-    use_header = settings.time_source == "header"
-    it = reader.iter_messages(topics=[topic])
-    while True:
-        check_cancel(cancel)
-        try:
-            item = next(it, None)
-        except errors as exc:
-            raise MediaError(f"corrupt or truncated MCAP data in topic {topic} after {yielded} "
-                             f"images: {exc}", path=path) from exc
-        if item is None:
-            break
-        schema, channel, message = item
-        try:
-            if decoder is None:
-                decoder = _TopicDecoder(kind, channel.message_encoding, schema, settings.limits)
-            msg = decoder(message.data)
-            stamp = msg.stamp_ns if use_header and msg.stamp_ns is not None else message.log_time
-            if t0 is None:
-                t0 = stamp
-            # Header stamps can jitter backwards; presentation order must not.
-            t = max(stamp - t0, last_t)
-            where = f"topic {topic} at {t / 1e9:.3f} s"
-            if kind == "video":
-                if video is None:
-                    video = VideoDecoder(msg.format, settings.limits)
-                frames: list[TimedFrame] = list(video.decode(msg.data, t))
-            else:
-                frames = [frame_for_message(msg, t, limits=settings.limits, path=path, describe=where)]
-        except ImageError as exc:
-            if decoder is None:
-                raise MediaError(f"topic {topic}: {exc}", path=path) from exc
-            skipped += 1
-            first_problem = first_problem or f"at {(message.log_time - (t0 or message.log_time)) / 1e9:.3f} s: {exc}"
-            continue
-        last_t = t
-        for f in frames:
-            yielded += 1
-            yield f
-    if video is not None:
-        for f in video.flush():
-            yielded += 1
-            yield f
-    if yielded == 0:
-        what = f"none of its {skipped} messages could be decoded; first problem {first_problem}" if skipped \
-            else "it has no messages"
-        raise MediaError(f"topic {topic}: {what}", path=path)
-    if skipped:
-        log.warning("%s: topic %s: skipped %d undecodable message(s); first problem %s",
-                    path, topic, skipped, first_problem)
+    state: dict[str, _TopicDecoder] = {}
+
+    def items() -> Iterator[tuple[int, Callable[[], ImageMessage]]]:
+        for schema, channel, message in reader.iter_messages(topics=[topic]):
+            def decode(schema: Any = schema, channel: Any = channel, data: bytes = message.data) -> ImageMessage:
+                if "decoder" not in state:
+                    try:
+                        state["decoder"] = _TopicDecoder(kind, channel.message_encoding, schema, settings.limits)
+                    except ImageError as exc:  # the topic's schema, not one message: give up on it
+                        raise MediaError(f"topic {topic}: {exc}", path=path) from exc
+                return state["decoder"](data)
+
+            yield message.log_time, decode
+
+    yield from topic_frames(items(), path=path, topic=topic, kind=kind, settings=settings, cancel=cancel,
+                            errors=errors, corrupt="corrupt or truncated MCAP data")
 
 
 class _open:

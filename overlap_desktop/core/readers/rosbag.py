@@ -31,15 +31,14 @@ from overlap_desktop.core.readers._images import (
     ImageError,
     ImageMessage,
     ReaderSettings,
-    VideoDecoder,
     describe_codec,
-    frame_for_message,
     image_kind,
     image_size,
     message_fields,
     ConfigurableReader,
+    topic_frames,
 )
-from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
+from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError, MissingDependencyError
 
 __all__ = ["RosbagReader", "ROS_EXTRA_HINT"]
@@ -205,55 +204,10 @@ class RosbagReader(ConfigurableReader):
                 raise MediaError(f"no image topic {topic!r} in this recording", path=path)
             conns = topics[topic]
             kind = image_kind(conns[0].msgtype) or "raw"
-            use_header = settings.time_source == "header"
-            video: VideoDecoder | None = None
-            t0: int | None = None
-            last_t = 0
-            yielded = skipped = 0
-            first_problem = ""
-            it = reader.messages(connections=conns)
-            while True:
-                check_cancel(cancel)
-                try:
-                    item = next(it, None)
-                except errors as exc:
-                    raise MediaError(f"corrupt recording data in topic {topic} after {yielded} images: "
-                                     f"{exc}", path=path) from exc
-                if item is None:
-                    break
-                conn, log_time, raw = item
-                try:
-                    msg = _decode(reader, conn, raw, kind, settings)
-                    stamp = msg.stamp_ns if use_header and msg.stamp_ns is not None else int(log_time)
-                    if t0 is None:
-                        t0 = stamp
-                    t = max(stamp - t0, last_t)
-                    if kind == "video":
-                        if video is None:
-                            video = VideoDecoder(msg.format, settings.limits)
-                        frames: list[TimedFrame] = list(video.decode(msg.data, t))
-                    else:
-                        frames = [frame_for_message(msg, t, limits=settings.limits, path=path,
-                                                    describe=f"topic {topic} at {t / 1e9:.3f} s")]
-                except ImageError as exc:
-                    skipped += 1
-                    first_problem = first_problem or str(exc)
-                    continue
-                last_t = t
-                for f in frames:
-                    yielded += 1
-                    yield f
-            if video is not None:
-                for f in video.flush():
-                    yielded += 1
-                    yield f
-        if yielded == 0:
-            what = (f"none of its {skipped} messages could be decoded; first problem: {first_problem}"
-                    if skipped else "it has no messages")
-            raise MediaError(f"topic {topic}: {what}", path=path)
-        if skipped:
-            log.warning("%s: topic %s: skipped %d undecodable message(s); first problem: %s",
-                        path, topic, skipped, first_problem)
+            items = ((int(log_time), lambda conn=conn, raw=raw: _decode(reader, conn, raw, kind, settings))
+                     for conn, log_time, raw in reader.messages(connections=conns))
+            yield from topic_frames(items, path=path, topic=topic, kind=kind, settings=settings, cancel=cancel,
+                                    errors=errors, corrupt="corrupt recording data")
 
 
 def _image_topics(reader: Any) -> dict[str, list[Any]]:
