@@ -89,6 +89,15 @@ class FileResult:
             ``crop``, ``edge-crop``, ``rotation``, ``splice``.
         episodes: For datasets with episodes (LeRobot): segments mapped to offered and
             owned episodes (see core/annotations.py and docs/report-schema.md).
+        weak: Matched stretches whose chance of being a coincidence is above the
+            reporting threshold (``Segment.chance``): listed as weak evidence, not counted.
+        repeats: Stretches of this offered file that repeat *other offered footage* (the
+            offer compared with itself; ``corpus_file`` is the other offered file). Only the
+            later occurrence of a repeated stretch is listed, so each repeat counts once.
+        repeated_seconds: Offered seconds of this file that repeat earlier offered footage
+            and are not already owned (union of ``repeats`` minus owned and unjudged time).
+        new_seconds: What a buyer would actually get from this file: judged seconds that
+            are neither owned nor a repeat inside the offer.
     """
 
     query_file: str
@@ -100,6 +109,10 @@ class FileResult:
     indeterminate: list[Span] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     episodes: list[dict[str, Any]] = field(default_factory=list)
+    weak: list[Segment] = field(default_factory=list)
+    repeats: list[Segment] = field(default_factory=list)
+    repeated_seconds: float = 0.0
+    new_seconds: float = 0.0
 
     @property
     def matched_percent(self) -> float:
@@ -130,6 +143,8 @@ class Report:
         text_overlap: Annotation overlap of the lab's evaluation set with the vendor's
             hashed annotation n-grams (JSON-ready block, docs/report-schema.md), or ``None``
             when not checked.
+        repeated_seconds: Offered seconds repeating other offered footage (sum of files').
+        new_seconds: New footage the buyer would actually get (sum of files').
     """
 
     kind: str
@@ -143,6 +158,8 @@ class Report:
     created: str = ""
     tool_version: str = ""
     text_overlap: dict[str, Any] | None = None
+    repeated_seconds: float = 0.0
+    new_seconds: float = 0.0
 
     @property
     def overlap_percent(self) -> float:

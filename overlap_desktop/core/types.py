@@ -288,6 +288,15 @@ class Segment:
         mean_distance: Mean Hamming distance of the supporting matches.
         score: 0..1 confidence.
         pairs: Optional ``float64 (k, 3)`` array of (query_s, corpus_s, distance) for plots.
+        chance: Expected number of lines at least this strong that chance alone would
+            produce, comparing this offered stream with everything searched (an E-value,
+            calibrated on the measured background similarity of this pair of streams;
+            see docs/architecture.md, "Evidence model"). Smaller is surer: 1e-9 reads
+            "about 1 in a billion". ``None`` when not computed (reports older than
+            ``overlap.report/2``).
+        speed_low, speed_high: 95% interval of ``speed`` (same sign convention);
+            ``None`` when not computed. Words like "slowed" are used only when the
+            interval excludes normal speed.
     """
 
     query_file: str
@@ -304,6 +313,9 @@ class Segment:
     mean_distance: float
     score: float
     pairs: np.ndarray | None = None
+    chance: float | None = None
+    speed_low: float | None = None
+    speed_high: float | None = None
 
     @property
     def query_duration(self) -> float:
