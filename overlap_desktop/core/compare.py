@@ -23,6 +23,7 @@ import numpy as np
 
 from overlap_desktop.core.annotations import (annotation_overlap, fill_episodes, index_episode_lookup,
                                               manifest_episode_lookup)
+from overlap_desktop.core.evidence import EVIDENCE_ID
 from overlap_desktop.core.match import (MatchParams, RawSegment, match_streams, real_footage_seconds,
                                         union_seconds, union_seconds_excluding)
 from overlap_desktop.core.report import FileResult, Report
@@ -78,6 +79,8 @@ class _Corpus(Protocol):
 
     def describe(self, stream_id: int) -> tuple[str, str]: ...
 
+    def searched_seconds(self) -> float: ...
+
 
 class _IndexCorpus:
     """The owned index as a corpus (shards from :meth:`Index.shards`)."""
@@ -103,6 +106,10 @@ class _IndexCorpus:
     def describe(self, stream_id: int) -> tuple[str, str]:
         f, key = self.index.stream_info(stream_id)
         return f.path, key
+
+    def searched_seconds(self) -> float:
+        """Footage seconds in the whole index: how many places a chance line could land."""
+        return float(self.index.stats().get("hours") or 0.0) * 3600.0
 
 
 class _MemoryCorpus:
@@ -145,6 +152,9 @@ class _MemoryCorpus:
     def describe(self, stream_id: int) -> tuple[str, str]:
         name, key, _ = self.streams[stream_id]
         return name, key
+
+    def searched_seconds(self) -> float:
+        return float(sum(max(fp.duration_s, 0.0) for _, _, fp in self.streams))
 
     def close(self) -> None:
         if self._tmp is not None:
@@ -249,6 +259,7 @@ def compare_streams(queries: Sequence[QueryStream], corpus: _Corpus, params: Mat
     groups = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
     # Strongest evidence first, so a cancel keeps the most useful work.
     groups.sort(key=lambda g: -(g[1] - g[0]))
+    searched = corpus.searched_seconds()
     out: list[tuple[int, int, RawSegment]] = []
     for k, (a, b) in enumerate(groups):
         check_cancel(cancel)
@@ -261,7 +272,8 @@ def compare_streams(queries: Sequence[QueryStream], corpus: _Corpus, params: Mat
         except KeyError:  # removed from the index since the shard was built
             continue
         segs = match_streams(queries[qi].fp, cfp, hr[a:b], hf[a:b], hv[a:b], params, distances=hd[a:b],
-                             exclude_diagonal=(mode == "diagonal"))
+                             exclude_diagonal=(mode == "diagonal"),
+                             searched_seconds=max(searched, cfp.duration_s))
         out.extend((qi, sid, s) for s in segs)
         if k % 16 == 0:
             _emit(progress, "match", k + 1, len(groups), "pairs")
@@ -281,19 +293,40 @@ def _to_segment(q: QueryStream, corpus_file: str, corpus_key: str, cfp: StreamFi
         corpus_file=corpus_file, corpus_stream=corpus_key,
         corpus_start=round(s.corpus_start, 3), corpus_end=round(s.corpus_end, 3),
         speed=round(s.speed, 4), variant=variant, frames=s.frames,
-        mean_distance=round(s.mean_distance, 2), score=s.score, pairs=s.pairs)
+        mean_distance=round(s.mean_distance, 2), score=s.score, pairs=s.pairs,
+        chance=None if s.chance is None else float(f"{s.chance:.3g}"),
+        speed_low=None if s.speed_low is None else round(s.speed_low, 4),
+        speed_high=None if s.speed_high is None else round(s.speed_high, 4))
+
+
+def speed_change(s: Segment) -> str | None:
+    """``"slowdown"``, ``"speedup"`` or ``None`` (normal speed, or not measurably different).
+
+    With a speed interval (assessed segments) a change is claimed only when the
+    interval excludes normal speed; a 4 s identical copy measured at 0.97x is not
+    "slowed". Without one, the fixed tolerance of older reports applies.
+    """
+    sp = abs(s.speed)
+    if s.speed_low is not None and s.speed_high is not None:
+        lo, hi = sorted((abs(s.speed_low), abs(s.speed_high)))
+        if lo <= 1.0 <= hi:
+            return None
+        return "slowdown" if hi < 1.0 else "speedup"
+    if sp < 1 - SPEED_TOLERANCE:
+        return "slowdown"
+    if sp > 1 + SPEED_TOLERANCE:
+        return "speedup"
+    return None
 
 
 def _flags(segments: Sequence[Segment]) -> list[str]:
     flags: set[str] = set()
     for s in segments:
-        sp = abs(s.speed)
         if s.speed < 0:
             flags.add("reversed")
-        if sp < 1 - SPEED_TOLERANCE:
-            flags.add("slowdown")
-        elif sp > 1 + SPEED_TOLERANCE:
-            flags.add("speedup")
+        change = speed_change(s)
+        if change is not None:
+            flags.add(change)
         v = s.variant
         if v.mirrored:
             flags.add("mirror")
@@ -352,7 +385,9 @@ def _file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int
         segs_of.setdefault(qi, []).append(_to_segment(queries[qi], cf, ck, corpus.fingerprints(sid), s))
     results: list[FileResult] = []
     for name, idxs in by_file.items():
-        segs = _dedupe([s for i in idxs for s in segs_of.get(i, [])])
+        all_segs = [s for i in idxs for s in segs_of.get(i, [])]
+        weak = _dedupe([s for s in all_segs if _is_weak(s, params)])
+        segs = _dedupe([s for s in all_segs if not _is_weak(s, params)])
         above = [s for s in segs if s.query_duration >= params.floor_seconds - 1e-9]
         below = [s for s in segs if s.query_duration < params.floor_seconds - 1e-9]
         spans = [(s.query_start, s.query_end) for s in above]
@@ -373,8 +408,14 @@ def _file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int
             below_floor=below,
             indeterminate=ind,
             flags=_flags(above),
+            weak=weak,
         ))
     return results
+
+
+def _is_weak(s: Segment, params: MatchParams) -> bool:
+    """Weak evidence: a chance count above what is counted (see core/evidence.py)."""
+    return s.chance is not None and s.chance > params.max_chance
 
 
 def _report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
@@ -411,6 +452,8 @@ def _settings(params: MatchParams, *, algo: str, prep: str, index: Index | None 
         },
         "search": {"method": "multi-index hashing, 10 x 24-bit chunks", "probe": params.probe,
                    "max_hits_per_frame": MAX_HITS_PER_FRAME},
+        "evidence": {"model": EVIDENCE_ID, "max_chance": params.max_chance,
+                     "list_chance": params.list_chance},
     }
     if index is not None:
         out["index"] = {"identity": index.identity, "path": str(index.path),

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from overlap_desktop.core.evidence import assess_segment
 from overlap_desktop.core.search import popcount_xor
 from overlap_desktop.core.types import StreamFingerprints
 
@@ -74,6 +75,10 @@ class MatchParams:
         min_accept_ratio: Fewest accepted / judged frames inside a segment.
         floor_seconds: Evidence floor; shorter segments are listed as below floor.
         expand_seconds: Half-width (query seconds) of the local dense expansion.
+        max_chance: Largest expected chance count (E-value, :mod:`.evidence`) of a
+            segment that is counted; weaker segments are listed as weak evidence.
+        list_chance: Weak segments with a larger chance count than this are not listed
+            at all (chance explains them: a new recording of the same scene).
         probe: Multi-probe level of the candidate search (0 or 1). 0 by default: one
             seed per segment is enough (lines are verified and extended on the full
             fingerprints) and multi-probing costs ~3x more time per 10x corpus
@@ -92,6 +97,8 @@ class MatchParams:
     expand_seconds: float = 6.0
     probe: int = 0
     max_lines: int = 32
+    max_chance: float = 0.01
+    list_chance: float = 1.0
 
     def as_dict(self) -> dict[str, float | int]:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}  # type: ignore[attr-defined]
@@ -117,6 +124,14 @@ class RawSegment:
     mean_distance: float
     score: float
     pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    #: Corpus variant positions the segment was judged on (its variant family).
+    family: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    #: Expected chance count (E-value) from :mod:`.evidence`; ``None`` before assessment.
+    chance: float | None = None
+    speed_low: float | None = None
+    speed_high: float | None = None
+    #: Assessed and not strong enough to be counted (chance above ``MatchParams.max_chance``).
+    weak: bool = False
 
     @property
     def query_duration(self) -> float:
@@ -258,15 +273,15 @@ def _hough_peak(q: np.ndarray, c: np.ndarray, w: np.ndarray, slopes: np.ndarray,
 # --------------------------------------------------------------------------- verification
 
 
-def _line_distances(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
+def line_neighbours(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
                     slope: float, offset: float, variants: np.ndarray | None = None,
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Distances from query frames to the corpus frames nearest their predicted time.
 
     Returns:
-        ``(dist (n, V) int, ct (n, V) float)``: per query row and corpus variant, the
+        ``(dist (n, V) int, c_row (n, V) int)``: per query row and corpus variant, the
         smallest distance among the corpus frames around the prediction, and the
-        corpus time of that frame. Unusable corpus frames count as 256 (no evidence).
+        corpus frame it was measured on. Unusable corpus frames count as 256 (no evidence).
     """
     qt = query.times_ns[q_rows] / 1e9
     pred = slope * qt + offset
@@ -288,8 +303,16 @@ def _line_distances(query: StreamFingerprints, corpus: StreamFingerprints, q_row
     d[bad] = 256
     arg = d.argmin(axis=1)  # (n, V)
     dist = np.take_along_axis(d, arg[:, None, :], axis=1)[:, 0, :]
-    ct = ctimes[np.take_along_axis(neigh, arg, axis=1)] if arg.size else np.zeros_like(dist, float)
-    return dist, ct
+    rows = np.take_along_axis(neigh, arg, axis=1) if arg.size else np.zeros_like(dist)
+    return dist, rows
+
+
+def _line_distances(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
+                    slope: float, offset: float, variants: np.ndarray | None = None,
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`line_neighbours` with the corpus *times* of the frames instead of their rows."""
+    dist, rows = line_neighbours(query, corpus, q_rows, slope, offset, variants)
+    return dist, (corpus.times_ns / 1e9)[rows]
 
 
 def _refine(query: StreamFingerprints, corpus: StreamFingerprints, rows: np.ndarray, v: np.ndarray,
@@ -519,7 +542,7 @@ def verify_line(query: StreamFingerprints, corpus: StreamFingerprints, slope: fl
             score = float(ratio * max(0.0, 1.0 - mean_d / 128.0))
             pairs = np.column_stack([qa, ca, da.astype(float)])
             out.append(RawSegment(q0, q1, c0, c1, s3, o3, vi, n_acc, n_jud, mean_d,
-                                  round(score, 4), pairs))
+                                  round(score, 4), pairs, family=fam))
     return out
 
 
@@ -643,9 +666,11 @@ def _evidence(s: RawSegment) -> float:
 
 
 def _dedupe(segs: list[RawSegment]) -> list[RawSegment]:
-    """Keep the strongest of each group of near-duplicate segments."""
+    """Keep the strongest of each group of near-duplicate segments (assessed ones by
+    their chance count first)."""
     kept: list[RawSegment] = []
-    for s in sorted(segs, key=lambda x: (-_evidence(x), x.mean_distance)):
+    for s in sorted(segs, key=lambda x: (x.weak, x.chance if x.chance is not None else 1.0,
+                                         -_evidence(x), x.mean_distance)):
         if not any(_same_segment(s, k) for k in kept):
             kept.append(s)
     return kept
@@ -653,7 +678,8 @@ def _dedupe(segs: list[RawSegment]) -> list[RawSegment]:
 
 def match_streams(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
                   c_rows: np.ndarray, v_idx: np.ndarray, params: MatchParams | None = None, *,
-                  distances: np.ndarray | None = None, exclude_diagonal: bool = False) -> list[RawSegment]:
+                  distances: np.ndarray | None = None, exclude_diagonal: bool = False,
+                  searched_seconds: float | None = None) -> list[RawSegment]:
     """Segments between one query stream and one corpus stream, from seed matches.
 
     Args:
@@ -665,9 +691,14 @@ def match_streams(query: StreamFingerprints, corpus: StreamFingerprints, q_rows:
         params: Thresholds (defaults when ``None``).
         distances: Seed distances (optional; used to keep the closest seeds per frame).
         exclude_diagonal: Drop the trivial identity line (a stream against itself).
+        searched_seconds: Seconds of footage the query was searched against (the whole
+            library); sets how strong evidence must be (:mod:`.evidence`). Default: the
+            corpus stream's own duration.
 
     Returns:
-        Verified segments sorted by query start (floor not applied).
+        Verified segments sorted by query start (floor not applied), each assessed:
+        ``chance``, ``speed_low``/``speed_high`` and ``weak`` are set; segments chance
+        fully explains (above ``params.list_chance``) are dropped.
     """
     params = params or MatchParams()
     q_rows = np.asarray(q_rows, np.int64)
@@ -692,8 +723,26 @@ def match_streams(query: StreamFingerprints, corpus: StreamFingerprints, q_rows:
             found = _dedupe(found + _lines_to_segments(query, corpus, eq, ec, ev, params, found, ed))
     if exclude_diagonal:
         found = [s for s in found if not (abs(s.speed - 1.0) < 0.05 and abs(s.offset) < 2.0)]
+    searched = corpus.duration_s if searched_seconds is None else searched_seconds
+    found = _dedupe(_assess(query, corpus, found, params, searched, exclude_diagonal))
     found.sort(key=lambda s: (s.query_start, s.corpus_start))
     return found
+
+
+def _assess(query: StreamFingerprints, corpus: StreamFingerprints, segs: list[RawSegment],
+            params: MatchParams, searched_seconds: float, identity: bool) -> list[RawSegment]:
+    """Trim each verified segment to its evidence and attach its chance count."""
+    out: list[RawSegment] = []
+    for seg in segs:
+        for piece, a in assess_segment(query, corpus, seg, seg.family, params,
+                                       searched_seconds=searched_seconds, exclude_identity=identity):
+            if a.chance > params.list_chance:
+                continue
+            piece.chance = a.chance
+            piece.speed_low, piece.speed_high = a.speed_low, a.speed_high
+            piece.weak = a.chance > params.max_chance
+            out.append(piece)
+    return out
 
 
 # --------------------------------------------------------------------------- accounting

@@ -1,0 +1,384 @@
+"""Evidence model: does a verified line show *the same moment*, or only *the same scene*?
+
+A line that verifies (its frames lie within the per-frame threshold) proves little on
+footage from a fixed camera: every frame of every episode of one robot rig is 20-50
+bits from every other, so almost any line through the (offered time x owned time)
+plane "verifies". What tells a copy from a new recording of the same scene is
+*contrast*: a copied frame is much closer to its source moment than to the rest of
+that recording (a sharp ridge in the distance matrix), while a new episode is about as
+close to every moment (a flat plateau).
+
+For one candidate segment this module
+
+1. measures, for each offered frame on the line, the distance ``d`` on the line and a
+   **background** ``b``: a low percentile of the distances from that offered frame to
+   owned frames well off the line, and from the owned frame on the line to offered
+   frames well off the line (both axes, so a "hub" owned frame that is close to
+   everything is not mistaken for a match). The frame's **support** is ``b - d``;
+   frames whose background is itself tiny (a static or featureless stretch) cannot
+   be judged and support nothing either way;
+2. **trims** the segment to its maximal-support stretches (a true line that ran on
+   into adjacent same-scene footage is cut back to where the evidence is);
+3. **calibrates** the total support against *decoy lines* of the same pair of streams
+   (the same offered frames, the line shifted elsewhere in the owned stream, or tilted,
+   or reversed): the decoys measure what support chance gives in this very scene.
+   With the decoys' mean and spread a z-score becomes a tail probability, and
+   multiplying it by the number of effectively different lines that were searched
+   (slopes x positions across *everything* searched, so a larger library needs
+   stronger evidence) gives an **expected chance count** in the spirit of BLAST's
+   E-value. Speeds other than 1 and reversal are a priori rarer, so they pay a
+   penalty; implausible speeds (below 0.25x or above 4x) pay a much larger one.
+4. reports the **speed with a 95% interval**, from the residuals of the line fit and
+   never narrower than one owned sample over the segment's span.
+
+Only segments whose chance count is at most ``MatchParams.max_chance`` are counted;
+the others are listed as weak evidence. docs/architecture.md ("Evidence model") has
+the measurements behind the constants.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from overlap_desktop.core.search import popcount_xor
+from overlap_desktop.core.types import StreamFingerprints
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.core.match import MatchParams, RawSegment
+
+__all__ = ["EVIDENCE_ID", "Assessment", "assess_segment", "search_space_lines"]
+
+#: Identifies this evidence model in report settings (change it when the statistic changes).
+EVIDENCE_ID = "contrast-decoy-v1"
+
+#: Background starts this far (seconds, on either axis) from the line: closer frames of
+#: smooth footage are legitimately similar to the matched one.
+EXCLUSION_S = 2.0
+#: Frames sampled per axis for the background (deterministic, evenly spaced).
+BACKGROUND_FRAMES = 192
+#: The background is this low quantile of the off-line distances (the closest few).
+BACKGROUND_QUANTILE = 0.05
+#: A frame whose background is below this many bits cannot be judged: everything else
+#: in the recording looks the same (a pause, a static shot).
+JUDGE_MIN_BITS = 10.0
+#: Two observations whose offered (or owned) frames are this close are one state.
+STATE_BITS = 12
+#: Support per frame is clipped to this range so one frame never decides a segment.
+SUPPORT_CLIP = (-24.0, 48.0)
+#: Decoy lines per segment (calibration of the chance count).
+DECOYS = 40
+#: Offered frames used for calibration at most (evenly spaced over the segment).
+CALIBRATION_ROWS = 96
+#: Per-frame support noise assumed at least (bits), so a very uniform set of decoys
+#: cannot make a small excess look certain.
+MIN_SUPPORT_SD = 3.0
+#: Prior penalties (multiply the chance count): most resold copies play at normal
+#: speed; a speed change or a reversal is rarer, an implausible speed much rarer.
+ODD_SPEED_PENALTY = 10.0
+REVERSED_PENALTY = 10.0
+IMPLAUSIBLE_SPEED_PENALTY = 1e4
+PLAUSIBLE_SPEEDS = (0.25, 4.0)
+#: Smallest chance count written (below this, "less than 1 in 10^15").
+MIN_CHANCE = 1e-15
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """Evidence for one trimmed piece of a segment.
+
+    Attributes:
+        rows: Offered frame positions of the piece (judged or not), in time order.
+        support: Per-row support (bits; 0 for frames that cannot be judged).
+        judged: Per-row: could the frame be judged.
+        chance: Expected chance count (E-value) of a line this strong.
+        z: Standard score of the piece's support against the decoys.
+        speed_low, speed_high: 95% interval of the speed.
+    """
+
+    rows: np.ndarray
+    support: np.ndarray
+    judged: np.ndarray
+    chance: float
+    z: float
+    speed_low: float
+    speed_high: float
+
+
+def search_space_lines(span_s: float, speed: float, searched_seconds: float, params: MatchParams) -> float:
+    """Number of effectively different lines a segment competed with.
+
+    Two lines are "different" when they part by more than the exclusion window over
+    the segment: positions every ``EXCLUSION_S`` of everything searched, slopes
+    every ``EXCLUSION_S / (|speed| * span)`` in log-speed over the searched range,
+    both directions.
+    """
+    w = EXCLUSION_S
+    log_range = math.log(params.max_speed / params.min_speed)
+    slopes = 2.0 * log_range * max(1.0, abs(speed) * max(span_s, 0.0) / w)
+    positions = max(1.0, searched_seconds / w)
+    return slopes * positions
+
+
+def _even(idx: np.ndarray, k: int) -> np.ndarray:
+    if idx.size <= k:
+        return idx
+    return idx[np.linspace(0, idx.size - 1, k).round().astype(np.int64)]
+
+
+def _low_quantile(d: np.ndarray, valid: np.ndarray, q: float) -> np.ndarray:
+    """Per row, the ``q`` quantile of ``d`` over ``valid`` entries (inf where none)."""
+    dd = np.where(valid, d.astype(float), np.inf)
+    dd.sort(axis=1)
+    n = valid.sum(axis=1)
+    k = np.clip(np.floor(q * np.maximum(n - 1, 0)).astype(np.int64), 0, dd.shape[1] - 1)
+    out = np.take_along_axis(dd, k[:, None], axis=1)[:, 0]
+    out[n == 0] = np.inf
+    return out
+
+
+class _Pair:
+    """Background measurements of one (offered stream, owned stream) pair."""
+
+    def __init__(self, query: StreamFingerprints, corpus: StreamFingerprints, fam: np.ndarray,
+                 exclude_identity: bool) -> None:
+        self.query = query
+        self.corpus = corpus
+        self.fam = fam
+        self.identity = exclude_identity
+        self.qt = query.times_ns / 1e9
+        self.ct = corpus.times_ns / 1e9
+        self.c_end = corpus.duration_s if corpus.duration_s > 0 else (float(self.ct[-1]) if self.ct.size else 0.0)
+        cs = _even(np.flatnonzero(corpus.usable), BACKGROUND_FRAMES)
+        qs = _even(np.flatnonzero(query.usable), BACKGROUND_FRAMES)
+        self.c_sample, self.q_sample = cs, qs
+        self.c_sample_codes = corpus.codes[cs][:, fam]  # (Kc, F, 32)
+        self.q_sample_codes = query.codes[qs, 0]  # (Kq, 32)
+
+    def line(self, rows: np.ndarray, slope: float, offset: float) -> tuple[np.ndarray, ...]:
+        """Distance on the line, the owned frame and variant used, and the background."""
+        from overlap_desktop.core.match import line_neighbours
+
+        qt = self.qt[rows]
+        pred = slope * qt + offset
+        dist, crow = line_neighbours(self.query, self.corpus, rows, slope, offset, self.fam)
+        best_v = dist.argmin(axis=1)
+        d = dist[np.arange(rows.size), best_v]
+        c_at = crow[np.arange(rows.size), best_v]
+        # Row background: this offered frame against owned frames off the line.
+        qc = self.query.codes[rows, 0]
+        dr = popcount_xor(qc[:, None, None, :], self.c_sample_codes[None, :, :, :]).min(axis=-1)
+        cst = self.ct[self.c_sample]
+        far = np.abs(cst[None, :] - pred[:, None]) > EXCLUSION_S * max(1.0, abs(slope))
+        if self.identity:
+            far &= np.abs(cst[None, :] - qt[:, None]) > EXCLUSION_S
+        row_bg = _low_quantile(dr, far, BACKGROUND_QUANTILE)
+        # Column background: the owned frame on the line against offered frames off the line.
+        cc = self.corpus.codes[np.clip(c_at, 0, len(self.corpus) - 1), self.fam[best_v]]
+        dc = popcount_xor(cc[:, None, :], self.q_sample_codes[None, :, :])
+        qst = self.qt[self.q_sample]
+        farq = np.abs(qst[None, :] - qt[:, None]) > EXCLUSION_S
+        if self.identity:
+            farq &= np.abs(qst[None, :] - self.ct[np.clip(c_at, 0, len(self.corpus) - 1)][:, None]) > EXCLUSION_S
+        col_bg = _low_quantile(dc, farq, BACKGROUND_QUANTILE)
+        bg = np.minimum(row_bg, col_bg)
+        ok = (d < 256) & np.isfinite(bg)
+        return d, bg, ok, c_at, cc
+
+    def support(self, rows: np.ndarray, slope: float, offset: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per-row support (bits) and whether the row could be judged."""
+        d, bg, ok, _, _ = self.line(rows, slope, offset)
+        judged = ok & (bg >= JUDGE_MIN_BITS)
+        return np.where(judged, np.clip(bg - d, *SUPPORT_CLIP), 0.0), judged
+
+    def state_support(self, rows: np.ndarray, slope: float, offset: float) -> tuple[float, int]:
+        """Total support over distinct *states* along the line, and how many were judged.
+
+        Consecutive observations whose offered frames look alike (a pause in the offered
+        footage) or whose owned frames look alike (a pause in the owned footage) are one
+        observation: a paused arm that happens to stand where another episode's arm once
+        stood is one coincidence, however many samples the pause lasts and whatever
+        slope the line takes through it. Each state counts with the mean support of its
+        judged frames.
+        """
+        d, bg, ok, _, cc = self.line(rows, slope, offset)
+        judged = ok & (bg >= JUDGE_MIN_BITS)
+        s = np.where(judged, np.clip(bg - d, *SUPPORT_CLIP), 0.0)
+        qc = self.query.codes[rows, 0]
+        total, n = 0.0, 0
+        k0 = 0
+        acc, cnt = 0.0, 0
+        for k in range(rows.size + 1):
+            new = k == rows.size or (
+                int(popcount_xor(qc[k], qc[k0])) > STATE_BITS and int(popcount_xor(cc[k], cc[k0])) > STATE_BITS)
+            if new:
+                if cnt:
+                    total += acc / cnt
+                    n += 1
+                if k == rows.size:
+                    break
+                k0, acc, cnt = k, 0.0, 0
+            if judged[k]:
+                acc += float(s[k])
+                cnt += 1
+        return total, n
+
+
+def _max_pieces(s: np.ndarray, min_len: int) -> list[tuple[int, int]]:
+    """Disjoint maximal-sum stretches ``[i, j]`` of ``s`` with a positive sum."""
+    out: list[tuple[int, int]] = []
+    stack = [(0, s.size)]
+    while stack:
+        a, b = stack.pop()
+        if b - a <= 0:
+            continue
+        best, best_i, best_j = 0.0, -1, -1
+        run, start = 0.0, a
+        for k in range(a, b):
+            if run <= 0:
+                run, start = 0.0, k
+            run += float(s[k])
+            if run > best:
+                best, best_i, best_j = run, start, k
+        if best_i < 0:
+            continue
+        if best_j - best_i + 1 >= min_len:
+            out.append((best_i, best_j))
+        stack.append((a, best_i))
+        stack.append((best_j + 1, b))
+    return sorted(out)
+
+
+def _speed_interval(q: np.ndarray, c: np.ndarray, slope: float, offset: float,
+                    corpus_fps: float) -> tuple[float, float]:
+    """95% interval of the slope: residual-based, at least one owned sample over the span."""
+    span = float(q.max() - q.min()) if q.size else 0.0
+    if span <= 0:
+        return slope - abs(slope), slope + abs(slope)
+    resid = c - (slope * q + offset)
+    n = q.size
+    sxx = float(((q - q.mean()) ** 2).sum())
+    se = math.sqrt(float((resid ** 2).sum()) / max(n - 2, 1) / sxx) if n > 2 and sxx > 0 else abs(slope)
+    floor = (1.0 / max(corpus_fps, 1e-6)) / span
+    half = max(1.96 * se, floor)
+    return slope - half, slope + half
+
+
+def _decoy_lines(slope: float, offset: float, rows_t: np.ndarray, c_end: float,
+                 rng: np.random.Generator) -> list[tuple[float, float]]:
+    """Lines elsewhere in the owned stream: shifted, tilted or reversed, none near the real one."""
+    out: list[tuple[float, float]] = []
+    qm = float(rows_t.mean())
+    cm = slope * qm + offset
+    attempts = 0
+    while len(out) < DECOYS and attempts < DECOYS * 20:
+        attempts += 1
+        kind = attempts % 4
+        s = slope * (1.0 if kind < 2 else float(rng.choice([0.7, 1.4]))) * (-1.0 if kind == 3 else 1.0)
+        centre = float(rng.uniform(0.0, max(c_end, 1e-3)))
+        if kind < 3 and abs(centre - cm) < 2.0 * EXCLUSION_S * max(1.0, abs(slope)):
+            continue
+        o = centre - s * qm
+        pred = s * rows_t + o
+        if np.mean((pred >= 0) & (pred <= c_end)) < 0.6:
+            continue
+        out.append((s, o))
+    return out
+
+
+def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: RawSegment,
+                   fam: np.ndarray, params: MatchParams, *, searched_seconds: float,
+                   exclude_identity: bool = False) -> list[tuple[RawSegment, Assessment]]:
+    """Trim a verified segment to its evidence and give each piece a chance count.
+
+    Args:
+        query: Offered stream (identity codes).
+        corpus: Owned stream (all variants).
+        seg: The verified segment (its line and span).
+        fam: Owned variant positions the segment was judged on.
+        params: Matcher thresholds (``min_frames``, ``max_chance``, speed range).
+        searched_seconds: Seconds of footage the offered stream was searched against
+            (the whole library), for the number of lines that competed.
+        exclude_identity: The pair is a stream against itself: leave the trivial
+            diagonal out of the background too.
+
+    Returns:
+        ``(piece, assessment)`` for every stretch with positive support; a piece
+        with ``assessment.chance > params.max_chance`` is weak evidence.
+    """
+    qt_all = query.times_ns / 1e9
+    slope, offset = seg.speed, seg.offset
+    pair = _Pair(query, corpus, np.asarray(fam, np.int64), exclude_identity)
+    pred = slope * qt_all + offset
+    inside = (qt_all >= seg.query_start - 1e-6) & (qt_all <= seg.query_end + 1e-6)
+    inside &= (pred >= -0.5) & (pred <= pair.c_end + 0.5) & query.usable
+    rows = np.flatnonzero(inside)
+    if rows.size == 0:
+        return []
+    s, judged = pair.support(rows, slope, offset)
+    pieces = _max_pieces(s, params.min_frames)
+    out: list[tuple[RawSegment, Assessment]] = []
+    rng = np.random.default_rng(len(query) * 1_000_003 + len(corpus))
+    q_step = 1.0 / query.fps if query.fps > 0 else 1.0
+    for a, b in pieces:
+        pr = rows[a:b + 1]
+        ps, pj = s[a:b + 1], judged[a:b + 1]
+        n_j = int(pj.sum())
+        if n_j < params.min_frames:
+            continue
+        cal = _even(pr, CALIBRATION_ROWS)
+        obs, n_states = pair.state_support(cal, slope, offset)
+        if n_states < params.min_frames:
+            continue
+        decoys = []
+        for ds, do in _decoy_lines(slope, offset, qt_all[cal], pair.c_end, rng):
+            dpred = ds * qt_all[cal] + do
+            keep = cal[(dpred >= 0) & (dpred <= pair.c_end)]
+            if keep.size < 2:
+                continue
+            dsum, _ = pair.state_support(keep, ds, do)
+            decoys.append(dsum * cal.size / keep.size)
+        if len(decoys) >= 4:
+            mu = float(np.mean(decoys))
+            sd = float(np.std(decoys, ddof=1))
+        else:  # nowhere else to put a decoy (a very short owned stream): assume the worst plausible
+            mu, sd = 0.0, 0.0
+        sd = max(sd, MIN_SUPPORT_SD * math.sqrt(n_states))
+        z = (obs - mu) / sd
+        p = 0.5 * math.erfc(z / math.sqrt(2.0))
+        t0, t1 = float(qt_all[pr[0]]), float(qt_all[pr[-1]])
+        lines = search_space_lines(t1 - t0, slope, searched_seconds, params)
+        d, _, _, c_at, _ = pair.line(pr[pj], slope, offset)
+        lo, hi = _speed_interval(qt_all[pr[pj]], pair.ct[np.clip(c_at, 0, len(corpus) - 1)],
+                                 slope, offset, corpus.fps)
+        penalty = 1.0
+        a_lo, a_hi = sorted((abs(lo), abs(hi)))
+        if slope < 0:
+            penalty *= REVERSED_PENALTY
+        if not a_lo <= 1.0 <= a_hi:
+            penalty *= ODD_SPEED_PENALTY
+        if not PLAUSIBLE_SPEEDS[0] <= abs(slope) <= PLAUSIBLE_SPEEDS[1]:
+            penalty *= IMPLAUSIBLE_SPEED_PENALTY
+        chance = max(MIN_CHANCE, min(1e12, lines * p * penalty))
+        # The piece's span: half a sample around its first and last frame (stream edges kept).
+        first, last = int(pr[0]), int(pr[-1])
+        q0 = max(seg.query_start, 0.0 if first == 0 else t0 - 0.5 * q_step)
+        q1 = min(seg.query_end, (query.duration_s if last == len(query) - 1 and query.duration_s > 0
+                                 else t1 + 0.5 * q_step))
+        c0 = float(np.clip(slope * q0 + offset, 0.0, pair.c_end))
+        c1 = float(np.clip(slope * q1 + offset, 0.0, pair.c_end))
+        dj = d.astype(float)
+        acc = dj <= max(params.accept_distance, params.extend_distance)
+        mean_d = float(dj[acc].mean()) if acc.any() else float(dj.mean())
+        pairs = seg.pairs
+        if pairs is not None and pairs.size:
+            pairs = pairs[(pairs[:, 0] >= q0 - 1e-6) & (pairs[:, 0] <= q1 + 1e-6)]
+        frames = int(acc.sum())
+        piece = replace(seg, query_start=q0, query_end=q1, corpus_start=c0, corpus_end=c1,
+                        frames=frames, judged=int(pr.size), mean_distance=mean_d, pairs=pairs,
+                        score=round(float(min(1.0, max(0.0, z / 10.0))), 4))
+        out.append((piece, Assessment(pr, ps, pj, chance, z, lo, hi)))
+    return out
