@@ -23,6 +23,7 @@ from overlap_desktop import api
 from tests import manipulations as m
 from tests.footage import Scene, write_video
 from tests.manipulations import Piece
+from tests.rig import HandheldStill, RigEpisode
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,6 +49,12 @@ A, B, D = scene(11), scene(12), scene(14)
 NEW1, NEW2, NEW3 = scene(21), scene(22), scene(23)
 # The same room as A, another part of it (A's camera never gets below y=565 on a 1200-high canvas).
 A_OTHER_VIEW = scene(11, start_xy=(40.0, 650.0))
+# Same-rig footage (fixed camera, one workspace): owned episode R, a fixed-camera recording F whose
+# first half is owned, and a hand-held still S. Only the default settings group indexes them.
+R, R_NEW, R_NOISY = RigEpisode(7, 1), RigEpisode(7, 2), RigEpisode(7, 3, arm_scale=1.5, noise=6.0)
+F = RigEpisode(9, 1)
+S, S_AGAIN = HandheldStill(3, 1), HandheldStill(3, 2)
+RIG_MASTERS = ("R", "F", "S")
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -159,6 +166,16 @@ RECIPES: dict[str, Recipe] = {
     "crop-60pct-extended": Recipe(edit(piece, transform=m.crop_centre(0.60)), SEG),
     "noise-blur": Recipe(edit(piece, transform=m.blur_noise()), SEG),
     "picture-in-picture": Recipe(edit(piece, transform=m.picture_in_picture(NEW1))),
+    "same-rig-new-episode": Recipe(edit([Piece(R_NEW, 0.0, 30.0)])),
+    "same-rig-sensor-noise": Recipe(edit([Piece(R_NOISY, 0.0, 30.0)])),
+    "fixed-camera-later": Recipe(edit([Piece(F, 32.0, 28.0)])),
+    "still-rerecorded": Recipe(edit([Piece(S_AGAIN, 0.0, 20.0)])),
+    "same-rig-reencode": Recipe(edit([Piece(R, 5.0, 20.0)], options={"crf": "30", "preset": "ultrafast"}),
+                                [Expect("R", 0, 20, 5, 25)]),
+    "same-rig-half-speed": Recipe(edit([Piece(R, 4.0, 24.0, speed=0.5)]), [Expect("R", 0, 24, 4, 16)]),
+    "same-rig-mirrored": Recipe(edit([Piece(R, 5.0, 20.0)], transform=m.hflip), [Expect("R", 0, 20, 5, 25)]),
+    "same-rig-crop-92": Recipe(edit([Piece(R, 5.0, 20.0)], transform=m.crop_centre(0.92)),
+                               [Expect("R", 0, 20, 5, 25)]),
 }
 
 
@@ -173,7 +190,8 @@ def test_every_row_has_a_recipe() -> None:
 def masters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("matrix-owned")
     out = {}
-    for name, sc, dur, fps in (("A", A, 40.0, FPS), ("B", B, 40.0, FPS), ("D", D, 30.0, 60.0)):
+    for name, sc, dur, fps in (("A", A, 40.0, FPS), ("B", B, 40.0, FPS), ("D", D, 30.0, 60.0),
+                               ("R", R, 30.0, FPS), ("F", F, 30.0, FPS), ("S", S, 20.0, FPS)):
         out[name] = m.write_edit(root / f"master_{name}.mp4", [Piece(sc, 0.0, dur, master_fps=fps)],
                                  out_fps=fps, size=SIZE)
     return out
@@ -206,7 +224,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory, masters: dict[str, Path], 
         work = tmp_path_factory.mktemp("matrix-" + settings.strip("-").replace(" ", "-"))
         lab = work / "lab-index"
         cfg = api.load_config({"index.path": str(lab), **SETTINGS[settings]})
-        summary = api.index_paths(list(masters.values()), index=lab, config=cfg)
+        owned = [p for k, p in masters.items() if settings == "default" or k not in RIG_MASTERS]
+        summary = api.index_paths(owned, index=lab, config=cfg)
         assert not summary.failed, summary.failed
         manifest = work / "offer.ovlm"
         with api.open_index(vendor_index) as vidx:
