@@ -73,6 +73,10 @@ SUPPORT_CLIP = (-24.0, 48.0)
 DECOYS = 40
 #: Offered frames used for calibration at most (evenly spaced over the segment).
 CALIBRATION_ROWS = 96
+#: Fewest decoys that give a usable spread; with fewer, :data:`NO_DECOY_SD` applies.
+MIN_DECOYS = 8
+#: Spread per state assumed when the owned stream is too short for decoys (bits).
+NO_DECOY_SD = 10.0
 #: Per-frame support noise assumed at least (bits), so a very uniform set of decoys
 #: cannot make a small excess look certain.
 MIN_SUPPORT_SD = 3.0
@@ -341,12 +345,14 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
                 continue
             dsum, _ = pair.state_support(keep, ds, do)
             decoys.append(dsum * cal.size / keep.size)
-        if len(decoys) >= 4:
+        if len(decoys) >= MIN_DECOYS:
             mu = float(np.mean(decoys))
-            sd = float(np.std(decoys, ddof=1))
-        else:  # nowhere else to put a decoy (a very short owned stream): assume the worst plausible
-            mu, sd = 0.0, 0.0
-        sd = max(sd, MIN_SUPPORT_SD * math.sqrt(n_states))
+            sd = max(float(np.std(decoys, ddof=1)), MIN_SUPPORT_SD * math.sqrt(n_states))
+        else:
+            # Too short an owned stream to place decoys elsewhere: assume chance gives no
+            # support on average but a wide spread (a typical state's support), so only
+            # much stronger evidence counts.
+            mu, sd = 0.0, NO_DECOY_SD * math.sqrt(n_states)
         z = (obs - mu) / sd
         p = 0.5 * math.erfc(z / math.sqrt(2.0))
         t0, t1 = float(qt_all[pr[0]]), float(qt_all[pr[-1]])

@@ -158,3 +158,15 @@ def test_speed_words_only_when_the_interval_excludes_normal_speed() -> None:
     assert speed_change(_segment(2.0, 1.95, 2.05)) == "speedup"
     assert speed_change(_segment(-1.0, -1.02, -0.98)) is None  # reversed, but at normal speed
     assert speed_change(_segment(0.9, None, None)) == "slowdown"  # old reports: fixed tolerance
+
+
+def test_a_short_owned_clip_with_no_room_for_decoys() -> None:
+    """An 8 s owned clip leaves no place for decoys: chance is judged conservatively, both ways."""
+    short = stream(codes_of(OWNED[:32]), 4.0)
+    copy = stream(codes_of(OWNED[0:32:4], noise_bits=3, seed=11), 1.0)
+    [(_, a)] = assess(copy, short, seg(0.0, 7.0, 1.0, 0.0), searched=8.0)
+    assert a.chance <= MatchParams().max_chance
+    other = stream(codes_of(walk(12, 8.0, 1.0), noise_bits=2, seed=12), 1.0)
+    for slope, offset in ((1.0, 0.5), (0.5, 2.0), (-1.0, 7.5)):
+        for _, b in assess(other, short, seg(0.0, 7.0, slope, offset), searched=8.0):
+            assert b.chance > MatchParams().max_chance
