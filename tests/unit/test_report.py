@@ -90,7 +90,7 @@ def test_details_explain_slowdown_below_floor_and_indeterminate() -> None:
     assert "hold only 1.8 min of real footage" in details
     assert "2 shorter matches below the 10 s evidence floor" in details
     assert "10 s could not be judged" in details
-    assert "The other 5.3 min (67%) matched nothing in your index." in details
+    assert "The other 5.3 min (67%) matched nothing in your library." in details
 
 
 def test_zero_headline_still_mentions_below_floor_evidence() -> None:
@@ -103,7 +103,7 @@ def test_zero_headline_still_mentions_below_floor_evidence() -> None:
 def test_flag_words() -> None:
     r = sample_report()
     assert describe_flags(r.files[0]) == ["slowed to 0.5x", "cropped bottom 18%", "mirrored",
-                                          "spliced from 2 sources", "partly new (25% unmatched)"]
+                                          "spliced from 2 sources", "partly new (17% unmatched)"]
     assert describe_flags(r.files[1]) == []  # below-floor evidence is not a manipulation claim
     assert describe_flags(r.files[2]) == ["reversed"]
     two_pieces = FileResult("x", 40.0, 40.0, 40.0,
@@ -147,7 +147,7 @@ def test_json_has_the_documented_fields(tmp_path: Path) -> None:
                 "real_footage_seconds", "indeterminate_seconds", "headline", "files", "settings", "manifest",
                 "created", "tool"):
         assert key in d
-    assert d["schema"] == REPORT_SCHEMA == "overlap.report/1"
+    assert d["schema"] == REPORT_SCHEMA == "overlap.report/2"
     assert d["overlap_percent"] == 31.25
     f = d["files"][0]
     for key in ("query_file", "duration_s", "matched_percent", "matched_seconds", "real_footage_seconds",
@@ -189,7 +189,7 @@ def test_pairs_are_thinned_in_json() -> None:
 
 
 @pytest.mark.parametrize(("schema", "message"), [
-    ("overlap.report/2", "newer overlap desktop"),
+    ("overlap.report/3", "newer overlap desktop"),
     ("overlap.report/0", "not supported"),
     ("overlap.manifest/1", "not an overlap report"),
     (None, "not an overlap report"),
@@ -293,7 +293,8 @@ def test_csv_rows(tmp_path: Path) -> None:
     with open(p, newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     kinds = [r["kind"] for r in rows]
-    assert kinds == ["segment", "segment", "below-floor", "below-floor", "segment"]
+    assert kinds == ["summary", "segment", "segment", "below-floor", "below-floor", "segment"]
+    rows = rows[1:]
     first = rows[0]
     assert first["query_file"] == "offer/ep1.mp4" and first["corpus_file"] == "owned/a.mp4"
     assert float(first["speed"]) == 0.5 and float(first["corpus_end"]) == 40.0
@@ -307,5 +308,5 @@ def test_csv_lists_unmatched_files_and_defuses_formulas(tmp_path: Path) -> None:
     r = Report("compare", 10.0, 0.0, 0.0, files=[FileResult("=HYPERLINK(\"http://x\")", 10.0)])
     with open(write_report_csv(r, tmp_path / "r.csv"), newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
-    assert rows[0]["kind"] == "no-match"
-    assert rows[0]["query_file"].startswith("'=")
+    assert rows[1]["kind"] == "no-match"
+    assert rows[1]["query_file"].startswith("'=")
