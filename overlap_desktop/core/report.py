@@ -670,8 +670,8 @@ def new_footage_sentence(report: Report) -> str:
     if report.kind != "compare":
         return ""
     amounts = _pair_of_durations(report.new_seconds, report.offered_seconds)
-    share = format_percent(100.0 * report.new_seconds / report.offered_seconds) if report.offered_seconds > 0 \
-        else "0%"
+    offered = report.offered_seconds
+    share = format_percent(100.0 * report.new_seconds / offered) if offered > 0 else "0%"
     if repeats_checked(report):
         return (f"New footage you would actually get: {amounts} ({share}), not owned and not repeated "
                 "inside the offer.")
@@ -736,7 +736,8 @@ GLOSSARY: dict[str, str] = {
     "weak evidence": "A match that could too easily be a coincidence (for example two recordings of the same "
                      "scene). It is listed so nothing is hidden, but not counted.",
     "chance of a coincidence": "How often a match at least this strong would turn up by chance alone in "
-                               "this comparison. \"About 1 in a billion\" means it is almost certainly a copy.",
+                               "this comparison. \"About 1 in a billion\" means it is almost certainly a "
+                               "copy.",
     "could not be judged": "Offered time with too little visual detail to compare (a still or blank "
                            "picture). It counts neither as matched nor as new.",
     "how alike": "How close matched frames are, from near-identical through very close, close, similar and "
@@ -953,7 +954,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     recomputes them rather than trusting them.
     """
     fl = _floor(report)
-    n_segments = sum(len(f.segments) + len(f.below_floor) + len(f.weak) + len(f.repeats) for f in report.files)
+    n_segments = sum(len(f.segments) + len(f.below_floor) + len(f.weak) + len(f.repeats)
+                     for f in report.files)
     max_pairs = max(MIN_PAIRS_PER_SEGMENT,
                     min(MAX_PAIRS_PER_SEGMENT, MAX_PAIRS_PER_REPORT // max(1, n_segments)))
     created = report.created or datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -1285,7 +1287,8 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
         if kind == "repeat":
             desc = describe_repeat(s)
         else:
-            desc = describe_segment(s, below_floor=kind == "below-floor", floor_seconds=fl, weak=kind == "weak")
+            desc = describe_segment(s, below_floor=kind == "below-floor", floor_seconds=fl,
+                                    weak=kind == "weak")
         return [kind, _csv_text(s.query_file or ""), _csv_text(s.query_stream), f"{s.query_start:.3f}",
                 f"{s.query_end:.3f}", _csv_text(s.corpus_file), _csv_text(s.corpus_stream),
                 f"{s.corpus_start:.3f}", f"{s.corpus_end:.3f}", f"{s.speed:.4f}", int(v.mirrored),
@@ -1490,7 +1493,7 @@ def _segment_rows(rows: list[tuple[FileResult, Segment]], *, repeats: bool = Fal
             '<th class="num">Speed</th><th>What was done</th><th class="num">Matching frames</th>'
             '<th title="' + _esc(GLOSSARY["how alike"]) + '">How alike</th>']
     if with_chance:
-        head.append('<th title="' + _esc(GLOSSARY["chance of a coincidence"]) + '">Chance of a coincidence</th>')
+        head.append(f'<th title="{_esc(GLOSSARY["chance of a coincidence"])}">Chance of a coincidence</th>')
     out = ["".join(head) + "</tr></thead><tbody>"]
     for f, s in rows:
         words = _manipulation_words(s)
@@ -1503,7 +1506,8 @@ def _segment_rows(rows: list[tuple[FileResult, Segment]], *, repeats: bool = Fal
             f'<td class="num">{format_clock(s.corpus_start)}–{format_clock(s.corpus_end)}</td>',
             f'<td class="num">{_esc(speed_text(s))}</td><td>{manip}</td>',
             f'<td class="num">{int(s.frames)}</td>',
-            f'<td><span class="sw" style="background:{level.colour};margin-left:0"></span>{_esc(level.words)}</td>',
+            f'<td><span class="sw" style="background:{level.colour};margin-left:0"></span>'
+            f"{_esc(level.words)}</td>",
         ]
         if with_chance:
             cw = chance_words(s.chance, short=True)
@@ -1525,7 +1529,8 @@ def _kv_table(d: Mapping[str, Any]) -> str:
             text = json.dumps(_jsonable(v), ensure_ascii=False)
         else:
             text = str(_jsonable(v))
-        rows.append(f"<tr><td>{_esc(_SETTING_WORDS.get(str(k), k))}</td><td class='name'>{_esc(safe_text(text, max_len=400))}</td></tr>")
+        rows.append(f"<tr><td>{_esc(_SETTING_WORDS.get(str(k), k))}</td>"
+                    f"<td class='name'>{_esc(safe_text(text, max_len=400))}</td></tr>")
     return "<table>" + "".join(rows) + "</table>" if rows else "<p class='note'>none recorded</p>"
 
 
@@ -1637,7 +1642,8 @@ def render_report_html(report: Report) -> str:
                 n_ev = len(f.below_floor) + len(f.weak)
                 flag_html = f'<span class="muted">{n_ev} uncounted match{"es" if n_ev != 1 else ""}</span>'
             new_cells = (f'<td class="num">{_esc(format_duration(f.repeated_seconds))}</td>'
-                         f'<td class="num">{_esc(format_duration(f.new_seconds))}</td>' if compare_kind else "")
+                         f'<td class="num">{_esc(format_duration(f.new_seconds))}</td>'
+                         if compare_kind else "")
             h.append(
                 f'<tr><td class="name">{_esc(f.query_file)}</td>'
                 f'<td class="num">{_esc(format_duration(f.duration_s))}</td>'

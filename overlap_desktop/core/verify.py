@@ -449,10 +449,12 @@ def render_verify_html(result: VerifyResult) -> str:
     if label:
         h.append(f'<p class="label">Offer: <b>{_esc(label)}</b></p>')
     if result.root:
-        h.append(f'<p class="seal" title="{_esc(GLOSSARY["seal"])}">Seal of the quoted manifest (Merkle root): '
+        h.append(f'<p class="seal" title="{_esc(GLOSSARY["seal"])}">Seal of the quoted manifest '
+                 "(Merkle root): "
                  f'<code id="seal">{_esc(result.root)}</code></p>')
     cards = [(len(result.entries), "quoted files"), (result.matched, "present and exact"),
-             (result.altered, "altered"), (result.missing, "missing"), (len(result.extra), "not in the quote"),
+             (result.altered, "altered"), (result.missing, "missing"),
+             (len(result.extra), "not in the quote"),
              (len(result.ignored), "system files ignored")]
     if result.unreadable:
         cards.append((len(result.unreadable), "could not be read"))
@@ -489,17 +491,20 @@ def render_verify_html(result: VerifyResult) -> str:
         h.append("<h2>System files ignored</h2>")
         h.append(f'<p class="note">{_esc(GLOSSARY["system files"])}</p>')
         h.append(_path_table(result.ignored))
-    terms = ("present and exact", "altered", "missing", "not in the quote", "system files", "seal", "manifest")
+    terms = ("present and exact", "altered", "missing", "not in the quote", "system files", "seal",
+             "manifest")
     h.append('<h2>Words used in this report</h2><dl class="glossary">' + "".join(
         f"<dt>{_esc(t)}</dt><dd>{_esc(GLOSSARY[t])}</dd>" for t in terms) + "</dl>")
     when = f" on {_esc(format_date(result.checked))}" if result.checked else ""
-    h.append(f"<footer><h2>How this check was made</h2><p>Checked by overlap desktop {_esc(__version__)}{when}: "
+    names = "pseudonyms (files matched by size and checksum only)" if result.anonymized else "real names"
+    h.append("<footer><h2>How this check was made</h2>"
+             f"<p>Checked by overlap desktop {_esc(__version__)}{when}: "
              f"every delivered file whose size a quoted file has was read in full and its SHA-256 checksum "
              f"compared ({result.bytes_hashed:,} bytes read). Format {_esc(VERIFY_SCHEMA)}.</p>"
              f"<table><tr><td>Manifest</td><td class='name'>{_esc(result.manifest)}</td></tr>"
              f"<tr><td>Delivery folder</td><td class='name'>{_esc(result.data_dir)}</td></tr>"
              f"<tr><td>File names in the manifest</td><td>"
-             f"{'pseudonyms (files matched by size and checksum only)' if result.anonymized else 'real names'}"
+             f"{names}"
              "</td></tr></table></footer></body></html>")
     return "\n".join(h)
 
@@ -508,7 +513,8 @@ def _path_table(rows: list[dict[str, Any]]) -> str:
     from overlap_desktop.core.report import _esc
 
     return ('<table><thead><tr><th>File</th><th class="num">Size (bytes)</th></tr></thead><tbody>' + "".join(
-        f'<tr><td class="name">{_esc(x.get("path", ""))}</td><td class="num">{int(x.get("size", 0)):,}</td></tr>'
+        f'<tr><td class="name">{_esc(x.get("path", ""))}</td>'
+        f'<td class="num">{int(x.get("size", 0)):,}</td></tr>'
         for x in rows) + "</tbody></table>")
 
 

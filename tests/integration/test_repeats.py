@@ -7,8 +7,6 @@ Generated footage (tests/footage.py), small and short; each world is built once.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 import pytest
 
 from overlap_desktop import api

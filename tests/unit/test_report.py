@@ -335,7 +335,8 @@ def test_clock_fields_stay_in_range() -> None:
 @pytest.mark.parametrize(("chance", "words"), [
     (1e-9, "about 1 in a billion"), (3e-5, "about 1 in 30,000"), (2.2e-7, "about 1 in 5 million"),
     (1e-3, "about 1 in 1,000"), (3.4e-13, "about 1 in 3 trillion"), (1e-30, "far less than 1 in a trillion"),
-    (0.9, "high (about 1 such line expected by chance)"), (4.0, "high (about 4 such lines expected by chance)"),
+    (0.9, "high (about 1 such line expected by chance)"),
+    (4.0, "high (about 4 such lines expected by chance)"),
 ])
 def test_chance_in_plain_words(chance: float, words: str) -> None:
     assert chance_words(chance) == "chance of a coincidence like this: " + words
@@ -470,7 +471,8 @@ def test_html_speaks_plain_words(tmp_path: Path) -> None:
 
 def test_one_distance_scale_for_report_and_app() -> None:
     assert [lv.upper for lv in DISTANCE_SCALE] == sorted(lv.upper for lv in DISTANCE_SCALE)
-    assert DISTANCE_SCALE[-1].upper >= 256 and len({lv.colour for lv in DISTANCE_SCALE}) == len(DISTANCE_SCALE)
+    assert DISTANCE_SCALE[-1].upper >= 256
+    assert len({lv.colour for lv in DISTANCE_SCALE}) == len(DISTANCE_SCALE)
     assert distance_colour(0) == distance_colour(DISTANCE_SCALE[0].upper) == DISTANCE_SCALE[0].colour
     assert distance_colour(DISTANCE_SCALE[0].upper + 0.5) == DISTANCE_SCALE[1].colour
     assert distance_colour(300) == DISTANCE_SCALE[-1].colour and distance_words(3) == "near-identical"

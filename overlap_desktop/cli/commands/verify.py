@@ -16,7 +16,8 @@ def _add(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, metavar="DIR", help="the delivered files (searched recursively)")
     p.add_argument("-o", "--output", metavar="FILE.json", help="write the full result as JSON")
     p.add_argument("--html", metavar="FILE.html",
-                   help="write a verification report for people (self-contained HTML) to file with the purchase")
+                   help="write a verification report for people (self-contained HTML) to file with the "
+                        "purchase")
     p.add_argument("--strict", action="store_true",
                    help="also exit 3 when files that are not in the quote were delivered (system files such "
                         "as Thumbs.db and .DS_Store are always ignored)")
@@ -54,8 +55,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
 
 COMMAND = Command("verify", "check delivered files against the quoted manifest (sha256, bit for bit)", _add,
                   _run, order=60,
-                  description="Hash every delivered file and report, per manifest entry, present and exact / "
-                              "altered / missing, plus files not in the quote (system files such as Thumbs.db "
-                              "and .DS_Store are ignored). Exit 0 when every quoted file is present and exact "
-                              "(extras listed; with --strict extras fail too), 3 when quoted files are altered "
-                              "or missing, 4 when the manifest is refused.")
+                  description="Hash every delivered file and report, per manifest entry, present and "
+                              "exact / altered / missing, plus files not in the quote (system files such as "
+                              "Thumbs.db and .DS_Store are ignored). Exit 0 when every quoted file is "
+                              "present and exact (extras listed; with --strict extras fail too), 3 when "
+                              "quoted files are altered or missing, 4 when the manifest is refused.")
