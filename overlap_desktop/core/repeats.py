@@ -59,6 +59,11 @@ def _swap(s: RawSegment) -> RawSegment:
         speed=1.0 / speed, offset=-s.offset / speed, variant_idx=0, pairs=pairs)
 
 
+def _overlaps_itself(s: RawSegment) -> bool:
+    c0, c1 = sorted((s.corpus_start, s.corpus_end))
+    return min(s.query_end, c1) > max(s.query_start, c0)
+
+
 def _repeat_on_query_side(qi: int, sid: int, s: RawSegment) -> bool:
     """True when the query side of ``s`` is the copy to list as the repeat."""
     a = abs(s.speed)
@@ -110,6 +115,10 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
     corpus = _MemoryCorpus([(q.file, q.key, q.fp) for q in qs])
     try:
         found = compare_streams(qs, corpus, params, pair_filter=pair_filter, progress=relay, cancel=cancel)
+        # Within one stream a repeat must lie apart from its source: a line whose two spans
+        # overlap is footage that changes slowly (a camera panning, a robot idling), not
+        # footage shown twice.
+        found = [(qi, sid, s) for qi, sid, s in found if qi != sid or not _overlaps_itself(s)]
         # Both directions of a pair are searched (no seed is lost to the asymmetry of the
         # search); each line is turned to face the copy that is the repeat, and the
         # duplicate from the other direction is then merged by the report's de-duplication.
