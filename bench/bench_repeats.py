@@ -68,9 +68,16 @@ def run(hours: float) -> dict:
     queries = []
     for i, codes in enumerate(streams):
         n = codes.shape[0]
-        fp = StreamFingerprints(times_ns=(np.arange(n) * 1e9).astype(np.int64), quality=np.full(n, 90, np.uint8),
-                                codes=codes[:, None, :].copy(), variants=(Variant(),), usable=np.ones(n, bool),
-                                indeterminate=[], fps=1.0, duration_s=float(n))
+        fp = StreamFingerprints(
+            times_ns=(np.arange(n) * 1e9).astype(np.int64),
+            quality=np.full(n, 90, np.uint8),
+            codes=codes[:, None, :].copy(),
+            variants=(Variant(),),
+            usable=np.ones(n, bool),
+            indeterminate=[],
+            fps=1.0,
+            duration_s=float(n),
+        )
         queries.append(QueryStream(f"s{i:05d}.mp4", float(n), "v:0", fp))
     t0, c0 = time.perf_counter(), time.process_time()
     files = find_repeats(queries, MatchParams())
@@ -78,11 +85,23 @@ def run(hours: float) -> dict:
     last_file = files[-1]
     found_slow = any(s.corpus_file == "s00000.mp4" and abs(s.speed - 0.5) < 0.03 for s in last_file.segments)
     found_same = any(s.corpus_file == "s00001.mp4" and abs(s.speed - 1.0) < 0.03 for s in last_file.segments)
-    false = sum(1 for f in files for s in f.segments
-                if not (f is last_file and s.corpus_file in ("s00000.mp4", "s00001.mp4")))
-    return {"hours": hours, "streams": n_streams, "codes": n_streams * STREAM_SECONDS, "wall_s": round(wall, 2),
-            "cpu_s": round(cpu, 2), "found_slow": found_slow, "found_same": found_same, "false_segments": false,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    false = sum(
+        1
+        for f in files
+        for s in f.segments
+        if not (f is last_file and s.corpus_file in ("s00000.mp4", "s00001.mp4"))
+    )
+    return {
+        "hours": hours,
+        "streams": n_streams,
+        "codes": n_streams * STREAM_SECONDS,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "found_slow": found_slow,
+        "found_same": found_same,
+        "false_segments": false,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def main() -> None:
@@ -94,8 +113,9 @@ def main() -> None:
         print(json.dumps(run(args.child)))
         return
     for h in args.hours:
-        out = subprocess.run([sys.executable, __file__, "--child", str(h)], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", str(h)], capture_output=True, text=True, check=True
+        )
         print(out.stdout.strip().splitlines()[-1])
 
 
