@@ -1527,6 +1527,8 @@ def _kv_table(d: Mapping[str, Any]) -> str:
     for k, v in d.items():
         if isinstance(v, (dict, list)):
             text = json.dumps(_jsonable(v), ensure_ascii=False)
+        elif k == "created" and isinstance(v, str):
+            text = format_date(v)  # a date for people, not a raw ISO stamp
         else:
             text = str(_jsonable(v))
         rows.append(f"<tr><td>{_esc(_SETTING_WORDS.get(str(k), k))}</td>"

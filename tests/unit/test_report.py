@@ -460,12 +460,14 @@ def test_html_shows_new_footage_seal_chance_weak_and_repeats(tmp_path: Path) -> 
 
 
 def test_html_speaks_plain_words(tmp_path: Path) -> None:
+    r = _with_new_fields()
+    r.manifest["created"] = "2026-12-01T09:30:00Z"
     parsed = _Collector()
-    parsed.feed(render_report_html(_with_new_fields()))
+    parsed.feed(render_report_html(r))
     text = "".join(parsed.text)
-    for jargon in ("Mean distance", "mean distance", "Score", "v:0", "index", "2026-12-02T15"):
+    for jargon in ("Mean distance", "mean distance", "Score", "v:0", "index", "2026-12-02T15", "2026-12-01T"):
         assert jargon not in text, jargon
-    assert "2 December 2026, 15:00 UTC" in text
+    assert "2 December 2026, 15:00 UTC" in text and "1 December 2026, 09:30 UTC" in text
     assert "Words used in this report" in text and GLOSSARY["evidence floor"] in text
 
 
