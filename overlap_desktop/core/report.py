@@ -728,7 +728,8 @@ GLOSSARY: dict[str, str] = {
     "new footage": "Offered time that was judged and is neither owned nor a repeat of other footage in the "
                    "same offer: what you would actually get by buying.",
     "repeat": "A stretch of the offer that shows the same footage as another part of the offer (for example "
-              "a file that is another offered file slowed down). Only the later copy is listed.",
+              "a file that is another offered file slowed down). One copy is listed: the one that bills more "
+              "time, or at the same speed the later one.",
     "real footage": "How much owned footage lies behind matched offered time. A copy slowed to half speed "
                     "offers twice the hours of the real footage it holds.",
     "evidence floor": "The shortest match that is counted (10 seconds unless you change it). Shorter matches "
@@ -1703,7 +1704,8 @@ def render_report_html(report: Report) -> str:
         if rep_rows:
             h.append('<p class="note">These stretches show the same footage as another part of the same '
                      "offer (for example a file that is another offered file slowed down). Each repeat is "
-                     "listed once, on the later file; its time is not counted as new footage.</p>")
+                     "listed once: on the copy that bills more time (the slowed one), or at the same speed on "
+                     "the later one. Its time is not counted as new footage.</p>")
             h.append(_segment_rows(rep_rows, repeats=True))
         elif repeats_checked(report):
             h.append('<p class="note">None: no part of the offer repeats another part.</p>')
