@@ -50,6 +50,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.html:
         ctx.note(f"verification report written to {api.write_verify_html(r, Path(args.html))}")
     failed = not r.complete or (args.strict and not r.exact)
+    if r.complete and failed:
+        ctx.note("--strict: files not in the quote (or unreadable files) were delivered: exit status 3")
     return int(ExitCode.CHECK_FAILED if failed else ExitCode.OK)
 
 
