@@ -49,6 +49,10 @@ _EXPORTS: dict[str, str] = {
     "TextNgrams": "overlap_desktop.core.manifest_sections",
     "verify_delivery": "overlap_desktop.core.verify",
     "VerifyResult": "overlap_desktop.core.verify",
+    "verify_verdict": "overlap_desktop.core.verify",
+    "is_clutter": "overlap_desktop.core.verify",
+    "write_verify_html": "overlap_desktop.core.verify",
+    "write_verify_json": "overlap_desktop.core.verify",
     # Core 3: matching and reports
     "compare": "overlap_desktop.core.compare",
     "self_dedupe": "overlap_desktop.core.compare",
@@ -72,6 +76,21 @@ _EXPORTS: dict[str, str] = {
     "MergeSummary": "overlap_desktop.core.merge",
     "safe_text": "overlap_desktop.core.report",
     "report_to_dict": "overlap_desktop.core.report",
+    "new_footage_sentence": "overlap_desktop.core.report",
+    "describe_repeat": "overlap_desktop.core.report",
+    "chance_words": "overlap_desktop.core.report",
+    "speed_words": "overlap_desktop.core.report",
+    "speed_text": "overlap_desktop.core.report",
+    "DISTANCE_SCALE": "overlap_desktop.core.report",
+    "DistanceLevel": "overlap_desktop.core.report",
+    "distance_colour": "overlap_desktop.core.report",
+    "distance_words": "overlap_desktop.core.report",
+    "format_date": "overlap_desktop.core.report",
+    "stream_words": "overlap_desktop.core.report",
+    "GLOSSARY": "overlap_desktop.core.report",
+    "glossary_tip": "overlap_desktop.core.report",
+    "judged_unmatched_seconds": "overlap_desktop.core.report",
+    "repeats_checked": "overlap_desktop.core.report",
     # one owned frame for display (the GUI's match preview)
     "frame_at": "overlap_desktop.core.preview",
     # first run
@@ -118,12 +137,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.preview import frame_at
     from overlap_desktop.core.readers import available_readers
     from overlap_desktop.core.readers.lerobot import episode_spans_for
-    from overlap_desktop.core.report import (FileResult, Report, describe_flags, describe_segment,
-                                             format_clock, format_duration, format_percent, headline,
-                                             headline_details, load_report_json, report_to_dict, safe_text,
-                                             write_report_csv, write_report_html, write_report_json)
+    from overlap_desktop.core.report import (DISTANCE_SCALE, GLOSSARY, DistanceLevel, FileResult, Report,
+                                             chance_words, describe_flags, describe_repeat, describe_segment,
+                                             distance_colour, distance_words, format_clock, format_date,
+                                             format_duration, format_percent, glossary_tip, headline,
+                                             headline_details, judged_unmatched_seconds, load_report_json,
+                                             new_footage_sentence, repeats_checked, report_to_dict, safe_text,
+                                             speed_text, speed_words, stream_words, write_report_csv,
+                                             write_report_html, write_report_json)
     from overlap_desktop.core.textoverlap import (TextOverlapResult, check_hashed_overlap,
                                                   keyed_ngram_hashes, text_overlap)
     from overlap_desktop.core.types import (CancelToken, Progress, Segment, StreamFingerprints,
                                             Variant)
-    from overlap_desktop.core.verify import VerifyResult, verify_delivery
+    from overlap_desktop.core.verify import (VerifyResult, is_clutter, verify_delivery, verify_verdict,
+                                             write_verify_html, write_verify_json)

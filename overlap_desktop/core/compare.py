@@ -26,7 +26,8 @@ from overlap_desktop.core.annotations import (annotation_overlap, fill_episodes,
 from overlap_desktop.core.evidence import EVIDENCE_ID
 from overlap_desktop.core.match import (MatchParams, RawSegment, match_streams, real_footage_seconds,
                                         union_seconds, union_seconds_excluding)
-from overlap_desktop.core.report import FileResult, Report
+from overlap_desktop.core.repeats import fill_repeats
+from overlap_desktop.core.report import FileResult, Report, offered_pieces
 from overlap_desktop.core.search import Hits, Shard, build_shard
 from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, Segment, Span,
                                         StreamFingerprints, Variant, check_cancel)
@@ -336,7 +337,9 @@ def _flags(segments: Sequence[Segment]) -> list[str]:
             flags.add("edge-crop")
         if v.rotation:
             flags.add("rotation")
-    if len(segments) > 1:
+    # A splice is pieces following each other in offered time, not one stretch matching
+    # several owned copies of the same footage.
+    if len(offered_pieces(segments)) > 1:
         flags.add("splice")
     order = ["slowdown", "speedup", "reversed", "mirror", "crop", "edge-crop", "rotation", "splice"]
     return [f for f in order if f in flags]
@@ -564,6 +567,8 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         report = _report("compare", files, manifest=facts,
                          settings=_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
         report.text_overlap = text_block
+        # The offer against itself: internal repeats and the new footage a buyer would get.
+        fill_repeats(report, queries, params, progress=progress, cancel=cancel)
         return report
     finally:
         if own:

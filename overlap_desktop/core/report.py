@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html import escape as _html_escape
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -54,9 +54,12 @@ __all__ = [
 ]
 
 #: Identifier and version of the report JSON format.
-REPORT_SCHEMA = "overlap.report/1"
+REPORT_SCHEMA = "overlap.report/2"
 _SCHEMA_PREFIX = "overlap.report/"
-_SCHEMA_MAJOR = 1
+_SCHEMA_MAJOR = 2
+#: Older versions :func:`load_report_json` still reads (missing fields get defaults; see
+#: docs/report-schema.md, "Versioning").
+_SCHEMA_READABLE = (1, 2)
 
 #: Speeds within this distance of 1.0 count as "normal speed" in plain-word flags.
 SPEED_TOLERANCE = 0.08
@@ -68,8 +71,6 @@ MAX_PAIRS_PER_REPORT = 200_000
 MIN_PAIRS_PER_SEGMENT = 24
 #: Plots drawn in the HTML report; beyond this the file gets slow to open.
 MAX_HTML_PLOTS = 60
-#: Hamming distance drawn as "far" (red) in plots; PDQ near-duplicates sit well below.
-_PLOT_FAR_DISTANCE = 64.0
 
 
 @dataclass(slots=True)
@@ -247,15 +248,22 @@ def format_percent(pct: float) -> str:
 
 
 def format_clock(seconds: float) -> str:
-    """A position in a file: ``"1:02:03.5"`` or ``"2:03.5"``."""
+    """A position in a file: ``"1:02:03.5"`` or ``"2:03.5"``.
+
+    The time is rounded to tenths *before* it is split into hours, minutes and seconds,
+    so 59.96 s reads ``"1:00.0"`` (never ``"0:60.0"``) and 3599.97 s ``"1:00:00.0"``.
+    """
     s = float(seconds)
-    sign = "-" if s < 0 else ""
-    s = abs(s)
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    if h >= 1:
-        return f"{sign}{int(h)}:{int(m):02d}:{sec:04.1f}"
-    return f"{sign}{int(m)}:{sec:04.1f}"
+    if not math.isfinite(s):
+        return "?"
+    tenths = int(round(abs(s) * 10))
+    sign = "-" if s < 0 and tenths else ""
+    h, rem = divmod(tenths, 36000)
+    m, t = divmod(rem, 600)
+    sec = f"{t // 10:02d}.{t % 10}"
+    if h:
+        return f"{sign}{h}:{m:02d}:{sec}"
+    return f"{sign}{m}:{sec}"
 
 
 #: Speeds people use when re-timing footage; a measured speed within 3% of one is shown as it
@@ -282,16 +290,192 @@ def _speed_words(speed: float) -> str | None:
     return None
 
 
+def _speed_interval(seg: Segment) -> tuple[float, float] | None:
+    """The 95% interval of ``|speed|`` as ``(low, high)``, or ``None`` when not measured."""
+    lo, hi = seg.speed_low, seg.speed_high
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    a, b = sorted((abs(float(lo)), abs(float(hi))))
+    if (lo < 0) != (hi < 0):  # an interval straddling zero holds every |speed| up to its edges
+        a = 0.0
+    return a, b
+
+
+def speed_words(seg: Segment) -> str | None:
+    """Plain words for a segment's speed (``"slowed to 0.5x"``), or ``None`` at normal speed.
+
+    With a measured interval (``speed_low``/``speed_high``) the words are used only when
+    the whole interval lies below or above normal speed: a short identical copy measured
+    at 0.9x with an interval of 0.7x-1.1x is *not* called slowed. Older reports without an
+    interval fall back to a fixed tolerance around 1.0.
+    """
+    iv = _speed_interval(seg)
+    if iv is None:
+        return _speed_words(seg.speed)
+    lo, hi = iv
+    if hi < 1.0:
+        return f"slowed to {_format_speed(seg.speed)}"
+    if lo > 1.0:
+        return f"sped up to {_format_speed(seg.speed)}"
+    return None
+
+
+def speed_text(seg: Segment) -> str:
+    """The speed as a number with its interval when known: ``"0.5x (0.48–0.52x)"``.
+
+    Reversed copies are marked ``"reversed 1x"``; see :func:`speed_words` for the sentence form.
+    """
+    rev = "reversed " if seg.speed < 0 else ""
+    iv = _speed_interval(seg)
+    if iv is None:
+        return f"{rev}{_format_speed(seg.speed)}"
+    lo, hi = iv
+    return f"{rev}{_format_speed(seg.speed)} ({_plain_speed(lo)}–{_plain_speed(hi)}x)"
+
+
+def _plain_speed(a: float) -> str:
+    """A speed bound with two decimals and no snapping to a nice value."""
+    return f"{abs(a):.2f}".rstrip("0").rstrip(".") or "0"
+
+
+def chance_words(chance: float | None, *, short: bool = False) -> str:
+    """A segment's chance of being a coincidence in plain words.
+
+    ``chance`` is an expected number of lines this strong that chance alone would
+    produce (see :class:`~overlap_desktop.core.types.Segment`). Examples: ``1e-9`` ->
+    ``"chance of a coincidence like this: about 1 in a billion"``; ``3e-5`` -> ``"... about
+    1 in 30,000"``; ``2.0`` -> ``"... high (about 2 such lines expected by chance)"``.
+    ``None`` (not computed, e.g. an older report) gives ``""``. ``short`` leaves out the
+    leading "chance of a coincidence like this: " (for a table column of that name).
+    """
+    if chance is None or not math.isfinite(float(chance)) or float(chance) < 0:
+        return ""
+    c = float(chance)
+    lead = "" if short else "chance of a coincidence like this: "
+    if c >= 0.5:
+        many = f"{round(c):,}" if c < 1.5 or c >= 10 else f"{c:.2g}"
+        return lead + f"high (about {many} such line{'s' if c >= 1.5 else ''} expected by chance)"
+    if c < 1e-15:
+        return lead + "far less than 1 in a trillion"
+    return lead + f"about 1 in {_one_in(1.0 / c)}"
+
+
+def _one_in(n: float) -> str:
+    """``n`` rounded to one significant figure, named for people: ``"30,000"``, ``"a billion"``."""
+    exp = math.floor(math.log10(n))
+    mant = round(n / 10 ** exp)
+    if mant >= 10:
+        mant, exp = 1, exp + 1
+    for power, name in ((12, "trillion"), (9, "billion"), (6, "million")):
+        if exp >= power:
+            k = mant * 10 ** (exp - power)
+            return f"a {name}" if k == 1 else f"{k:,} {name}"
+    return f"{mant * 10 ** exp:,}"
+
+
+class DistanceLevel(NamedTuple):
+    """One level of the colour scale for match distances.
+
+    Attributes:
+        upper: Largest Hamming distance (of 256 bits) in this level.
+        colour: ``#rrggbb``.
+        words: What the level means to a person ("near-identical" ... "weak").
+    """
+
+    upper: float
+    colour: str
+    words: str
+
+
+#: THE colour scale for how alike matched frames are, used by the HTML report and the app
+#: (one definition, so a legend means the same everywhere). Green is near-identical, red is
+#: loose; PDQ copies of the same frame usually sit in the first three levels.
+DISTANCE_SCALE: tuple[DistanceLevel, ...] = (
+    DistanceLevel(8, "#1a9850", "near-identical"),
+    DistanceLevel(16, "#66bd63", "very close"),
+    DistanceLevel(24, "#a6d96a", "close"),
+    DistanceLevel(32, "#fdae61", "similar"),
+    DistanceLevel(48, "#f46d43", "loose"),
+    DistanceLevel(256, "#d73027", "weak"),
+)
+
+
+def _distance_level(d: float) -> DistanceLevel:
+    v = float(d)
+    if not math.isfinite(v):
+        return DISTANCE_SCALE[-1]
+    for level in DISTANCE_SCALE:
+        if v <= level.upper:
+            return level
+    return DISTANCE_SCALE[-1]
+
+
+def distance_colour(d: float) -> str:
+    """The colour of the :data:`DISTANCE_SCALE` level holding distance ``d``."""
+    return _distance_level(d).colour
+
+
+def distance_words(d: float) -> str:
+    """How alike two matched frames are, in words (``"near-identical"``), for labels and tips."""
+    return _distance_level(d).words
+
+
 def _variant_words(v: Variant) -> list[str]:
     words = v.describe()
     return [w for w in words.split(", ") if w] if words else []
 
 
-def _corpus_sources(segments: Iterable[Segment]) -> list[str]:
-    seen: dict[str, None] = {}
-    for s in segments:
-        seen.setdefault(s.corpus_file, None)
-    return list(seen)
+def offered_pieces(segments: Iterable[Segment]) -> list[list[Segment]]:
+    """Group segments into pieces of *offered* time.
+
+    Segments whose offered spans overlap by at least half of the shorter one describe the
+    same offered stretch (e.g. one stretch matching two owned files that are copies of each
+    other); they form one piece. Pieces follow each other in offered time, which is what
+    a splice is. Pieces are returned in offered-time order.
+    """
+    segs = sorted(segments, key=lambda x: (x.query_start, x.query_end))
+    pieces: list[list[Segment]] = []
+    spans: list[tuple[float, float]] = []
+    for sg in segs:
+        for k, (a, b) in enumerate(spans):
+            ov = min(b, sg.query_end) - max(a, sg.query_start)
+            shorter = min(b - a, sg.query_duration)
+            if ov > 0 and ov >= 0.5 * shorter:
+                pieces[k].append(sg)
+                spans[k] = (min(a, sg.query_start), max(b, sg.query_end))
+                break
+        else:
+            pieces.append([sg])
+            spans.append((sg.query_start, sg.query_end))
+    return pieces
+
+
+def _source_groups(pieces: list[list[Segment]]) -> int:
+    """How many distinct sources the pieces come from: pieces that share an owned file
+    are one source (union-find over the pieces' file sets)."""
+    parent = list(range(len(pieces)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, piece in enumerate(pieces):
+        for sg in piece:
+            j = owner.setdefault(sg.corpus_file, i)
+            parent[find(i)] = find(j)
+    return len({find(i) for i in range(len(pieces))})
+
+
+def judged_unmatched_seconds(file_result: FileResult) -> float:
+    """Offered seconds of a file that were judged and match nothing owned.
+
+    Time that could not be judged (static, featureless) is neither matched nor unmatched.
+    """
+    f = file_result
+    return max(0.0, f.duration_s - f.matched_seconds - f.indeterminate_seconds)
 
 
 def describe_flags(file_result: FileResult) -> list[str]:
@@ -300,7 +484,10 @@ def describe_flags(file_result: FileResult) -> list[str]:
     Words come from the reported segments when they carry the detail (the actual
     speed, crop depth and side) and fall back to the matcher's machine flags
     otherwise, e.g. ``["slowed to 0.5x", "mirrored", "cropped bottom 18%",
-    "spliced from 2 sources"]``. Below-floor evidence is not described here.
+    "spliced from 2 sources"]``. "Spliced" is said only for pieces that follow each
+    other in offered time; one stretch matching several owned files (copies of each
+    other) reads ``"matches footage you own in 2 files"``. Below-floor and weak evidence
+    are not described here.
 
     Args:
         file_result: One file of a report.
@@ -312,12 +499,15 @@ def describe_flags(file_result: FileResult) -> list[str]:
     segs = list(file_result.segments)
     flags = set(file_result.flags)
     for s in segs:
-        w = _speed_words(s.speed)
+        w = speed_words(s)
         if w:
             out.setdefault(w, None)
-    if "slowdown" in flags and not any(abs(s.speed) < 1 - SPEED_TOLERANCE for s in segs):
+    # Machine flags stand in only when no segment carries the detail (an interval that
+    # includes normal speed is detail too: it says "not shown to be slowed").
+    detail = bool(segs)
+    if "slowdown" in flags and not detail:
         out.setdefault("slowed down", None)
-    if "speedup" in flags and not any(abs(s.speed) > 1 + SPEED_TOLERANCE for s in segs):
+    if "speedup" in flags and not detail:
         out.setdefault("sped up", None)
     if any(s.speed < 0 for s in segs) or "reversed" in flags:
         out.setdefault("reversed", None)
@@ -332,44 +522,89 @@ def describe_flags(file_result: FileResult) -> list[str]:
         out.setdefault("edge cropped", None)
     if "rotation" in flags and not any(s.variant.rotation for s in segs):
         out.setdefault("rotated", None)
-    sources = _corpus_sources(segs)
-    if len(sources) >= 2:
-        out.setdefault(f"spliced from {len(sources)} sources", None)
-    elif len(segs) >= 2:
-        out.setdefault(f"{len(segs)} pieces of 1 owned file", None)
-    elif "splice" in flags:
+    pieces = offered_pieces(segs)
+    if len(pieces) >= 2:
+        n_sources = _source_groups(pieces)
+        if n_sources >= 2:
+            out.setdefault(f"spliced from {n_sources} sources", None)
+        else:
+            out.setdefault(f"{len(pieces)} pieces of 1 owned file", None)
+    elif "splice" in flags and not segs:
         out.setdefault("spliced", None)
-    if segs and 0 < file_result.matched_percent < 95:
-        out.setdefault(f"partly new ({format_percent(100 - file_result.matched_percent)} unmatched)", None)
+    if any(len({s.corpus_file for s in piece}) >= 2 for piece in pieces):
+        n_files = len({s.corpus_file for s in segs})
+        out.setdefault(f"matches footage you own in {n_files} files", None)
+    if file_result.repeats and file_result.repeated_seconds > 0:
+        others = {s.corpus_file for s in file_result.repeats} - {file_result.query_file}
+        if not others:
+            what = "itself"
+        elif len(others) == 1:
+            what = "another offered file"
+        else:
+            what = f"{len(others)} other offered files"
+        out.setdefault(f"repeats {what} ({format_duration(file_result.repeated_seconds)})", None)
+    unmatched = max(0.0, judged_unmatched_seconds(file_result) - file_result.repeated_seconds)
+    if segs and unmatched > 0 and file_result.duration_s > 0:
+        share = 100.0 * unmatched / file_result.duration_s
+        if share > 5:
+            out.setdefault(f"partly new ({format_percent(share)} unmatched)", None)
     return list(out)
 
 
-def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: float | None = None) -> str:
+def _manipulation_words(seg: Segment) -> list[str]:
+    words = []
+    w = speed_words(seg)
+    if w:
+        words.append(w)
+    if seg.speed < 0:
+        words.append("reversed")
+    words.extend(_variant_words(seg.variant))
+    return words
+
+
+def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: float | None = None,
+                     weak: bool = False) -> str:
     """One matched stretch in plain words.
 
     Example: ``"offered 0:10.0–0:30.0 matches owned kitchen/a.mp4 1:00.0–1:10.0,
-    slowed to 0.5x, mirrored"``. File names are passed through :func:`safe_text`.
+    slowed to 0.5x, mirrored, chance of a coincidence like this: about 1 in a billion"``.
+    File names are passed through :func:`safe_text`.
 
     Args:
         seg: The segment.
         below_floor: Say that the stretch is below the evidence floor.
         floor_seconds: The floor, named when ``below_floor``.
+        weak: Say that the stretch is weak evidence (too likely a coincidence to count).
     """
     parts = [
         f"offered {format_clock(seg.query_start)}–{format_clock(seg.query_end)} matches owned "
         f"{safe_text(seg.corpus_file)} {format_clock(seg.corpus_start)}–{format_clock(seg.corpus_end)}"
     ]
-    w = _speed_words(seg.speed)
-    if w:
-        parts.append(w)
-    if seg.speed < 0:
-        parts.append("reversed")
-    parts.extend(_variant_words(seg.variant))
+    parts.extend(_manipulation_words(seg))
+    cw = chance_words(seg.chance)
+    if cw:
+        parts.append(cw)
     text = ", ".join(parts)
     if below_floor:
         fl = f" of {floor_seconds:g} s" if floor_seconds is not None else ""
         text += f" (below the evidence floor{fl}: listed as evidence, not counted)"
+    if weak:
+        text += " (weak evidence: too likely a coincidence to count; listed, not counted)"
     return text
+
+
+def describe_repeat(seg: Segment) -> str:
+    """A repeat inside the offer in plain words.
+
+    Example: ``"offered 0:00.0–0:30.0 repeats offered a.mp4 0:00.0–0:15.0, slowed to 0.5x"``
+    (``corpus_*`` of a repeat is the *other offered* file).
+    """
+    parts = [
+        f"offered {format_clock(seg.query_start)}–{format_clock(seg.query_end)} repeats offered "
+        f"{safe_text(seg.corpus_file)} {format_clock(seg.corpus_start)}–{format_clock(seg.corpus_end)}"
+    ]
+    parts.extend(_manipulation_words(seg))
+    return ", ".join(parts)
 
 
 def _floor(report: Report) -> float | None:
@@ -397,7 +632,7 @@ def headline(report: Report) -> str:
     pct = format_percent(report.overlap_percent)
     amounts = _pair_of_durations(report.matched_seconds, report.offered_seconds)
     if report.kind == "self-dedupe":
-        return f"{pct} of the indexed hours ({amounts}) duplicate other footage in the same collection."
+        return f"{pct} of the hours in this library ({amounts}) duplicate other footage in the same library."
     if report.kind == "compare-offers":
         a = _label(report, "label")
         b = _label(report, "other_label")
@@ -413,6 +648,121 @@ def headline(report: Report) -> str:
     return f"{pct} of these hours ({amounts}) match footage you already own."
 
 
+#: ``Report.settings`` key recording that the offer was compared with itself
+#: (:mod:`overlap_desktop.core.repeats`); reports without it never checked for repeats.
+REPEATS_SETTING = "offer_repeats"
+
+
+def repeats_checked(report: Report) -> bool:
+    """True when the report's offer was compared with itself for internal repeats."""
+    block = report.settings.get(REPEATS_SETTING)
+    return isinstance(block, Mapping) and bool(block.get("checked"))
+
+
+def new_footage_sentence(report: Report) -> str:
+    """The figure a buyer pays for, in one sentence (``compare`` reports; ``""`` otherwise).
+
+    Example: ``"New footage you would actually get: 0.5 of 2.0 h (25%): not owned and not
+    repeated inside the offer."`` New footage is judged time that is neither owned nor a
+    repeat of other offered footage; time that could not be judged is never counted as new.
+    Reports made before repeats were checked say so instead of claiming there are none.
+    """
+    if report.kind != "compare":
+        return ""
+    amounts = _pair_of_durations(report.new_seconds, report.offered_seconds)
+    offered = report.offered_seconds
+    share = format_percent(100.0 * report.new_seconds / offered) if offered > 0 else "0%"
+    if repeats_checked(report):
+        return (f"New footage you would actually get: {amounts} ({share}), not owned and not repeated "
+                "inside the offer.")
+    return (f"New footage you would get: {amounts} ({share}), not owned (this report did not check the "
+            "offer for repeats inside it).")
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+
+
+def format_date(iso: str) -> str:
+    """A timestamp for people: ``"2026-12-03T07:49:05Z"`` -> ``"3 December 2026, 07:49 UTC"``.
+
+    Month names are English regardless of the system locale (the rest of the report is
+    English). Unparsable text is returned neutralised but otherwise unchanged.
+    """
+    text = str(iso or "").strip()
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return safe_text(text, max_len=60)
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc)
+        zone = " UTC"
+    else:
+        zone = ""
+    return f"{dt.day} {_MONTHS[dt.month - 1]} {dt.year}, {dt:%H:%M}{zone}"
+
+
+def stream_words(key: str) -> str:
+    """A stream key for people: ``"v:0"`` (the first video track) needs no words,
+    ``"v:2"`` reads ``"video track 3"``; topic names (``/camera/image``) are kept."""
+    k = str(key or "")
+    if k.startswith("v:") and k[2:].isdigit():
+        n = int(k[2:])
+        return "" if n == 0 else f"video track {n + 1}"
+    return safe_text(k, max_len=120)
+
+
+#: The user-facing words of overlap desktop and what they mean, shared by the HTML report,
+#: the app (tooltips, help) and docs/glossary.md (a test keeps the three in step).
+GLOSSARY: dict[str, str] = {
+    "owned footage": "Footage you already have: the files in your library.",
+    "offered footage": "The footage a seller offers you, described by the seller's manifest.",
+    "library": "The fingerprints of your owned footage that overlap desktop keeps to compare offers with. "
+               "It holds fingerprints only, never copies of your videos.",
+    "manifest": "A file from the seller listing each offered file with its size, checksum and fingerprints, "
+                "so you can screen an offer without receiving the footage.",
+    "seal": "A 64-character code computed from everything in the manifest (its Merkle root). Quote it when "
+            "you buy: the delivered files can later be checked against exactly this manifest.",
+    "match": "A stretch of offered footage that shows the same pictures as a stretch of owned footage, even "
+             "if re-encoded, cropped, mirrored or played at another speed.",
+    "new footage": "Offered time that was judged and is neither owned nor a repeat of other footage in the "
+                   "same offer: what you would actually get by buying.",
+    "repeat": "A stretch of the offer that shows the same footage as another part of the offer (for example "
+              "a file that is another offered file slowed down). One copy is listed: the one that bills more "
+              "time, or at the same speed the later one.",
+    "real footage": "How much owned footage lies behind matched offered time. A copy slowed to half speed "
+                    "offers twice the hours of the real footage it holds.",
+    "evidence floor": "The shortest match that is counted (10 seconds unless you change it). Shorter matches "
+                      "are listed as evidence but not counted.",
+    "weak evidence": "A match that could too easily be a coincidence (for example two recordings of the same "
+                     "scene). It is listed so nothing is hidden, but not counted.",
+    "chance of a coincidence": "How often a match at least this strong would turn up by chance alone in "
+                               "this comparison. \"About 1 in a billion\" means it is almost certainly a "
+                               "copy.",
+    "could not be judged": "Offered time with too little visual detail to compare (a still or blank "
+                           "picture). It counts neither as matched nor as new.",
+    "how alike": "How close matched frames are, from near-identical through very close, close, similar and "
+                 "loose to weak. Copies of the same frame are usually near-identical to close.",
+    "speed": "Playback speed of the offered copy compared with the owned original: 0.5x is slowed to half "
+             "speed. A range is shown when the speed is measured; \"slowed\" or \"sped up\" is said only "
+             "when the whole range is off normal speed.",
+    "splice": "Pieces that follow each other in the offered file but come from different owned footage.",
+    "present and exact": "A delivered file with exactly the bytes the manifest quoted (same size and "
+                         "checksum), possibly under another name.",
+    "altered": "A delivered file with a quoted name but other bytes than quoted.",
+    "missing": "A quoted file that is not in the delivery.",
+    "not in the quote": "A delivered file the manifest does not list. Listed, but it does not make the "
+                        "delivery fail.",
+    "system files": "Files operating systems leave in folders (Thumbs.db, desktop.ini, .DS_Store, ._ files "
+                    "and other hidden files). Ignored when checking a delivery.",
+}
+
+
+def glossary_tip(term: str) -> str:
+    """The :data:`GLOSSARY` explanation of ``term`` (case-insensitive), or ``""``."""
+    return GLOSSARY.get(str(term).strip().lower(), "")
+
+
 def headline_details(report: Report) -> list[str]:
     """Further plain sentences that qualify the headline (real footage behind
     speed-changed copies, below-floor evidence, indeterminate time)."""
@@ -425,7 +775,7 @@ def headline_details(report: Report) -> list[str]:
     if report.kind == "compare" and report.matched_seconds > 0 and unmatched > 0:
         share = format_percent(100.0 * unmatched / report.offered_seconds)
         # "matched nothing you own", not "new": footage outside the index may still exist elsewhere.
-        out.append(f"The other {format_duration(unmatched)} ({share}) matched nothing in your index.")
+        out.append(f"The other {format_duration(unmatched)} ({share}) matched nothing in your library.")
     if report.matched_seconds > 0 and report.real_footage_seconds < report.matched_seconds * 0.95:
         out.append(f"The matched {format_duration(report.matched_seconds)} hold only "
                    f"{format_duration(report.real_footage_seconds)} of real footage: "
@@ -433,6 +783,14 @@ def headline_details(report: Report) -> list[str]:
     elif report.matched_seconds > 0 and report.real_footage_seconds > report.matched_seconds * 1.05:
         out.append(f"The matched {format_duration(report.matched_seconds)} compress "
                    f"{format_duration(report.real_footage_seconds)} of owned footage (sped-up copies).")
+    if report.repeated_seconds > 0 and report.offered_seconds > 0:
+        share = format_percent(100.0 * report.repeated_seconds / report.offered_seconds)
+        out.append(f"{format_duration(report.repeated_seconds)} ({share}) of the offer repeats other footage "
+                   "in the same offer: listed, not counted as new.")
+    n_weak = sum(len(f.weak) for f in report.files)
+    if n_weak:
+        out.append(f"{n_weak} weak match{'es' if n_weak != 1 else ''} (too likely a coincidence to count) "
+                   f"{'are' if n_weak != 1 else 'is'} listed separately and not counted.")
     n_below = sum(len(f.below_floor) for f in report.files)
     if n_below:
         fl = _floor(report)
@@ -512,9 +870,26 @@ def _round_pairs(pairs: np.ndarray) -> list[list[float]]:
     return out.tolist()
 
 
+def _sig(x: float | None, digits: int = 3) -> float | None:
+    """Round to significant figures (an E-value of 1e-30 must not become 0), ``None`` kept."""
+    if x is None:
+        return None
+    xf = float(x)
+    if not math.isfinite(xf):
+        return None
+    return float(f"{xf:.{digits}g}")
+
+
+def _opt(x: float | None, nd: int) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else _r(x, nd)
+
+
 def _segment_to_dict(seg: Segment, *, below_floor: bool, floor_seconds: float | None,
-                     max_pairs: int = MAX_PAIRS_PER_SEGMENT) -> dict[str, Any]:
+                     max_pairs: int = MAX_PAIRS_PER_SEGMENT, weak: bool = False,
+                     repeat: bool = False) -> dict[str, Any]:
     pairs = _thin_pairs(seg.pairs, max_pairs)
+    description = describe_repeat(seg) if repeat else describe_segment(
+        seg, below_floor=below_floor, floor_seconds=floor_seconds, weak=weak)
     return {
         "query_file": seg.query_file,
         "query_stream": seg.query_stream,
@@ -525,11 +900,14 @@ def _segment_to_dict(seg: Segment, *, below_floor: bool, floor_seconds: float | 
         "corpus_start": _r(seg.corpus_start),
         "corpus_end": _r(seg.corpus_end),
         "speed": _r(seg.speed, 4),
+        "speed_low": _opt(seg.speed_low, 4),
+        "speed_high": _opt(seg.speed_high, 4),
         "variant": seg.variant.to_dict(),
         "frames": int(seg.frames),
         "mean_distance": _r(seg.mean_distance, 2),
         "score": _r(seg.score, 4),
-        "description": describe_segment(seg, below_floor=below_floor, floor_seconds=floor_seconds),
+        "chance": _sig(seg.chance),
+        "description": description,
         "pairs": None if pairs is None else _round_pairs(pairs),
     }
 
@@ -548,6 +926,12 @@ def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int) ->
                                       max_pairs=max_pairs) for s in f.segments],
         "below_floor": [_segment_to_dict(s, below_floor=True, floor_seconds=floor_seconds,
                                          max_pairs=max_pairs) for s in f.below_floor],
+        "weak": [_segment_to_dict(s, below_floor=False, floor_seconds=floor_seconds, max_pairs=max_pairs,
+                                  weak=True) for s in f.weak],
+        "repeats": [_segment_to_dict(s, below_floor=False, floor_seconds=floor_seconds, max_pairs=max_pairs,
+                                     repeat=True) for s in f.repeats],
+        "repeated_seconds": _r(f.repeated_seconds),
+        "new_seconds": _r(f.new_seconds),
         "indeterminate": [{"start": _r(s.start_s), "end": _r(s.end_s), "reason": s.reason}
                           for s in f.indeterminate],
         "episodes": _jsonable(f.episodes),
@@ -571,7 +955,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     recomputes them rather than trusting them.
     """
     fl = _floor(report)
-    n_segments = sum(len(f.segments) + len(f.below_floor) for f in report.files)
+    n_segments = sum(len(f.segments) + len(f.below_floor) + len(f.weak) + len(f.repeats)
+                     for f in report.files)
     max_pairs = max(MIN_PAIRS_PER_SEGMENT,
                     min(MAX_PAIRS_PER_SEGMENT, MAX_PAIRS_PER_REPORT // max(1, n_segments)))
     created = report.created or datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -587,11 +972,16 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "matched_seconds": _r(report.matched_seconds),
         "real_footage_seconds": _r(report.real_footage_seconds),
         "indeterminate_seconds": _r(report.indeterminate_seconds),
+        "repeated_seconds": _r(report.repeated_seconds),
+        "new_seconds": _r(report.new_seconds),
+        "new_footage": new_footage_sentence(report),
         "counts": {
             "files": len(report.files),
             "matched_files": sum(1 for f in report.files if f.segments),
             "segments": sum(len(f.segments) for f in report.files),
             "below_floor": sum(len(f.below_floor) for f in report.files),
+            "weak": sum(len(f.weak) for f in report.files),
+            "repeats": sum(len(f.repeats) for f in report.files),
             "indeterminate_spans": sum(len(f.indeterminate) for f in report.files),
         },
         "files": [_file_to_dict(f, fl, max_pairs) for f in report.files],
@@ -698,7 +1088,17 @@ def _segment_from_dict(d: Any, where: str) -> Segment:
         mean_distance=_num(d, "mean_distance", where, 0.0),
         score=_num(d, "score", where, 0.0),
         pairs=pairs,
+        chance=_opt_num(d, "chance", where),
+        speed_low=_opt_num(d, "speed_low", where),
+        speed_high=_opt_num(d, "speed_high", where),
     )
+
+
+def _opt_num(d: Mapping[str, Any], key: str, where: str) -> float | None:
+    """An optional number (absent or null in reports older than ``overlap.report/2``)."""
+    if d.get(key) is None:
+        return None
+    return _num(d, key, where)
 
 
 def _file_from_dict(d: Any, where: str) -> FileResult:
@@ -715,7 +1115,7 @@ def _file_from_dict(d: Any, where: str) -> FileResult:
     if not all(isinstance(x, str) for x in flags):
         raise _Bad(f"{w}: flags must be words")
     episodes = _get(d, "episodes", list, w, [])
-    return FileResult(
+    f = FileResult(
         query_file=name,
         duration_s=_num(d, "duration_s", w),
         matched_seconds=_num(d, "matched_seconds", w, 0.0),
@@ -727,7 +1127,14 @@ def _file_from_dict(d: Any, where: str) -> FileResult:
         indeterminate=spans,
         flags=list(flags),
         episodes=[e for e in episodes if isinstance(e, dict)],
+        weak=[_segment_from_dict(s, f"{w}: weak[{i}]") for i, s in enumerate(_get(d, "weak", list, w, []))],
+        repeats=[_segment_from_dict(s, f"{w}: repeats[{i}]")
+                 for i, s in enumerate(_get(d, "repeats", list, w, []))],
+        repeated_seconds=_num(d, "repeated_seconds", w, 0.0),
     )
+    # overlap.report/1 predates repeats: its new footage is all judged unmatched time.
+    f.new_seconds = _num(d, "new_seconds", w, round(judged_unmatched_seconds(f), 3))
+    return f
 
 
 def _check_schema(data: Any) -> None:
@@ -740,7 +1147,7 @@ def _check_schema(data: Any) -> None:
     version = schema[len(_SCHEMA_PREFIX):]
     if not version.isdigit():
         raise _Bad(f"unreadable report schema version {safe_text(version, max_len=40)!r}")
-    if int(version) != _SCHEMA_MAJOR:
+    if int(version) not in _SCHEMA_READABLE:
         newer = int(version) > _SCHEMA_MAJOR
         raise _Bad(f"report schema {schema!r} is not supported by this version (it reads {REPORT_SCHEMA!r})"
                    + ("; it was written by a newer overlap desktop — update to open it" if newer else ""))
@@ -790,6 +1197,9 @@ def report_from_dict(data: Any) -> Report:
             created=_get(data, "created", str, "report", ""),
             tool_version=str(tool.get("version", "") or ""),
             text_overlap=_text_overlap_from_dict(data.get("text_overlap")),
+            repeated_seconds=_num(data, "repeated_seconds", "report",
+                                  round(sum(f.repeated_seconds for f in files), 3)),
+            new_seconds=_num(data, "new_seconds", "report", round(sum(f.new_seconds for f in files), 3)),
         )
     except _Bad as exc:
         raise InputError(str(exc)) from None
@@ -829,6 +1239,8 @@ CSV_COLUMNS = (
     "kind", "query_file", "query_stream", "query_start", "query_end", "corpus_file", "corpus_stream",
     "corpus_start", "corpus_end", "speed", "mirrored", "rotation", "crop", "edge_side", "edge_depth",
     "frames", "mean_distance", "score", "description",
+    # overlap.report/2 additions, appended so readers that go by position keep working.
+    "chance", "speed_low", "speed_high", "repeated_seconds", "new_seconds",
 )
 
 
@@ -844,9 +1256,13 @@ def _csv_text(value: object) -> str:
 def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write one row per matched segment (atomically).
 
-    The ``kind`` column is ``segment`` for reported overlap and ``below-floor`` for
-    shorter evidence that is not counted. Files without any match get one
-    ``no-match`` row so every offered file appears. Times are seconds.
+    The first row (``kind`` ``summary``) carries the headline and, for comparisons, the
+    new footage you would actually get (``new_seconds``, ``repeated_seconds``). Then the
+    ``kind`` column is ``segment`` for reported overlap, ``below-floor`` for shorter
+    evidence and ``weak`` for weak evidence (neither counted), and ``repeat`` for a
+    stretch repeating other offered footage (``corpus_*`` is then the other offered
+    file). Files without any match get one ``no-match`` row so every offered file
+    appears. Times are seconds.
 
     Returns:
         The path written.
@@ -855,29 +1271,42 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
     w = csv.writer(buf, lineterminator="\r\n")
     w.writerow(CSV_COLUMNS)
     fl = _floor(report)
+    blank = [""] * len(CSV_COLUMNS)
+    summary = list(blank)
+    summary[0] = "summary"
+    summary[CSV_COLUMNS.index("description")] = _csv_text(" ".join(
+        x for x in (headline(report), new_footage_sentence(report)) if x))
+    summary[CSV_COLUMNS.index("repeated_seconds")] = f"{report.repeated_seconds:.3f}"
+    summary[CSV_COLUMNS.index("new_seconds")] = f"{report.new_seconds:.3f}"
+    w.writerow(summary)
+
+    def opt(x: float | None, spec: str) -> str:
+        return "" if x is None else format(x, spec)
 
     def row(kind: str, s: Segment) -> list[object]:
         v = s.variant
+        if kind == "repeat":
+            desc = describe_repeat(s)
+        else:
+            desc = describe_segment(s, below_floor=kind == "below-floor", floor_seconds=fl,
+                                    weak=kind == "weak")
         return [kind, _csv_text(s.query_file or ""), _csv_text(s.query_stream), f"{s.query_start:.3f}",
                 f"{s.query_end:.3f}", _csv_text(s.corpus_file), _csv_text(s.corpus_stream),
                 f"{s.corpus_start:.3f}", f"{s.corpus_end:.3f}", f"{s.speed:.4f}", int(v.mirrored),
                 v.rotation, "" if v.crop >= 1.0 else f"{v.crop:.4f}", v.edge or "",
                 f"{v.edge_depth:.4f}" if v.edge else "", s.frames, f"{s.mean_distance:.2f}",
-                f"{s.score:.4f}",
-                _csv_text(describe_segment(s, below_floor=kind == "below-floor", floor_seconds=fl))]
+                f"{s.score:.4f}", _csv_text(desc), opt(s.chance, ".3g"), opt(s.speed_low, ".4f"),
+                opt(s.speed_high, ".4f"), "", ""]
 
     for f in report.files:
-        for s in f.segments:
-            r = row("segment", s)
-            if not s.query_file:
-                r[1] = _csv_text(f.query_file)
-            w.writerow(r)
-        for s in f.below_floor:
-            r = row("below-floor", s)
-            if not s.query_file:
-                r[1] = _csv_text(f.query_file)
-            w.writerow(r)
-        if not f.segments and not f.below_floor:
+        for kind, segs in (("segment", f.segments), ("below-floor", f.below_floor), ("weak", f.weak),
+                           ("repeat", f.repeats)):
+            for s in segs:
+                r = row(kind, s)
+                if not s.query_file:
+                    r[1] = _csv_text(f.query_file)
+                w.writerow(r)
+        if not f.segments and not f.below_floor and not f.weak and not f.repeats:
             w.writerow(["no-match", _csv_text(f.query_file)] + [""] * (len(CSV_COLUMNS) - 2))
     # One row per matched evaluation example (the lab's own text; the vendor's is never known):
     # query_file/query_stream hold the example's source and position.
@@ -886,10 +1315,10 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
         if not isinstance(ex, Mapping):
             continue
         grams = "; ".join(str(g.get("ngram", "")) for g in ex.get("ngrams", []) if isinstance(g, Mapping))
-        w.writerow(["text-overlap", _csv_text(ex.get("source", "")), _csv_text(ex.get("locator", ""))]
-                   + [""] * (len(CSV_COLUMNS) - 4)
-                   + [_csv_text(f"evaluation example {ex.get('example')} shares an n-gram with the vendor's "
-                                f"annotations: {grams}")])
+        r = ["text-overlap", _csv_text(ex.get("source", "")), _csv_text(ex.get("locator", ""))] + blank[3:]
+        r[CSV_COLUMNS.index("description")] = _csv_text(
+            f"evaluation example {ex.get('example')} shares an n-gram with the vendor's annotations: {grams}")
+        w.writerow(r)
     p = Path(path)
     # utf-8-sig: spreadsheet programs on Windows then read non-ASCII names correctly.
     _atomic_write_bytes(p, buf.getvalue().encode("utf-8-sig", errors="backslashreplace"))
@@ -937,20 +1366,15 @@ figcaption { font-size: 12.5px; color: var(--muted); max-width: 420px; word-brea
 footer { margin-top: 40px; font-size: 12.5px; color: var(--muted); }
 footer table { font-size: 12.5px; }
 footer td { padding: 3px 8px; }
+.seal { margin: 0 0 14px; color: var(--muted); font-size: 13px; }
+.seal code { display: inline-block; font: 13px/1.4 ui-monospace, "SFMono-Regular", Consolas, monospace;
+             color: var(--fg); background: var(--soft); border: 1px solid var(--line); border-radius: 4px;
+             padding: 2px 6px; word-break: break-all; user-select: all; -webkit-user-select: all; }
+.newfoot { font-size: 19px; font-weight: 600; margin: 0 0 10px; color: var(--ok); }
+dl.glossary dt { font-weight: 600; margin-top: 6px; }
+dl.glossary dd { margin: 0 0 0 18px; color: var(--muted); }
 @media print { body { padding: 0; } figure { break-inside: avoid; } }
 """
-
-
-def _distance_colour(d: float) -> str:
-    """Green (identical) through amber to red (far) for plot points."""
-    t = min(1.0, max(0.0, float(d) / _PLOT_FAR_DISTANCE))
-    if t < 0.5:
-        u = t / 0.5
-        r, g, b = 30 + u * (220 - 30), 150 + u * (160 - 150), 70 + u * (20 - 70)
-    else:
-        u = (t - 0.5) / 0.5
-        r, g, b = 220 + u * (190 - 220), 160 + u * (40 - 160), 20 + u * (30 - 20)
-    return f"#{int(r):02x}{int(g):02x}{int(b):02x}"
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -1033,6 +1457,8 @@ def _svg_plot(query_file: str, corpus_file: str, duration_s: float,
         dash = ' stroke-dasharray="6 5"' if below else ""
         colour = "#8a93a6" if below else "#2456c8"
         tip = describe_segment(s, below_floor=below)
+        how = distance_words(s.mean_distance)
+        tip += f" (frames {how} on average)" if how else ""
         parts.append(f'<line x1="{X(s.query_start):.1f}" y1="{Y(s.corpus_start):.1f}" '
                      f'x2="{X(s.query_end):.1f}" y2="{Y(s.corpus_end):.1f}" stroke="{colour}" '
                      f'stroke-opacity="0.28" stroke-width="9" stroke-linecap="round"{dash}>'
@@ -1044,40 +1470,57 @@ def _svg_plot(query_file: str, corpus_file: str, duration_s: float,
         for q, c, d in arr.tolist():
             if not (math.isfinite(q) and math.isfinite(c) and math.isfinite(d)):
                 continue
-            parts.append(f'<circle cx="{X(q):.1f}" cy="{Y(c):.1f}" r="1.8" fill="{_distance_colour(d)}" '
+            parts.append(f'<circle cx="{X(q):.1f}" cy="{Y(c):.1f}" r="1.8" fill="{distance_colour(d)}" '
                          f'fill-opacity="{0.5 if below else 0.9}"/>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _segment_rows(rows: list[tuple[FileResult, Segment]]) -> str:
-    out = ['<table><thead><tr><th>Offered file</th><th class="num">Offered span</th><th>Owned file</th>'
-           '<th class="num">Owned span</th><th class="num">Speed</th><th>Manipulation</th>'
-           '<th class="num">Frames</th><th class="num">Mean distance</th><th class="num">Score</th>'
-           "</tr></thead><tbody>"]
+def _name_cell(name: str, stream: str) -> str:
+    extra = stream_words(stream)
+    return (f'<td class="name">{_esc(name)}'
+            f'{"<br><span class=muted>" + _esc(extra) + "</span>" if extra else ""}</td>')
+
+
+def _segment_rows(rows: list[tuple[FileResult, Segment]], *, repeats: bool = False) -> str:
+    """A table of segments in plain words (no bits, no internal scores).
+
+    ``repeats``: the rows are repeats inside the offer (the other side is offered footage).
+    """
+    with_chance = not repeats and any(s.chance is not None for _, s in rows)
+    other = "Repeats offered file" if repeats else "Owned file"
+    head = ['<table><thead><tr><th>Offered file</th><th class="num">Offered span</th>'
+            f'<th>{other}</th><th class="num">{"Its span" if repeats else "Owned span"}</th>'
+            '<th class="num">Speed</th><th>What was done</th><th class="num">Matching frames</th>'
+            '<th title="' + _esc(GLOSSARY["how alike"]) + '">How alike</th>']
+    if with_chance:
+        head.append(f'<th title="{_esc(GLOSSARY["chance of a coincidence"])}">Chance of a coincidence</th>')
+    out = ["".join(head) + "</tr></thead><tbody>"]
     for f, s in rows:
-        words = []
-        sw = _speed_words(s.speed)
-        if sw:
-            words.append(sw)
-        if s.speed < 0:
-            words.append("reversed")
-        words += _variant_words(s.variant)
-        manip = ", ".join(words) if words else '<span class="muted">none</span>'
-        if words:
-            manip = _html_escape(manip)
-        out.append(
-            f'<tr><td class="name">{_esc(s.query_file or f.query_file)}'
-            f'{"<br><span class=muted>" + _esc(s.query_stream) + "</span>" if s.query_stream else ""}</td>'
-            f'<td class="num">{format_clock(s.query_start)}–{format_clock(s.query_end)}</td>'
-            f'<td class="name">{_esc(s.corpus_file)}'
-            f'{"<br><span class=muted>" + _esc(s.corpus_stream) + "</span>" if s.corpus_stream else ""}</td>'
-            f'<td class="num">{format_clock(s.corpus_start)}–{format_clock(s.corpus_end)}</td>'
-            f'<td class="num">{_html_escape(_format_speed(s.speed))}</td><td>{manip}</td>'
-            f'<td class="num">{int(s.frames)}</td><td class="num">{s.mean_distance:.1f}</td>'
-            f'<td class="num">{s.score:.2f}</td></tr>')
+        words = _manipulation_words(s)
+        manip = _html_escape(", ".join(words)) if words else '<span class="muted">none</span>'
+        level = _distance_level(s.mean_distance)
+        cells = [
+            _name_cell(s.query_file or f.query_file, s.query_stream),
+            f'<td class="num">{format_clock(s.query_start)}–{format_clock(s.query_end)}</td>',
+            _name_cell(s.corpus_file, s.corpus_stream),
+            f'<td class="num">{format_clock(s.corpus_start)}–{format_clock(s.corpus_end)}</td>',
+            f'<td class="num">{_esc(speed_text(s))}</td><td>{manip}</td>',
+            f'<td class="num">{int(s.frames)}</td>',
+            f'<td><span class="sw" style="background:{level.colour};margin-left:0"></span>'
+            f"{_esc(level.words)}</td>",
+        ]
+        if with_chance:
+            cw = chance_words(s.chance, short=True)
+            cells.append(f"<td>{_esc(cw) if cw else '<span class=muted>not measured</span>'}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
+
+
+#: Setting names shown with the user-facing word (the library is an index internally).
+_SETTING_WORDS = {"index": "library", "index_identity": "library identity", "index_path": "library folder",
+                  "root": "seal (Merkle root)"}
 
 
 def _kv_table(d: Mapping[str, Any]) -> str:
@@ -1085,9 +1528,12 @@ def _kv_table(d: Mapping[str, Any]) -> str:
     for k, v in d.items():
         if isinstance(v, (dict, list)):
             text = json.dumps(_jsonable(v), ensure_ascii=False)
+        elif k == "created" and isinstance(v, str):
+            text = format_date(v)  # a date for people, not a raw ISO stamp
         else:
             text = str(_jsonable(v))
-        rows.append(f"<tr><td>{_esc(k)}</td><td class='name'>{_esc(safe_text(text, max_len=400))}</td></tr>")
+        rows.append(f"<tr><td>{_esc(_SETTING_WORDS.get(str(k), k))}</td>"
+                    f"<td class='name'>{_esc(safe_text(text, max_len=400))}</td></tr>")
     return "<table>" + "".join(rows) + "</table>" if rows else "<p class='note'>none recorded</p>"
 
 
@@ -1097,6 +1543,33 @@ _KIND_TITLES = {
     "compare-offers": "Two offers compared",
     "audit": "Sample audit",
 }
+
+
+def _seal_html(report: Report) -> str:
+    """The offer's seal (Merkle root) in a selectable element, near the top of the report."""
+    root = report.manifest.get("root")
+    if not isinstance(root, str) or not root.strip():
+        return ""
+    return (f'<p class="seal" title="{_esc(GLOSSARY["seal"])}">Seal of this offer (Merkle root), to quote '
+            f'when you buy: <code id="seal">{_esc(safe_text(root, max_len=200))}</code></p>')
+
+
+def _legend_html() -> str:
+    items = "".join(f'<span class="sw" style="background:{lv.colour}"></span>{_esc(lv.words)}'
+                    for lv in DISTANCE_SCALE)
+    return (f'<div class="legend" title="{_esc(GLOSSARY["how alike"])}">How alike the matched frames are: '
+            f"{items}</div>")
+
+
+#: Terms explained at the end of every HTML report (see :data:`GLOSSARY`).
+_REPORT_TERMS = ("owned footage", "offered footage", "library", "match", "new footage", "repeat",
+                 "real footage", "evidence floor", "weak evidence", "chance of a coincidence",
+                 "could not be judged", "how alike", "speed", "splice", "seal")
+
+
+def _glossary_html(terms: Iterable[str]) -> str:
+    items = "".join(f"<dt>{_esc(t)}</dt><dd>{_esc(GLOSSARY[t])}</dd>" for t in terms if t in GLOSSARY)
+    return f'<h2>Words used in this report</h2><dl class="glossary">{items}</dl>'
 
 
 def render_report_html(report: Report) -> str:
@@ -1116,25 +1589,39 @@ def render_report_html(report: Report) -> str:
         f"<h1>overlap · {_esc(title)}</h1>",
         f'<p class="headline">{_esc(headline(report))}</p>',
     ]
+    new_sentence = new_footage_sentence(report)
+    if new_sentence:
+        h.append(f'<p class="newfoot" title="{_esc(GLOSSARY["new footage"])}">{_esc(new_sentence)}</p>')
     if label:
         what = {"self-dedupe": "Collection", "compare-offers": "Offer A"}.get(report.kind, "Offer")
         h.append(f'<p class="label">{what}: <b>{_esc(label)}</b></p>')
+    h.append(_seal_html(report))
     details = headline_details(report)
     if details:
         h.append('<ul class="details">' + "".join(f"<li>{_esc(d)}</li>" for d in details) + "</ul>")
 
     n_seg = sum(len(f.segments) for f in report.files)
     n_below = sum(len(f.below_floor) for f in report.files)
+    n_weak = sum(len(f.weak) for f in report.files)
+    compare_kind = report.kind == "compare"
     cards = [
-        (format_percent(report.overlap_percent), "of offered time matches"),
+        (format_percent(report.overlap_percent), "of offered time matches footage you own"
+         if compare_kind else "of offered time matches"),
         (format_duration(report.offered_seconds), "offered"),
         (format_duration(report.matched_seconds), "matched (offered time)"),
         (format_duration(report.real_footage_seconds), "real footage behind the matches"),
+    ]
+    if compare_kind:
+        cards += [(format_duration(report.new_seconds), "new footage you would actually get"),
+                  (format_duration(report.repeated_seconds), "repeated inside the offer")]
+    cards += [
         (format_duration(report.indeterminate_seconds), "could not be judged"),
         (f"{sum(1 for f in report.files if f.segments)} / {len(report.files)}", "files with matches"),
-        (str(n_seg), "matched segments"),
+        (str(n_seg), "matched stretches"),
         (str(n_below), "below-floor matches"),
     ]
+    if n_weak:
+        cards.append((str(n_weak), "weak matches (not counted)"))
     h.append('<div class="cards">' + "".join(
         f'<div class="card"><div class="n">{_esc(n)}</div><div class="t">{_esc(t)}</div></div>'
         for n, t in cards) + "</div>")
@@ -1144,8 +1631,9 @@ def render_report_html(report: Report) -> str:
     if not report.files:
         h.append('<p class="note">The report lists no files.</p>')
     else:
+        new_cols = ('<th class="num">Repeated in offer</th><th class="num">New</th>' if compare_kind else "")
         h.append('<table><thead><tr><th>File</th><th class="num">Duration</th><th class="num">Matched</th>'
-                 '<th class="num">Real footage</th><th class="num">Not judged</th>'
+                 f'<th class="num">Real footage</th>{new_cols}<th class="num">Not judged</th>'
                  "<th>What was done to it</th>"
                  "</tr></thead><tbody>")
         order = sorted(report.files, key=lambda f: (-f.matched_percent, -len(f.below_floor), f.query_file))
@@ -1153,48 +1641,50 @@ def render_report_html(report: Report) -> str:
             pct = f.matched_percent
             flags = describe_flags(f)
             flag_html = "".join(f'<span class="flag">{_esc(w)}</span>' for w in flags)
-            if not flags and f.below_floor:
-                flag_html = f'<span class="muted">{len(f.below_floor)} below-floor match(es)</span>'
+            if not flags and (f.below_floor or f.weak):
+                n_ev = len(f.below_floor) + len(f.weak)
+                flag_html = f'<span class="muted">{n_ev} uncounted match{"es" if n_ev != 1 else ""}</span>'
+            new_cells = (f'<td class="num">{_esc(format_duration(f.repeated_seconds))}</td>'
+                         f'<td class="num">{_esc(format_duration(f.new_seconds))}</td>'
+                         if compare_kind else "")
             h.append(
                 f'<tr><td class="name">{_esc(f.query_file)}</td>'
                 f'<td class="num">{_esc(format_duration(f.duration_s))}</td>'
                 f'<td class="num">{_esc(format_percent(pct))}'
                 f'<span class="bar"><span style="width:{min(100.0, max(0.0, pct)):.1f}%"></span></span></td>'
-                f'<td class="num">{_esc(format_duration(f.real_footage_seconds))}</td>'
+                f'<td class="num">{_esc(format_duration(f.real_footage_seconds))}</td>{new_cells}'
                 f'<td class="num">{_esc(format_duration(f.indeterminate_seconds))}</td>'
                 f"<td>{flag_html}</td></tr>")
         h.append("</tbody></table>")
 
     # Matched segments.
     seg_rows = [(f, s) for f in report.files for s in f.segments]
-    h.append("<h2>Matched segments</h2>")
+    h.append("<h2>Matched stretches</h2>")
     if seg_rows:
         h.append('<p class="note">Each row is one stretch of offered footage that matches owned footage. '
-                 "Speed is the offered copy's playback speed relative to the owned original "
-                 "(0.5x = slowed to half speed, which doubles the billed hours).</p>")
+                 "Speed is the offered copy's playback speed relative to the owned original, with its "
+                 "measured range when known (0.5x = slowed to half speed, which doubles the billed hours). "
+                 "\"How alike\" says how close the matched frames are; the chance of a coincidence says how "
+                 "often a match this strong would turn up by chance alone.</p>")
         h.append(_segment_rows(seg_rows))
     else:
         h.append('<p class="note">No stretch of offered footage matched at or above the evidence floor.</p>')
 
-    # Plots, one per (offered file, owned file) pair with reported or below-floor matches.
+    # Plots, one per (offered file, owned file) pair with reported or uncounted matches.
     pairs: dict[tuple[str, str], tuple[FileResult, list[tuple[Segment, bool]]]] = {}
     for f in report.files:
         for s in f.segments:
             pairs.setdefault((f.query_file, s.corpus_file), (f, []))[1].append((s, False))
-        for s in f.below_floor:
+        for s in [*f.below_floor, *f.weak]:
             pairs.setdefault((f.query_file, s.corpus_file), (f, []))[1].append((s, True))
     if pairs:
         h.append("<h2>Where the matches lie</h2>")
         h.append('<p class="note">Each chart puts the offered file\'s time across and the owned file\'s '
                  "time up. Copied footage forms straight lines: a steeper or shallower line than 45° means "
                  "the speed was changed, a line falling to the right means it plays backwards, several "
-                 "lines mean pieces were cut and joined. Dashed lines are below the evidence floor.</p>")
-        h.append('<div class="legend">Frame matches by distance:'
-                 f'<span class="sw" style="background:{_distance_colour(0)}"></span>identical'
-                 f'<span class="sw" style="background:{_distance_colour(_PLOT_FAR_DISTANCE / 2)}">'
-                 "</span>similar"
-                 f'<span class="sw" style="background:{_distance_colour(_PLOT_FAR_DISTANCE)}"></span>far'
-                 "</div>")
+                 "lines mean pieces were cut and joined. Dashed lines are not counted (below the evidence "
+                 "floor, or weak evidence). Point at a line for its description.</p>")
+        h.append(_legend_html())
         h.append('<div class="plots">')
         ranked = sorted(pairs.items(), key=lambda kv: (all(b for _, b in kv[1][1]),
                                                        -sum(s.query_duration for s, _ in kv[1][1])))
@@ -1206,6 +1696,29 @@ def render_report_html(report: Report) -> str:
             h.append(f'<p class="note">{len(ranked) - MAX_HTML_PLOTS} more charts are left out to keep '
                      "this file quick to open; every segment is listed in the tables and the JSON "
                      "report.</p>")
+
+    # Repeats inside the offer (compare reports).
+    rep_rows = [(f, s) for f in report.files for s in f.repeats]
+    if compare_kind:
+        h.append("<h2>Repeats inside the offer</h2>")
+        if rep_rows:
+            h.append('<p class="note">These stretches show the same footage as another part of the same '
+                     "offer (for example a file that is another offered file slowed down). Each repeat is "
+                     "listed once: on the copy that bills more time (the slowed one), or at the same speed on "
+                     "the later one. Its time is not counted as new footage.</p>")
+            h.append(_segment_rows(rep_rows, repeats=True))
+        elif repeats_checked(report):
+            h.append('<p class="note">None: no part of the offer repeats another part.</p>')
+        else:
+            h.append('<p class="note">Not checked in this report.</p>')
+
+    # Weak evidence.
+    weak_rows = [(f, s) for f in report.files for s in f.weak]
+    if weak_rows:
+        h.append("<h2>Weak evidence</h2>")
+        h.append(f'<p class="note">{_esc(GLOSSARY["weak evidence"])} These stretches are not counted in the '
+                 "headline.</p>")
+        h.append(_segment_rows(weak_rows))
 
     # Below-floor evidence.
     below_rows = [(f, s) for f in report.files for s in f.below_floor]
@@ -1252,14 +1765,16 @@ def render_report_html(report: Report) -> str:
     else:
         h.append('<p class="note">None.</p>')
 
+    h.append(_glossary_html(_REPORT_TERMS))
+
     # Footer: settings and provenance.
     h.append("<footer><h2>How this report was made</h2>")
     h.append(f"<p>Made by overlap desktop {_esc(_tool_version(report))}"
-             f"{' on ' + _esc(report.created) if report.created else ''}. "
+             f"{' on ' + _esc(format_date(report.created)) if report.created else ''}. "
              f"Report format {_esc(REPORT_SCHEMA)}. "
              "A match means the offered frames are perceptually the same footage as owned frames; it is "
              "evidence for a purchasing decision, not a proof of authorship.</p>")
-    h.append("<h3>Settings</h3>" + _kv_table(report.settings))
+    h.append("<h3>Technical settings (to reproduce this report)</h3>" + _kv_table(report.settings))
     facts_title = {"self-dedupe": "Collection facts", "audit": "Manifest facts"}.get(report.kind,
                                                                                       "Offer facts")
     h.append(f"<h3>{facts_title}</h3>" + _kv_table(report.manifest))

@@ -8,6 +8,13 @@ files and anonymised manifests — the same size and digest under another name),
 delivered files that no entry claims are *extra*. Manifest names are only compared
 with names found on disk; they are never joined to the delivery folder, so a hostile
 name such as ``../../x`` cannot make verify read outside it.
+
+Files that operating systems and file managers drop into folders (``Thumbs.db``,
+``desktop.ini``, ``.DS_Store``, AppleDouble ``._*`` files, other hidden dotfiles and
+folders) are *ignored* unless the manifest quotes them: copying a delivery through
+Windows or macOS must not make it "differ". The verdict separates what a buyer needs to
+know: every quoted file present and exact (extras listed) versus quoted files altered
+or missing (:attr:`VerifyResult.verdict`).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +32,34 @@ from overlap_desktop.core.manifest import Manifest, read_manifest
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import InputError
 
-__all__ = ["VERIFY_SCHEMA", "EntryResult", "VerifyResult", "hash_file", "verify_delivery"]
+__all__ = ["VERIFY_SCHEMA", "EntryResult", "VerifyResult", "hash_file", "is_clutter", "render_verify_html",
+           "verify_delivery", "verify_verdict", "write_verify_html", "write_verify_json"]
 
-#: Identifier and version of the JSON written by :meth:`VerifyResult.to_dict`.
-VERIFY_SCHEMA = "overlap.verify/1"
+#: Identifier and version of the JSON written by :meth:`VerifyResult.to_dict`. Version 2:
+#: ``ok`` means every quoted file is present and exact (extras allowed; version 1 also
+#: required no extras, now ``exact``), with ``verdict`` and the ignored system files.
+VERIFY_SCHEMA = "overlap.verify/2"
 CHUNK = 1 << 20
+
+#: File names (lower case) that operating systems create in folders on their own.
+_CLUTTER_NAMES = frozenset({"thumbs.db", "ehthumbs.db", "ehthumbs_vista.db", "desktop.ini", "icon\r"})
+#: Folder names (lower case) that hold only operating-system bookkeeping.
+_CLUTTER_DIRS = frozenset({"$recycle.bin", "system volume information", "__macosx"})
+
+
+def is_clutter(rel_path: str) -> bool:
+    """True for files operating systems leave in folders, never part of a delivery:
+    ``Thumbs.db``, ``desktop.ini``, ``.DS_Store``, AppleDouble ``._name`` files, any hidden
+    (dot) file or file inside a hidden folder, and the recycle-bin / volume-information
+    folders. ``rel_path`` uses ``/`` separators."""
+    parts = [p for p in str(rel_path).replace("\\", "/").split("/") if p]
+    if not parts:
+        return False
+    if any(p.startswith(".") for p in parts):
+        return True
+    if any(p.lower() in _CLUTTER_DIRS for p in parts[:-1]):
+        return True
+    return parts[-1].lower() in _CLUTTER_NAMES
 
 
 @dataclass(slots=True)
@@ -77,6 +108,9 @@ class VerifyResult:
         extra: Delivered files no entry claims: ``{"path", "size"}`` (path relative, ``/``).
         bytes_hashed: Bytes read and hashed.
         unreadable: Delivered files that could not be read: ``{"path", "error"}``.
+        ignored: System files no entry claims (:func:`is_clutter`): ``{"path", "size"}``;
+            never a reason for the delivery to fail.
+        checked: When the check ran, ISO-8601 UTC.
     """
 
     manifest: str
@@ -88,6 +122,8 @@ class VerifyResult:
     extra: list[dict[str, Any]] = field(default_factory=list)
     bytes_hashed: int = 0
     unreadable: list[dict[str, Any]] = field(default_factory=list)
+    ignored: list[dict[str, Any]] = field(default_factory=list)
+    checked: str = ""
 
     def count(self, status: str) -> int:
         return sum(1 for e in self.entries if e.status == status)
@@ -105,15 +141,37 @@ class VerifyResult:
         return self.count("missing")
 
     @property
+    def complete(self) -> bool:
+        """True when every quoted file is present and exact (extra files may be there too)."""
+        return all(e.status == "matched" for e in self.entries)
+
+    @property
     def ok(self) -> bool:
-        """True when the delivery is exactly the quote: every entry matched, nothing extra."""
-        return all(e.status == "matched" for e in self.entries) and not self.extra and not self.unreadable
+        """The buyer's question: did every quoted file arrive exactly as quoted? (= :attr:`complete`)"""
+        return self.complete
+
+    @property
+    def exact(self) -> bool:
+        """Complete, and nothing else delivered (system files aside) and nothing unreadable."""
+        return self.complete and not self.extra and not self.unreadable
+
+    @property
+    def verdict(self) -> str:
+        """``"exact"``, ``"complete"`` (every quoted file present and exact, plus extra files)
+        or ``"incomplete"`` (quoted files altered or missing)."""
+        if not self.complete:
+            return "incomplete"
+        return "exact" if self.exact else "complete"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (schema :data:`VERIFY_SCHEMA`)."""
         return {
             "schema": VERIFY_SCHEMA,
+            "verdict": self.verdict,
+            "verdict_text": verify_verdict(self),
             "ok": self.ok,
+            "exact": self.exact,
+            "checked": self.checked,
             "manifest": self.manifest,
             "root": self.root,
             "label": self.label,
@@ -122,11 +180,46 @@ class VerifyResult:
             "summary": {"entries": len(self.entries), "matched": self.matched, "altered": self.altered,
                         "missing": self.missing, "extra": len(self.extra),
                         "renamed": sum(1 for e in self.entries if e.renamed),
-                        "unreadable": len(self.unreadable), "bytes_hashed": self.bytes_hashed},
+                        "unreadable": len(self.unreadable), "ignored": len(self.ignored),
+                        "bytes_hashed": self.bytes_hashed},
             "entries": [e.to_dict() for e in self.entries],
             "extra": list(self.extra),
             "unreadable": list(self.unreadable),
+            "ignored": list(self.ignored),
         }
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def verify_verdict(result: VerifyResult) -> str:
+    """The verdict in one plain sentence (CLI, app and HTML report say the same).
+
+    Examples: ``"Every quoted file is present and exact (12 files)."``, ``"Every quoted file
+    is present and exact (12 files). 2 files not in the quote are listed. 3 system files
+    were ignored."``, ``"Quoted files are altered or missing: 1 altered, 2 missing; 9 of
+    12 files are present and exact."``
+    """
+    n = len(result.entries)
+    if result.complete:
+        out = f"Every quoted file is present and exact ({_plural(n, 'file')})."
+    else:
+        parts = []
+        if result.altered:
+            parts.append(f"{result.altered} altered")
+        if result.missing:
+            parts.append(f"{result.missing} missing")
+        out = (f"Quoted files are altered or missing: {', '.join(parts)}; {result.matched} of "
+               f"{_plural(n, 'file')} {'is' if result.matched == 1 else 'are'} present and exact.")
+    if result.extra:
+        verb = "is" if len(result.extra) == 1 else "are"
+        out += f" {_plural(len(result.extra), 'file')} not in the quote {verb} listed."
+    if result.unreadable:
+        out += f" {_plural(len(result.unreadable), 'file')} could not be read."
+    if result.ignored:
+        out += f" {_plural(len(result.ignored), 'system file')} (Thumbs.db, .DS_Store and the like) ignored."
+    return out
 
 
 def hash_file(path: str | os.PathLike[str], *, cancel: CancelCallback | None = None,
@@ -301,8 +394,140 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
             claimed.add(e.delivered)
         else:
             e.delivered = e.delivered_size = e.delivered_sha256 = None
-    extra = [{"path": rel, "size": size} for rel, (_, size) in sorted(delivered.items())
-             if rel not in claimed and rel not in unreadable_paths]
+    extra: list[dict[str, Any]] = []
+    ignored: list[dict[str, Any]] = []
+    for rel, (_, size) in sorted(delivered.items()):
+        if rel in claimed or rel in unreadable_paths:
+            continue
+        (ignored if is_clutter(rel) else extra).append({"path": rel, "size": size})
+    # A locked Thumbs.db that no entry needed is clutter, not an unreadable delivery file.
+    ignored += [{"path": u["path"], "size": delivered[u["path"]][1]} for u in unreadable
+                if is_clutter(u["path"]) and u["path"] not in claimed]
+    ignored.sort(key=lambda x: x["path"])
+    unreadable = [u for u in unreadable if not is_clutter(u["path"])]
+    checked = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     return VerifyResult(manifest=str(m.path) if m.path else "", root=m.root, label=m.label,
                         data_dir=str(root), anonymized=m.anonymized, entries=entries, extra=extra,
-                        bytes_hashed=done[0], unreadable=unreadable)
+                        bytes_hashed=done[0], unreadable=unreadable, ignored=ignored, checked=checked)
+
+
+def write_verify_json(result: VerifyResult, path: str | os.PathLike[str]) -> Path:
+    """Write :meth:`VerifyResult.to_dict` as JSON, atomically.
+
+    Raises:
+        InputError: the destination cannot be written.
+    """
+    from overlap_desktop.core.report import _atomic_write_bytes, _dumps_json
+
+    p = Path(path)
+    _atomic_write_bytes(p, _dumps_json(result.to_dict()))
+    return p
+
+
+_STATUS_WORDS = {"matched": "present and exact", "altered": "altered", "missing": "missing"}
+
+
+def render_verify_html(result: VerifyResult) -> str:
+    """The verification as a self-contained HTML page a buyer can file with the purchase."""
+    from overlap_desktop import __version__
+    from overlap_desktop.core.report import _CSS, GLOSSARY, _esc, format_date, safe_text
+
+    good = result.complete
+    colour = "var(--ok)" if good else "var(--bad)"
+    label = safe_text(result.label, max_len=120) if result.label else ""
+    h = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'; img-src data:\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Delivery check{' – ' + _esc(label) if label else ''}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>overlap · Delivery check</h1>",
+        f'<p class="headline" style="color:{colour}">{_esc(verify_verdict(result))}</p>',
+    ]
+    if label:
+        h.append(f'<p class="label">Offer: <b>{_esc(label)}</b></p>')
+    if result.root:
+        h.append(f'<p class="seal" title="{_esc(GLOSSARY["seal"])}">Seal of the quoted manifest '
+                 "(Merkle root): "
+                 f'<code id="seal">{_esc(result.root)}</code></p>')
+    cards = [(len(result.entries), "quoted files"), (result.matched, "present and exact"),
+             (result.altered, "altered"), (result.missing, "missing"),
+             (len(result.extra), "not in the quote"),
+             (len(result.ignored), "system files ignored")]
+    if result.unreadable:
+        cards.append((len(result.unreadable), "could not be read"))
+    h.append('<div class="cards">' + "".join(
+        f'<div class="card"><div class="n">{n}</div><div class="t">{_esc(t)}</div></div>' for n, t in cards)
+        + "</div>")
+    h.append("<h2>Quoted files</h2>")
+    h.append('<p class="note">Each file the manifest quoted, with what was found in the delivery. A file is '
+             "present and exact when a delivered file has exactly the quoted size and SHA-256 checksum, "
+             "under its own name or another one.</p>")
+    h.append('<table><thead><tr><th>Quoted file</th><th>Result</th><th class="num">Size (bytes)</th>'
+             "<th>Delivered as</th><th>SHA-256 checksum (quoted)</th></tr></thead><tbody>")
+    order = sorted(result.entries, key=lambda e: (e.status == "matched", e.name))
+    for e in order:
+        words = _STATUS_WORDS.get(e.status, e.status)
+        if e.reason:
+            words += f" ({e.reason})"
+        style = "" if e.status == "matched" else ' style="color:var(--bad);font-weight:600"'
+        delivered = e.delivered or ""
+        h.append(f'<tr><td class="name">{_esc(e.name)}</td><td{style}>{_esc(words)}</td>'
+                 f'<td class="num">{e.size:,}</td><td class="name">{_esc(delivered)}</td>'
+                 f'<td class="name"><code>{_esc(e.sha256)}</code></td></tr>')
+    h.append("</tbody></table>")
+    if result.extra:
+        h.append("<h2>Delivered but not in the quote</h2>")
+        h.append(f'<p class="note">{_esc(GLOSSARY["not in the quote"])}</p>')
+        h.append(_path_table(result.extra))
+    if result.unreadable:
+        h.append("<h2>Could not be read</h2>")
+        h.append('<table><thead><tr><th>File</th><th>Why</th></tr></thead><tbody>' + "".join(
+            f'<tr><td class="name">{_esc(u["path"])}</td><td>{_esc(u.get("error", ""))}</td></tr>'
+            for u in result.unreadable) + "</tbody></table>")
+    if result.ignored:
+        h.append("<h2>System files ignored</h2>")
+        h.append(f'<p class="note">{_esc(GLOSSARY["system files"])}</p>')
+        h.append(_path_table(result.ignored))
+    terms = ("present and exact", "altered", "missing", "not in the quote", "system files", "seal",
+             "manifest")
+    h.append('<h2>Words used in this report</h2><dl class="glossary">' + "".join(
+        f"<dt>{_esc(t)}</dt><dd>{_esc(GLOSSARY[t])}</dd>" for t in terms) + "</dl>")
+    when = f" on {_esc(format_date(result.checked))}" if result.checked else ""
+    names = "pseudonyms (files matched by size and checksum only)" if result.anonymized else "real names"
+    h.append("<footer><h2>How this check was made</h2>"
+             f"<p>Checked by overlap desktop {_esc(__version__)}{when}: "
+             f"every delivered file whose size a quoted file has was read in full and its SHA-256 checksum "
+             f"compared ({result.bytes_hashed:,} bytes read). Format {_esc(VERIFY_SCHEMA)}.</p>"
+             f"<table><tr><td>Manifest</td><td class='name'>{_esc(result.manifest)}</td></tr>"
+             f"<tr><td>Delivery folder</td><td class='name'>{_esc(result.data_dir)}</td></tr>"
+             f"<tr><td>File names in the manifest</td><td>"
+             f"{names}"
+             "</td></tr></table></footer></body></html>")
+    return "\n".join(h)
+
+
+def _path_table(rows: list[dict[str, Any]]) -> str:
+    from overlap_desktop.core.report import _esc
+
+    return ('<table><thead><tr><th>File</th><th class="num">Size (bytes)</th></tr></thead><tbody>' + "".join(
+        f'<tr><td class="name">{_esc(x.get("path", ""))}</td>'
+        f'<td class="num">{int(x.get("size", 0)):,}</td></tr>'
+        for x in rows) + "</tbody></table>")
+
+
+def write_verify_html(result: VerifyResult, path: str | os.PathLike[str]) -> Path:
+    """Write a human-readable verification report (self-contained HTML), atomically.
+
+    Names from the manifest and the delivery folder are neutralised and escaped.
+
+    Raises:
+        InputError: the destination cannot be written.
+    """
+    from overlap_desktop.core.report import _atomic_write_bytes
+
+    p = Path(path)
+    _atomic_write_bytes(p, render_verify_html(result).encode("utf-8", errors="replace"))
+    return p

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from overlap_desktop import api
 from overlap_desktop.cli.main import main
 from overlap_desktop.core.manifest import ManifestFile, ManifestStream, encode_manifest, write_manifest
 from overlap_desktop.core.verify import hash_file, verify_delivery
@@ -80,8 +82,9 @@ def test_exact_delivery(delivered: tuple[Path, Path, Path], tmp_path: Path,
     out = tmp_path / "result.json"
     assert main(["verify", str(offer), "--data", str(data), "-q", "-o", str(out)]) == 0
     doc = json.loads(out.read_text())
-    assert doc["schema"] == "overlap.verify/1" and doc["ok"] is True and doc["summary"]["matched"] == 4
-    assert "matches the manifest exactly" in capsys.readouterr().out
+    assert doc["schema"] == "overlap.verify/2" and doc["ok"] is True and doc["summary"]["matched"] == 4
+    assert doc["verdict"] == "exact" and doc["exact"] is True
+    assert "Every quoted file is present and exact (4 files)." in capsys.readouterr().out
     assert verify_delivery(anon, data).ok  # anonymised: matched on size + digest
 
 
@@ -165,3 +168,88 @@ def test_refusals_and_cancel(delivered: tuple[Path, Path, Path], tmp_path: Path)
     assert main(["verify", str(bad), "--data", str(data), "-q"]) == 4
     with pytest.raises(Cancelled):
         verify_delivery(offer, data, cancel=lambda: True)
+
+
+CLUTTER = ["Thumbs.db", "desktop.ini", ".DS_Store", "._ep_000.mp4", ".delivery-complete",
+           "big/.hidden-marker", ".Trashes/501/x.bin", "notes/THUMBS.DB"]
+
+
+def _add_clutter(d: Path) -> None:
+    for i, rel in enumerate(CLUTTER):
+        p = d / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"x" * (i + 3))
+    # Same size as a quoted file, so it is read and hashed, and still not a problem.
+    (d / "big" / "._recording.mcap").write_bytes((d / "ep_000.mp4").read_bytes()[::-1])
+
+
+def test_os_clutter_does_not_make_a_delivery_differ(delivered: tuple[Path, Path, Path], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    data, offer, anon = delivered
+    d = copy_delivery(data, tmp_path / "d")
+    _add_clutter(d)
+    r = verify_delivery(offer, d)
+    assert r.complete and r.exact and r.ok and r.verdict == "exact" and not r.extra
+    assert sorted(x["path"] for x in r.ignored) == sorted(CLUTTER + ["big/._recording.mcap"])
+    assert "9 system files (Thumbs.db, .DS_Store and the like) ignored" in api.verify_verdict(r)
+    assert main(["verify", str(offer), "--data", str(d), "-q", "--strict"]) == 0
+    assert main(["verify", str(anon), "--data", str(d), "-q"]) == 0
+    assert "Every quoted file is present and exact" in capsys.readouterr().out
+
+
+def test_extras_are_listed_but_only_altered_or_missing_files_fail(delivered: tuple[Path, Path, Path],
+                                                                  tmp_path: Path) -> None:
+    data, offer, _ = delivered
+    d = copy_delivery(data, tmp_path / "d")
+    (d / "bonus.mp4").write_bytes(b"not quoted")
+    r = verify_delivery(offer, d)
+    assert r.complete and not r.exact and r.verdict == "complete"
+    assert r.extra == [{"path": "bonus.mp4", "size": 10}]
+    assert api.verify_verdict(r) == ("Every quoted file is present and exact (4 files). "
+                                     "1 file not in the quote is listed.")
+    assert main(["verify", str(offer), "--data", str(d), "-q"]) == 0
+    assert main(["verify", str(offer), "--data", str(d), "-q", "--strict"]) == 3
+    (d / "ep_001.mp4").unlink()
+    r = verify_delivery(offer, d)
+    assert r.verdict == "incomplete" and not r.ok
+    assert api.verify_verdict(r).startswith("Quoted files are altered or missing: 1 missing; 3 of 4 files")
+    assert main(["verify", str(offer), "--data", str(d), "-q"]) == 3
+
+
+def test_a_quoted_hidden_file_is_still_checked(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / ".calibration").mkdir(parents=True)
+    f = data / ".calibration" / "cam.yaml"
+    f.write_text("fx: 500\n")
+    offer = quote({".calibration/cam.yaml": f}, tmp_path / "o.ovlm")
+    assert verify_delivery(offer, data).verdict == "exact"
+    f.write_text("fx: 501\n")
+    r = verify_delivery(offer, data)
+    assert r.verdict == "incomplete" and r.entries[0].status == "altered"
+
+
+def test_html_verification_report(delivered: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    data, offer, _ = delivered
+    d = copy_delivery(data, tmp_path / "d")
+    _add_clutter(d)
+    (d / "notes" / "readme.txt").write_text("hello, edited\n")
+    out = tmp_path / "check.html"
+    assert main(["verify", str(offer), "--data", str(d), "-q", "--html", str(out), "-o",
+                 str(tmp_path / "c.json")]) == 3
+    html = out.read_text(encoding="utf-8")
+    r = verify_delivery(offer, d)
+    assert "Quoted files are altered or missing: 1 altered" in html
+    assert f'<code id="seal">{r.root}</code>' in html and "user-select: all" in html
+    assert "notes/readme.txt" in html and "size differs" in html and "System files ignored" in html
+    assert "<script" not in html.lower() and not re.search(r"\d{4}-\d\d-\d\dT\d\d:", html)
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert doc["verdict"] == "incomplete" and doc["summary"]["ignored"] == 9
+
+
+@pytest.mark.parametrize(("rel", "clutter"), [
+    ("Thumbs.db", True), ("a/b/desktop.ini", True), (".DS_Store", True), ("x/._clip.mp4", True),
+    (".marker", True), ("$RECYCLE.BIN/S-1/x", True), ("System Volume Information/y", True),
+    ("ep.mp4", False), ("thumbs.db.mp4", False), ("data/ep_.mp4", False), ("a.b/c.mp4", False),
+])
+def test_is_clutter(rel: str, clutter: bool) -> None:
+    assert api.is_clutter(rel) is clutter

@@ -12,10 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.report import (REPORT_SCHEMA, FileResult, Report, describe_flags,
-                                         describe_segment, format_duration, format_percent, headline,
-                                         headline_details, load_report_json, render_report_html,
-                                         report_from_dict, report_to_dict, safe_text, write_report_csv,
+from overlap_desktop.core.report import (DISTANCE_SCALE, GLOSSARY, REPORT_SCHEMA, FileResult, Report,
+                                         chance_words, describe_flags, describe_segment, distance_colour,
+                                         distance_words, format_clock, format_date, format_duration,
+                                         format_percent, glossary_tip, headline, headline_details,
+                                         judged_unmatched_seconds, load_report_json, new_footage_sentence,
+                                         offered_pieces, render_report_html, report_from_dict, report_to_dict,
+                                         safe_text, speed_text, speed_words, stream_words, write_report_csv,
                                          write_report_html, write_report_json)
 from overlap_desktop.core.types import Segment, Span, Variant
 from overlap_desktop.errors import ExitCode, InputError
@@ -90,7 +93,7 @@ def test_details_explain_slowdown_below_floor_and_indeterminate() -> None:
     assert "hold only 1.8 min of real footage" in details
     assert "2 shorter matches below the 10 s evidence floor" in details
     assert "10 s could not be judged" in details
-    assert "The other 5.3 min (67%) matched nothing in your index." in details
+    assert "The other 5.3 min (67%) matched nothing in your library." in details
 
 
 def test_zero_headline_still_mentions_below_floor_evidence() -> None:
@@ -103,7 +106,7 @@ def test_zero_headline_still_mentions_below_floor_evidence() -> None:
 def test_flag_words() -> None:
     r = sample_report()
     assert describe_flags(r.files[0]) == ["slowed to 0.5x", "cropped bottom 18%", "mirrored",
-                                          "spliced from 2 sources", "partly new (25% unmatched)"]
+                                          "spliced from 2 sources", "partly new (17% unmatched)"]
     assert describe_flags(r.files[1]) == []  # below-floor evidence is not a manipulation claim
     assert describe_flags(r.files[2]) == ["reversed"]
     two_pieces = FileResult("x", 40.0, 40.0, 40.0,
@@ -147,7 +150,7 @@ def test_json_has_the_documented_fields(tmp_path: Path) -> None:
                 "real_footage_seconds", "indeterminate_seconds", "headline", "files", "settings", "manifest",
                 "created", "tool"):
         assert key in d
-    assert d["schema"] == REPORT_SCHEMA == "overlap.report/1"
+    assert d["schema"] == REPORT_SCHEMA == "overlap.report/2"
     assert d["overlap_percent"] == 31.25
     f = d["files"][0]
     for key in ("query_file", "duration_s", "matched_percent", "matched_seconds", "real_footage_seconds",
@@ -189,7 +192,7 @@ def test_pairs_are_thinned_in_json() -> None:
 
 
 @pytest.mark.parametrize(("schema", "message"), [
-    ("overlap.report/2", "newer overlap desktop"),
+    ("overlap.report/3", "newer overlap desktop"),
     ("overlap.report/0", "not supported"),
     ("overlap.manifest/1", "not an overlap report"),
     (None, "not an overlap report"),
@@ -293,7 +296,8 @@ def test_csv_rows(tmp_path: Path) -> None:
     with open(p, newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     kinds = [r["kind"] for r in rows]
-    assert kinds == ["segment", "segment", "below-floor", "below-floor", "segment"]
+    assert kinds == ["summary", "segment", "segment", "below-floor", "below-floor", "segment"]
+    rows = rows[1:]
     first = rows[0]
     assert first["query_file"] == "offer/ep1.mp4" and first["corpus_file"] == "owned/a.mp4"
     assert float(first["speed"]) == 0.5 and float(first["corpus_end"]) == 40.0
@@ -307,5 +311,207 @@ def test_csv_lists_unmatched_files_and_defuses_formulas(tmp_path: Path) -> None:
     r = Report("compare", 10.0, 0.0, 0.0, files=[FileResult("=HYPERLINK(\"http://x\")", 10.0)])
     with open(write_report_csv(r, tmp_path / "r.csv"), newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
-    assert rows[0]["kind"] == "no-match"
-    assert rows[0]["query_file"].startswith("'=")
+    assert rows[1]["kind"] == "no-match"
+    assert rows[1]["query_file"].startswith("'=")
+
+
+# --------------------------------------------------------------------------- issue 16
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (59.96, "1:00.0"), (59.94, "0:59.9"), (3599.97, "1:00:00.0"), (119.95, "2:00.0"), (0.0, "0:00.0"),
+    (-0.01, "0:00.0"), (-61.0, "-1:01.0"), (3661.25, "1:01:01.2"), (7199.99, "2:00:00.0"),
+])
+def test_clock_never_shows_sixty_seconds(seconds: float, text: str) -> None:
+    assert format_clock(seconds) == text
+
+
+def test_clock_fields_stay_in_range() -> None:
+    for hundredths in range(0, 720_000, 997):
+        parts = format_clock(hundredths / 100).split(":")
+        assert float(parts[-1]) < 60 and all(int(p) < 60 for p in parts[1:-1]), hundredths
+
+
+@pytest.mark.parametrize(("chance", "words"), [
+    (1e-9, "about 1 in a billion"), (3e-5, "about 1 in 30,000"), (2.2e-7, "about 1 in 5 million"),
+    (1e-3, "about 1 in 1,000"), (3.4e-13, "about 1 in 3 trillion"), (1e-30, "far less than 1 in a trillion"),
+    (0.9, "high (about 1 such line expected by chance)"),
+    (4.0, "high (about 4 such lines expected by chance)"),
+])
+def test_chance_in_plain_words(chance: float, words: str) -> None:
+    assert chance_words(chance) == "chance of a coincidence like this: " + words
+    assert chance_words(chance, short=True) == words
+
+
+def test_chance_words_without_a_chance() -> None:
+    assert chance_words(None) == ""
+
+
+def test_speed_words_only_when_the_interval_excludes_normal_speed() -> None:
+    sure = seg(0, 30, 0, 0.5)
+    sure.speed_low, sure.speed_high = 0.48, 0.52
+    unsure = seg(0, 4, 0, 0.9)
+    unsure.speed_low, unsure.speed_high = 0.7, 1.1
+    fast = seg(0, 20, 0, 2.0)
+    fast.speed_low, fast.speed_high = 1.9, 2.1
+    back = seg(0, 20, 40, -0.5)
+    back.speed_low, back.speed_high = -0.52, -0.48
+    assert speed_words(sure) == "slowed to 0.5x" and speed_text(sure) == "0.5x (0.48–0.52x)"
+    assert speed_words(unsure) is None and speed_text(unsure) == "0.9x (0.7–1.1x)"
+    assert speed_words(fast) == "sped up to 2x"
+    assert speed_words(back) == "slowed to 0.5x" and speed_text(back).startswith("reversed 0.5x")
+    f = FileResult("u", 4.0, 4.0, 4.0, segments=[unsure], flags=["slowdown"])
+    assert describe_flags(f) == []  # the matcher's flag does not override an interval through 1.0
+    assert "slowed" not in describe_segment(unsure)
+    assert describe_segment(seg(0, 20, 0, 0.9)).endswith("slowed to 0.9x")  # no interval: old tolerance
+
+
+def test_one_stretch_matching_owned_copies_is_not_a_splice() -> None:
+    copies = FileResult("x", 30.0, 30.0, 30.0, segments=[seg(0, 30, 0, qf="x", cf="own/a.mp4"),
+                                                          seg(0.4, 29.6, 5, qf="x", cf="own/a_copy.mp4")])
+    words = describe_flags(copies)
+    assert "matches footage you own in 2 files" in words and not any("splice" in w for w in words)
+    spliced = FileResult("y", 40.0, 40.0, 40.0, segments=[seg(0, 20, 0, qf="y", cf="own/a.mp4"),
+                                                          seg(20, 40, 0, qf="y", cf="own/b.mp4")])
+    assert describe_flags(spliced) == ["spliced from 2 sources"]
+    # Pieces following each other, one of them matching two copies: a splice of 2 sources, 3 files.
+    mixed = FileResult("z", 40.0, 40.0, 40.0, segments=[seg(0, 20, 0, qf="z", cf="own/a.mp4"),
+                                                        seg(0, 20, 0, qf="z", cf="own/a_copy.mp4"),
+                                                        seg(20, 40, 0, qf="z", cf="own/b.mp4")])
+    assert describe_flags(mixed) == ["spliced from 2 sources", "matches footage you own in 3 files"]
+    assert [len(p) for p in offered_pieces(mixed.segments)] == [2, 1]
+
+
+def test_partly_new_counts_only_judged_unmatched_time() -> None:
+    # 100 s: 50 s matched, 40 s could not be judged, 10 s judged and unmatched.
+    f = FileResult("p", 100.0, 50.0, 50.0, segments=[seg(0, 50, 0, qf="p")],
+                   indeterminate=[Span(50.0, 90.0, "featureless")])
+    assert describe_flags(f) == ["partly new (10% unmatched)"]
+    assert judged_unmatched_seconds(f) == 10.0
+    all_unjudged = FileResult("q", 100.0, 50.0, 50.0, segments=[seg(0, 50, 0, qf="q")],
+                              indeterminate=[Span(50.0, 100.0, "static")])
+    assert describe_flags(all_unjudged) == []
+
+
+def _with_new_fields() -> Report:
+    r = sample_report()
+    s0 = r.files[0].segments[0]
+    s0.chance, s0.speed_low, s0.speed_high = 2.5e-11, 0.49, 0.51
+    weak = seg(20, 35, 0, qf="offer/ep3.mp4", cf="owned/d.mp4")
+    weak.chance = 3.0
+    r.files[2].weak = [weak]
+    rep = seg(0, 30, 0, 0.5, qf="offer/ep3.mp4", cf="offer/ep1.mp4")
+    r.files[2].repeats = [rep]
+    r.files[0].new_seconds, r.files[1].new_seconds = 20.0, 300.0
+    r.files[2].repeated_seconds = 30.0
+    r.new_seconds, r.repeated_seconds = 320.0, 30.0
+    r.settings["offer_repeats"] = {"checked": True}
+    return r
+
+
+def test_json_v2_round_trips_the_new_fields(tmp_path: Path) -> None:
+    r = _with_new_fields()
+    d = report_to_dict(r)
+    s0 = d["files"][0]["segments"][0]
+    assert s0["chance"] == 2.5e-11 and s0["speed_low"] == 0.49 and s0["speed_high"] == 0.51
+    assert "about 1 in 40 billion" in s0["description"]
+    assert d["files"][0]["segments"][1]["chance"] is None
+    f3 = d["files"][2]
+    assert [w["chance"] for w in f3["weak"]] == [3.0] and "weak evidence" in f3["weak"][0]["description"]
+    assert f3["repeats"][0]["description"].startswith("offered 0:00.0–0:30.0 repeats offered offer/ep1.mp4")
+    assert f3["repeated_seconds"] == 30.0 and d["new_seconds"] == 320.0 and d["repeated_seconds"] == 30.0
+    assert d["new_footage"] == ("New footage you would actually get: 5.3 of 8.0 min (67%), not owned and not "
+                                "repeated inside the offer.")
+    assert d["counts"]["weak"] == 1 and d["counts"]["repeats"] == 1
+    back = load_report_json(write_report_json(r, tmp_path / "r.json"))
+    assert report_to_dict(back) == d
+    assert back.files[2].weak[0].chance == 3.0 and back.files[0].segments[0].speed_high == 0.51
+
+
+def test_version_1_reports_still_load_with_defaults(tmp_path: Path) -> None:
+    d = report_to_dict(sample_report())
+    d["schema"] = "overlap.report/1"
+    for key in ("repeated_seconds", "new_seconds", "new_footage"):
+        del d[key]
+    for f in d["files"]:
+        for key in ("weak", "repeats", "repeated_seconds", "new_seconds"):
+            del f[key]
+        for s in f["segments"] + f["below_floor"]:
+            for key in ("chance", "speed_low", "speed_high"):
+                del s[key]
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(d))
+    r = load_report_json(p)
+    assert r.files[0].segments[0].chance is None and r.files[0].weak == [] and r.files[0].repeats == []
+    # Before repeats were checked, new footage is all judged unmatched time, and the sentence says so.
+    assert r.files[0].new_seconds == 20.0 and r.files[1].new_seconds == 300.0 and r.new_seconds == 320.0
+    assert "did not check the offer for repeats" in new_footage_sentence(r)
+    assert report_to_dict(r)["schema"] == "overlap.report/2"
+
+
+def test_html_shows_new_footage_seal_chance_weak_and_repeats(tmp_path: Path) -> None:
+    html = render_report_html(_with_new_fields())
+    top = html[:html.index("<h2>")]
+    assert "New footage you would actually get: 5.3 of 8.0 min (67%)" in top
+    assert f'<code id="seal">{"ab" * 32}</code>' in top and "user-select: all" in html
+    assert "about 1 in 40 billion" in html and "0.5x (0.49–0.51x)" in html
+    assert "<h2>Weak evidence</h2>" in html and "<h2>Repeats inside the offer</h2>" in html
+    assert "repeated inside the offer" in html
+
+
+def test_html_speaks_plain_words(tmp_path: Path) -> None:
+    r = _with_new_fields()
+    r.manifest["created"] = "2026-12-01T09:30:00Z"
+    parsed = _Collector()
+    parsed.feed(render_report_html(r))
+    text = "".join(parsed.text)
+    for jargon in ("Mean distance", "mean distance", "Score", "v:0", "index", "2026-12-02T15", "2026-12-01T"):
+        assert jargon not in text, jargon
+    assert "2 December 2026, 15:00 UTC" in text and "1 December 2026, 09:30 UTC" in text
+    assert "Words used in this report" in text and GLOSSARY["evidence floor"] in text
+
+
+def test_one_distance_scale_for_report_and_app() -> None:
+    assert [lv.upper for lv in DISTANCE_SCALE] == sorted(lv.upper for lv in DISTANCE_SCALE)
+    assert DISTANCE_SCALE[-1].upper >= 256
+    assert len({lv.colour for lv in DISTANCE_SCALE}) == len(DISTANCE_SCALE)
+    assert distance_colour(0) == distance_colour(DISTANCE_SCALE[0].upper) == DISTANCE_SCALE[0].colour
+    assert distance_colour(DISTANCE_SCALE[0].upper + 0.5) == DISTANCE_SCALE[1].colour
+    assert distance_colour(300) == DISTANCE_SCALE[-1].colour and distance_words(3) == "near-identical"
+    html = render_report_html(sample_report())
+    legend = html[html.index('<div class="legend"'):]
+    legend = legend[:legend.index("</div>")]
+    for lv in DISTANCE_SCALE:
+        assert lv.colour in legend and lv.words in legend
+    dots = set(re.findall(r'<circle [^>]*fill="(#[0-9a-f]{6})"', html))
+    assert dots and dots <= {lv.colour for lv in DISTANCE_SCALE}
+
+
+def test_csv_has_the_summary_and_the_new_columns(tmp_path: Path) -> None:
+    p = write_report_csv(_with_new_fields(), tmp_path / "r.csv")
+    with open(p, newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.DictReader(fh))
+    summary = rows[0]
+    assert summary["kind"] == "summary" and float(summary["new_seconds"]) == 320.0
+    assert "New footage you would actually get" in summary["description"]
+    assert float(rows[1]["chance"]) == 2.5e-11 and rows[1]["speed_low"] == "0.4900"
+    assert "chance of a coincidence like this: about 1 in 40 billion" in rows[1]["description"]
+    kinds = [r["kind"] for r in rows]
+    assert kinds.count("weak") == 1 and kinds.count("repeat") == 1
+
+
+def test_glossary_doc_matches_the_code() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "glossary.md").read_text(encoding="utf-8")
+    flat = " ".join(doc.split())
+    for term, meaning in GLOSSARY.items():
+        assert f"**{term}**" in doc, term
+        assert " ".join(meaning.split()) in flat, term
+    assert glossary_tip("Seal") == GLOSSARY["seal"] and glossary_tip("nonsense") == ""
+
+
+def test_date_and_stream_words() -> None:
+    assert format_date("2026-12-03T07:49:05Z") == "3 December 2026, 07:49 UTC"
+    assert format_date("2026-12-03T08:49:05+01:00") == "3 December 2026, 07:49 UTC"
+    assert format_date("not a date") == "not a date"
+    assert stream_words("v:0") == "" and stream_words("v:1") == "video track 2"
+    assert stream_words("/cam/image") == "/cam/image"

@@ -53,11 +53,12 @@ def test_compare_writes_all_outputs_and_prints_headline(tmp_path: Path, manifest
     text = capsys.readouterr()
     lines = text.out.splitlines()
     assert lines[0] == "31% of these hours (2.5 of 8.0 min) match footage you already own."
+    assert lines[1].startswith("New footage you would get: ")  # the stub report never checked for repeats
     assert any("offer/ep1.mp4" in ln and "slowed to 0.5x" in ln and "spliced from 2 sources" in ln
                for ln in lines)
     assert any("1 match below the evidence floor" in ln for ln in lines)
     assert "\u202e" not in text.out and "\x1b" not in text.out  # hostile names cannot drive the terminal
-    assert json.loads((out / "r.json").read_text())["schema"] == "overlap.report/1"
+    assert json.loads((out / "r.json").read_text())["schema"] == "overlap.report/2"
     assert (out / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert (out / "r.csv").stat().st_size > 0
     assert "JSON report written to" in text.err

@@ -93,11 +93,14 @@ def print_report(report: Report, ctx: CliContext, *, verbose: bool = False) -> N
     from overlap_desktop import api
 
     ctx.print(api.headline(report))
+    new_sentence = api.new_footage_sentence(report)
+    if new_sentence:
+        ctx.print(new_sentence)
     for line in api.headline_details(report):
         ctx.print(f"  {line}")
     files = sorted(report.files, key=lambda f: (-f.matched_percent, -len(f.below_floor), f.query_file))
-    shown = [f for f in files if f.segments or f.below_floor]
-    quiet_files = [f for f in files if not (f.segments or f.below_floor)]
+    shown = [f for f in files if f.segments or f.below_floor or f.weak or f.repeats]
+    quiet_files = [f for f in files if not (f.segments or f.below_floor or f.weak or f.repeats)]
     if verbose:
         shown, quiet_files = files, []
     if not shown:
@@ -113,6 +116,9 @@ def print_report(report: Report, ctx: CliContext, *, verbose: bool = False) -> N
         if not f.segments and f.below_floor:
             n = len(f.below_floor)
             words.append(f"{n} match{'es' if n != 1 else ''} below the evidence floor")
+        if f.weak:
+            n = len(f.weak)
+            words.append(f"{n} weak match{'es' if n != 1 else ''} (not counted)")
         amounts = f"{api.format_duration(f.matched_seconds)} of {api.format_duration(f.duration_s)}"
         name = api.safe_text(f.query_file, max_len=120)
         line = f"  {api.format_percent(f.matched_percent):>5}  {name}  ({amounts})"

@@ -3,31 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from pathlib import Path
 
 from overlap_desktop import api
 from overlap_desktop.cli.commands.inspect import safe
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.errors import ExitCode, InputError
+from overlap_desktop.errors import ExitCode
 
 
 def _add(p: argparse.ArgumentParser) -> None:
     p.add_argument("manifest", metavar="MANIFEST", help="the .ovlm file the delivery was quoted with")
     p.add_argument("--data", required=True, metavar="DIR", help="the delivered files (searched recursively)")
     p.add_argument("-o", "--output", metavar="FILE.json", help="write the full result as JSON")
+    p.add_argument("--html", metavar="FILE.html",
+                   help="write a verification report for people (self-contained HTML) to file with the "
+                        "purchase")
+    p.add_argument("--strict", action="store_true",
+                   help="also exit 3 when files that are not in the quote were delivered (system files such "
+                        "as Thumbs.db and .DS_Store are always ignored)")
     p.add_argument("--threads", type=int, default=None,
                    help="hashing threads (default: config verify.threads; 0 = one per core)")
-
-
-def _write_json(path: Path, data: object) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", path=path) from exc
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -45,17 +40,25 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"EXTRA    {safe(x['path'])} ({x['size']} bytes, not in the manifest)")
     for u in r.unreadable:
         ctx.print(f"UNREADABLE {safe(u['path'])}: {u['error']}")
-    verdict = "delivery matches the manifest exactly" if r.ok else "delivery differs from the manifest"
-    ctx.print(f"{verdict}: {r.matched} of {len(r.entries)} files matched, {r.altered} altered, "
-              f"{r.missing} missing, {len(r.extra)} extra (root {r.root[:16]}…)")
+    if ctx.verbose:
+        for x in r.ignored:
+            ctx.print(f"IGNORED  {safe(x['path'])} (system file)")
+    ctx.print(api.verify_verdict(r) + f" (seal {r.root[:16]}…)")
     if args.output:
-        _write_json(Path(args.output), r.to_dict())
+        api.write_verify_json(r, Path(args.output))
         ctx.note(f"wrote {args.output}")
-    return int(ExitCode.OK if r.ok else ExitCode.CHECK_FAILED)
+    if args.html:
+        ctx.note(f"verification report written to {api.write_verify_html(r, Path(args.html))}")
+    failed = not r.complete or (args.strict and not r.exact)
+    if r.complete and failed:
+        ctx.note("--strict: files not in the quote (or unreadable files) were delivered: exit status 3")
+    return int(ExitCode.CHECK_FAILED if failed else ExitCode.OK)
 
 
 COMMAND = Command("verify", "check delivered files against the quoted manifest (sha256, bit for bit)", _add,
                   _run, order=60,
-                  description="Hash every delivered file and report, per manifest entry, matched / altered / "
-                              "missing, plus extra files. Exit 0 for an exact delivery, 3 when it differs, "
-                              "4 when the manifest is refused.")
+                  description="Hash every delivered file and report, per manifest entry, present and "
+                              "exact / altered / missing, plus files not in the quote (system files such as "
+                              "Thumbs.db and .DS_Store are ignored). Exit 0 when every quoted file is "
+                              "present and exact (extras listed; with --strict extras fail too), 3 when "
+                              "quoted files are altered or missing, 4 when the manifest is refused.")
