@@ -81,7 +81,8 @@ def main() -> None:
             offered = Path(queries[qi].file).stem
             owned = Path(idx.stream_info(sid)[0].path).stem
             ctl = suite.CONTROLS.get(offered)
-            true = ctl is not None and ctl.master == owned
+            true = (ctl is not None and ctl.master == owned) or (
+                offered.startswith("ctl-real-") and owned == "real-" + offered[len("ctl-real-"):] + "-first")
             rows.append((true, s.chance or 0.0, offered, owned, s.query_start, s.query_end, s.speed))
     true_e = [r[1] for r in rows if r[0]]
     false_e = [r[1] for r in rows if not r[0]]

@@ -72,24 +72,32 @@ CONTROLS: dict[str, Control] = {
 }
 
 
+#: A true copy of real fixed-camera footage: owned seconds re-encoded into the offer (control).
+REAL_COPY = (4.0, 16.0)
+
+
 def _real_fixedcam(src: Path, lib: Path, offer: Path) -> tuple[Path, Path] | None:
-    """Split a real fixed-camera clip: the first half owned, the second half (2 s later) offered."""
+    """Split a real fixed-camera clip: the first half owned, the second half (2 s later) offered,
+    plus a re-encoded copy of owned seconds ``REAL_COPY`` (a control that must be found)."""
     with av.open(str(src)) as c:
         dur = float(c.duration or 0) / 1e6
     if dur < 12:
         return None
     half = (dur - 2.0) / 2.0
     owned, offered = lib / f"real-{src.stem}-first.mp4", offer / f"neg-real-{src.stem}-later.mp4"
-    for dst, t0 in ((owned, 0.0), (offered, half + 2.0)):
+    copy = offer / f"ctl-real-{src.stem}.mp4"
+    c0, c1 = REAL_COPY
+    for dst, t0, length, opts in ((owned, 0.0, half, None), (offered, half + 2.0, half, None),
+                                  (copy, c0, c1 - c0, {"crf": "30"})):
         frames = []
         with av.open(str(src)) as c:
             for fr in c.decode(video=0):
-                if fr.time is None or fr.time < t0:
+                if fr.time is None or fr.time < t0 - 1e-6:
                     continue
-                if fr.time >= t0 + half:
+                if fr.time >= t0 + length - 1e-6:
                     break
                 frames.append(fr.to_ndarray(format="rgb24", width=320, height=240))
-        m.write_video(dst, frames, fps=float(len(frames) / half))
+        m.write_video(dst, frames, fps=float(len(frames) / length), options=opts)
     return owned, offered
 
 
@@ -154,6 +162,22 @@ def test_true_copies_are_found(name: str, rig_report: dict[str, Any]) -> None:
     assert best.chance is not None and best.chance <= 0.01
     # Nothing else in the file is claimed: a true line must not spread into other episodes.
     assert all(Path(s.corpus_file).stem == ctl.master for s in f.segments), f.segments
+
+
+def test_real_fixed_camera_copies_are_found(rig_report: dict[str, Any]) -> None:
+    """The look-alike's control on real footage: a re-encoded stretch of the owned first half."""
+    names = [n for n in rig_report["by_name"] if n.startswith("ctl-real-")]
+    if not names:
+        pytest.skip("no real fixed-camera clips in tests/data/fixedcam")
+    for name in names:
+        f = rig_report["by_name"][name]
+        owned = "real-" + name[len("ctl-real-"):] + "-first"
+        cands = [s for s in f.segments if Path(s.corpus_file).stem == owned]
+        assert cands, f"{name}: not found (weak: {[(s.chance, s.query_start, s.query_end) for s in f.weak]})"
+        best = max(cands, key=lambda s: s.query_duration)
+        c0, c1 = REAL_COPY
+        assert abs(best.corpus_start - c0) <= 1.0 and abs(best.corpus_end - c1) <= 1.0, best
+        assert best.speed == pytest.approx(1.0, rel=0.03)
 
 
 def test_self_dedupe_of_same_rig_episodes_finds_nothing(rig_report: dict[str, Any]) -> None:
