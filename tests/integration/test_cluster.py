@@ -149,3 +149,24 @@ def test_missing_extra_and_unreachable_scheduler_are_clear(
         cluster_mod.connect("tcp://127.0.0.1:9")
     assert main(["index", str(scale_corpus), "--index", str(ix), "--cluster", "tcp://127.0.0.1:9", "-q"]) == 2
     assert "pip install" in capsys.readouterr().err
+
+
+def test_cli_compare_cluster_flag(dask_cluster: str, scale_corpus: Path, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    ix = tmp_path / "ix"
+    config = scale_config(ix, **{"index.workers": 1})
+    api.index_paths([scale_corpus / "cam1"], index=ix, config=config)
+    offer = tmp_path / "offer.ovlm"
+    api.export_manifest(ix, offer, config=config)
+    capsys.readouterr()
+    args = ["compare", str(offer), "--index", str(ix), "--floor", "1", "-q", "--json", str(tmp_path / "{}.json")]
+    assert main([*args[:-1], str(tmp_path / "local.json")]) == 0
+    assert main([*args[:-1], str(tmp_path / "remote.json"), "--cluster", dask_cluster]) == 0
+    import json
+
+    local, remote = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("local", "remote"))
+    local.pop("created", None)
+    remote.pop("created", None)
+    assert local == remote and local["files"]
+    assert main([*args[:-1], str(tmp_path / "x.json"), "--cluster"]) == 2  # no index.cluster set
+    assert "index.cluster" in capsys.readouterr().err
