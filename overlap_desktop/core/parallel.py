@@ -93,6 +93,8 @@ class FileOutcome:
     cancelled: bool = False
     #: Where it ran (``host:pid``), for error messages.
     where: str = ""
+    #: Wall seconds the worker spent on the file (the bench derives scheduling overhead from it).
+    seconds: float = 0.0
 
 
 def _where() -> str:
@@ -110,6 +112,13 @@ def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
     Raises:
         Cancelled: ``cancel()`` turned true (KeyboardInterrupt passes through too).
     """
+    started = time.perf_counter()
+    out = _run_job(job, progress, cancel)
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: CancelCallback | None) -> FileOutcome:
     from overlap_desktop.core.indexer import _changed_since, _describe, _fingerprint_item, _item_stat, sha256_item
     from overlap_desktop.core.readers import available_readers
 
