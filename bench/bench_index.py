@@ -209,7 +209,7 @@ def bench_scale(files: int = 8, seconds: float = 20.0) -> None:
                     ("Dask LocalCluster, 2 workers", {"index.cluster": lc.scheduler_address})]
             walls: dict[str, float] = {}
             for name, overrides in runs:
-                walls[name], summary = _index_with(corpus, tmp, name.split()[0], **overrides)
+                walls[name], _ = _index_with(corpus, tmp, name.split()[0], **overrides)
             serial = walls[runs[0][0]]
             footage_h = files * seconds / 3600.0
             for name, _ in runs:

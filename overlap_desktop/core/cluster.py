@@ -18,6 +18,8 @@ not need Dask.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 import uuid
 from pathlib import Path
@@ -33,6 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index import Index
     from overlap_desktop.core.match import MatchParams
     from overlap_desktop.core.search import Hits
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ClusterCorpus", "DaskEngine", "collect_hits", "connect"]
 
@@ -148,7 +152,8 @@ class DaskEngine:
         self._futures: dict[Any, FileJob] = {}
 
     def submit(self, job: FileJob) -> None:
-        fut = self.client.submit(_dask_task, job, self._cancel_name, pure=False,
+        # A worker elsewhere checks first that it sees the writer's file at that path.
+        fut = self.client.submit(_dask_task, dataclasses.replace(job, remote=True), self._cancel_name, pure=False,
                                  key=f"overlap-fingerprint-{uuid.uuid4().hex}")
         self._futures[fut] = job
 
@@ -198,7 +203,7 @@ class DaskEngine:
         try:
             self._cancel.clear()
         except Exception:  # noqa: BLE001 - best effort: the scheduler may already be gone
-            pass
+            log.debug("could not clear the cancel flag on %s", self.address, exc_info=True)
         if self._own:
             self.client.close()
 

@@ -25,8 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, StreamFingerprints,
-                                        StreamInfo, Variant, check_cancel)
+from overlap_desktop.core.types import (
+    CancelCallback,
+    Progress,
+    ProgressCallback,
+    StreamFingerprints,
+    StreamInfo,
+    Variant,
+    check_cancel,
+)
 from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, MediaError, OverlapError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -438,8 +445,8 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
                 # How many items the walk found, before any work (for "k/N files" displays).
                 progress(Progress(stage="scan", done=0, total=len(items), unit="files"))
             run.emit(None, None)
-            todo = [item for item, reader in items
-                    if reader is not None and idx.file_state(item) != (*sizes[item], "ok", settings)]
+            todo = [item for item, reader in items if reader is not None and _utf8_name(str(item))
+                    and idx.file_state(item) != (*sizes[item], "ok", settings)]
             engine = _engine_for(config, todo, sizes)
             if engine is not None:
                 summary.engine = engine.description

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from overlap_desktop.core.types import CancelCallback, StreamFingerprints, StreamInfo, Variant
-from overlap_desktop.errors import Cancelled, OverlapError
+from overlap_desktop.errors import Cancelled
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
@@ -66,6 +66,8 @@ class FileJob:
         mtime_ns: Modification time seen by the writer (a folder: newest file).
         config: The run's settings (fps, quality floor, reader options...).
         variants: The variants to hash.
+        remote: Runs on another machine (a cluster worker): check first that the file is there
+            as the writer saw it, and say so in worker terms if not.
     """
 
     path: str
@@ -74,6 +76,7 @@ class FileJob:
     mtime_ns: int
     config: Config
     variants: tuple[Variant, ...]
+    remote: bool = False
 
 
 @dataclass
@@ -105,9 +108,11 @@ def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
             cancel: CancelCallback | None = None) -> FileOutcome:
     """Fingerprint one file; the task every engine runs (in-process, pool or cluster).
 
-    The file is checked first: it must exist here with the size and modification
-    time the writer saw, otherwise the outcome is an error naming the path (a cluster
-    worker that does not mount the footage, or mounts something else at that path).
+    On a remote worker the file is checked first: it must exist there with the size and
+    modification time the writer saw, otherwise the outcome is an error naming the path
+    (a cluster worker that does not mount the footage, or mounts something else at that
+    path). Locally the file system is the writer's own, so a file deleted or changed
+    meanwhile is reported as such, as in a one-process run.
 
     Raises:
         Cancelled: ``cancel()`` turned true (KeyboardInterrupt passes through too).
@@ -119,23 +124,15 @@ def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
 
 
 def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: CancelCallback | None) -> FileOutcome:
-    from overlap_desktop.core.indexer import _changed_since, _describe, _fingerprint_item, _item_stat, sha256_item
+    from overlap_desktop.core.indexer import _changed_since, _describe, _fingerprint_item, sha256_item
     from overlap_desktop.core.readers import available_readers
 
     where = _where()
     path = Path(job.path)
-    try:
-        seen = _item_stat(path)
-    except OSError as exc:
-        return FileOutcome(job.path, where=where, error=(
-            f"this worker ({where}) cannot see the file ({exc.strerror or exc}); every worker must see the "
-            f"footage at the same path as the computer running `overlap index` (shared storage mounted at "
-            f"the same place)"))
-    if seen != (job.size, job.mtime_ns):
-        return FileOutcome(job.path, where=where, error=(
-            f"this worker ({where}) sees a different file at this path (size {seen[0]} bytes instead of "
-            f"{job.size}, or another modification time); the file changed, or the worker mounts other storage "
-            "there; run the index again once storage is consistent"))
+    if job.remote:
+        refused = _check_visible(job, where)
+        if refused is not None:
+            return FileOutcome(job.path, where=where, error=refused)
     readers, _ = available_readers()
     reader = next((r for r in readers if r.name == job.reader), None)
     if reader is None:
@@ -178,6 +175,23 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: Can
         # now; the next run sees a different size/mtime and does it again.
         out.streams, out.sha256, out.error = None, None, changed
     return out
+
+
+def _check_visible(job: FileJob, where: str) -> str | None:
+    """Why a cluster worker cannot use ``job.path`` (not there, or not the writer's file), or None."""
+    from overlap_desktop.core.indexer import _item_stat
+
+    try:
+        seen = _item_stat(Path(job.path))
+    except OSError as exc:
+        return (f"this worker ({where}) cannot see the file ({exc.strerror or exc}); every worker must see the "
+                "footage at the same path as the computer running `overlap index` (shared storage mounted at "
+                "the same place)")
+    if seen != (job.size, job.mtime_ns):
+        return (f"this worker ({where}) sees a different file at this path (size {seen[0]} bytes instead of "
+                f"{job.size}, or another modification time); the file changed, or the worker mounts other "
+                "storage there; run the index again once storage is consistent")
+    return None
 
 
 class Engine(Protocol):

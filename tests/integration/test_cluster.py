@@ -83,7 +83,7 @@ def test_a_worker_killed_mid_job_is_survived(
             return
         # One file is committed: kill a worker that is running one of ours right now, if any.
         busy = [w for w, keys in client.processing().items() if keys]  # type: ignore[attr-defined]
-        victim = busy[0] if busy else sorted(client.scheduler_info()["workers"])[0]  # type: ignore[attr-defined]
+        victim = busy[0] if busy else min(client.scheduler_info()["workers"])  # type: ignore[attr-defined]
         pid = client.run(os.getpid, workers=[victim])[victim]  # type: ignore[attr-defined]
         os.kill(pid, signal.SIGKILL)
         killed.append(victim)
