@@ -632,6 +632,7 @@ class _Run:
         """Hand ``job`` to the engine, first committing results while it has enough in flight."""
         while len(self.in_flight) >= engine.capacity:
             self.pump(engine, cancel, timeout=_PROGRESS_INTERVAL)
+        check_cancel(cancel)  # a commit just made may have been the one the user cancelled after
         engine.submit(job)
         self.in_flight[job.path] = job
 

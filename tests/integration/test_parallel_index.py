@@ -94,6 +94,13 @@ def test_a_worker_process_killed_mid_job_is_survived(
     assert (tmp_path / "m.ovlm").read_bytes() == serial_manifest[1]
 
 
+def test_default_keeps_a_small_job_in_one_process(scale_corpus: Path, tmp_path: Path) -> None:
+    # Starting worker processes costs about a second each; a few MB of new footage is not worth it.
+    ix = tmp_path / "ix"
+    summary = api.index_paths([scale_corpus / "cam1"], index=ix, config=scale_config(ix))
+    assert summary.engine == "this process" and summary.indexed == N_CLIPS // 2
+
+
 def test_cli_workers_flag(scale_corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ix = tmp_path / "ix"
     assert main(["index", str(scale_corpus), "--index", str(ix), "--workers", "2", "-q"]) == 4  # the bad file
