@@ -6,6 +6,7 @@ Run from the repository root::
     python bench/bench_index.py throughput      # decode vs decode+sample+prep+hash (ratio)
     python bench/bench_index.py size            # fingerprint bytes per footage hour per preset
     python bench/bench_index.py variants        # bit distances: crops vs nearest rung, unrelated
+    python bench/bench_index.py scale           # serial vs --workers 2 vs a 2-worker Dask cluster
 
 Figures are printed; docs/architecture.md and docs/scale.md quote them. Nothing here
 asserts a time (performance is not a test).
@@ -116,6 +117,138 @@ def full_index(clip: Path, tmp: Path) -> None:
     shutil.rmtree(idx, ignore_errors=True)
     summary = api.index_paths([clip], index=idx, config=api.load_config({"index.path": str(idx)}))
     assert summary.indexed == 1 and not summary.failed, summary.failed
+
+
+# ----------------------------------------------------------------------------- scale-out
+
+
+def make_scale_corpus(root: Path, files: int, seconds: float) -> Path:
+    """``files`` 1280x720 H.264 clips of ``seconds`` each, the same for every engine.
+
+    Rendering 720p scenes is slow, so two sources are made (2 s of rendered motion looped to
+    ``seconds``) and copied under ``files`` names: every file is decoded in full all the same.
+    """
+    import shutil
+
+    root.mkdir(parents=True, exist_ok=True)
+    sources = []
+    for k in range(min(2, files)):
+        scene = Scene(100 + k, canvas_hw=(1500, 6000), velocity=(120.0, 0.0))
+        frames = list(render_frames(scene, duration=2.0, fps=30.0, size=(1280, 720)))
+        loop = [frames[i % len(frames)] for i in range(int(seconds * 30))]
+        sources.append(write_video(root / f"clip{k:02d}.mp4", loop, fps=30.0,
+                                   options={"preset": "veryfast", "crf": "23"}))
+    for i in range(len(sources), files):
+        shutil.copy(sources[i % len(sources)], root / f"clip{i:02d}.mp4")
+    return root
+
+
+def _index_with(corpus: Path, tmp: Path, name: str, *flags: str) -> float:
+    """Run `overlap index corpus FLAGS` in a fresh process and index: wall seconds.
+
+    A separate `overlap` process, as a user runs it: worker processes start from the
+    small CLI entry point, not from this script (which imports the footage generator).
+    """
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    idx = tmp / f"ix-{name}"
+    shutil.rmtree(idx, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "overlap_desktop", "index", str(corpus), "--index", str(idx), "--json",
+                          *flags], capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - t
+    summary = json.loads(out.stdout or "{}")
+    assert out.returncode == 0 and summary.get("indexed") == len(list(corpus.glob("*.mp4"))), out.stderr[-2000:]
+    return wall
+
+
+def _round_trip(engine, tmp: Path, n: int = 40) -> float:  # type: ignore[no-untyped-def]
+    """Mean seconds for one file to go through ``engine`` and back when the file costs nothing.
+
+    The job names a file that does not exist, so the worker only stats it and answers:
+    what is left is dispatch, transport of job and answer, and the writer's polling.
+    """
+    from overlap_desktop.config import load_config
+    from overlap_desktop.core.parallel import FileJob
+
+    config = load_config({"index.path": str(tmp / "unused")})
+    job = FileJob(str(tmp / "no-such-file.mp4"), "video", 0, 0, config, (Variant(),))
+    t = time.perf_counter()
+    for _ in range(n):
+        engine.submit(job)
+        while not engine.wait(1.0):
+            pass
+    return (time.perf_counter() - t) / n
+
+
+def bench_scale(files: int = 8, seconds: float = 20.0, rounds: int = 2) -> None:
+    """Serial vs --workers 2 vs a LocalCluster of 2 single-threaded worker processes, same files.
+
+    Each run is a separate `overlap index` process indexing the same files into a fresh
+    index (start-up, sha256, commits and shard sealing included), so the speed-ups are of
+    the whole job as a user sees it. Rounds are interleaved and the best wall time of each
+    kind is kept, because other load on a shared machine stretches whichever run it
+    overlaps. The Dask cluster is started once and not timed: a cluster is long-lived; the
+    per-run cost of using it (connecting, shipping jobs and results) is in the figure.
+    """
+    import os
+
+    import distributed
+
+    from overlap_desktop.core.cluster import DaskEngine
+    from overlap_desktop.core.parallel import ProcessEngine
+
+    def load() -> str:
+        return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "n/a"
+
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        t = time.perf_counter()
+        corpus = make_scale_corpus(tmp / "corpus", files, seconds)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        print(f"## Scale-out: {files} files of {seconds:.0f} s 1280x720 H.264 30 fps (generated in "
+              f"{time.perf_counter() - t:.0f} s), default preset, fresh index per run, best of {rounds} "
+              f"interleaved rounds; {cores} cores")
+        lc = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      host="127.0.0.1", local_directory=str(tmp))
+        try:
+            runs = [("serial (--workers 1)", ("--workers", "1")),
+                    ("--workers 2", ("--workers", "2")),
+                    ("Dask LocalCluster, 2 workers", ("--cluster", lc.scheduler_address))]
+            walls: dict[str, list[float]] = {name: [] for name, _ in runs}
+            for r in range(rounds):
+                for name, flags in runs:
+                    before = load()
+                    walls[name].append(_index_with(corpus, tmp, f"r{r}", *flags))
+                    print(f"  round {r + 1}: {name:30s} {walls[name][-1]:6.1f} s  (1-min load {before} -> {load()})")
+            serial = min(walls[runs[0][0]])
+            footage_s = files * seconds
+            for name, _ in runs:
+                w = min(walls[name])
+                print(f"{name:30s}: wall {w:6.1f} s, {footage_s / w:5.1f}x realtime, "
+                      f"speed-up over serial {serial / w:4.2f}x")
+            pool = ProcessEngine(2)
+            try:
+                _round_trip(pool, tmp, 4)  # start the processes first
+                pool_rt = _round_trip(pool, tmp)
+            finally:
+                pool.close()
+            dask = DaskEngine(lc.scheduler_address)
+            try:
+                _round_trip(dask, tmp, 4)
+                dask_rt = _round_trip(dask, tmp)
+            finally:
+                dask.close()
+            per_file = serial / files
+            print(f"scheduler overhead per file (round trip of a file that costs nothing): worker processes "
+                  f"{pool_rt * 1e3:.1f} ms, Dask {dask_rt * 1e3:.1f} ms; {per_file:.1f} s of work per file here "
+                  f"(Dask: {100 * dask_rt / per_file:.1f}% of it)")
+        finally:
+            lc.close()
 
 
 # ----------------------------------------------------------------------------- size
@@ -245,8 +378,11 @@ def bench_variants(n_scenes: int = 4, per_scene: int = 10) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="*", default=["throughput", "size", "variants"],
-                    choices=["throughput", "size", "variants"])
+                    choices=["throughput", "size", "variants", "scale"])
     ap.add_argument("--seconds", type=float, default=60.0, help="length of the 720p throughput clip")
+    ap.add_argument("--files", type=int, default=8, help="clips in the scale-out corpus")
+    ap.add_argument("--clip-seconds", type=float, default=20.0, help="length of each scale-out clip")
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the scale-out runs")
     args = ap.parse_args(argv)
     if "size" in args.what:
         bench_size()
@@ -254,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         bench_variants()
     if "throughput" in args.what:
         bench_throughput(args.seconds)
+    if "scale" in args.what:
+        bench_scale(args.files, args.clip_seconds, args.rounds)
     return 0
 
 

@@ -107,6 +107,14 @@ def _bool(raw: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def _cluster_address(raw: Any) -> str:
+    """A Dask scheduler address such as ``tcp://host:8786``, or empty for none."""
+    v = str(raw or "").strip()
+    if v and "://" not in v:
+        raise ValueError("expected a scheduler address such as tcp://HOST:8786")
+    return v
+
+
 @dataclass(frozen=True)
 class Setting:
     """One configurable value."""
@@ -146,6 +154,11 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("index.static_seconds", _positive_float, _const(5.0),
             "A static stretch at least this long is reported as indeterminate"),
     Setting("index.threads", _nonneg_int, _const(0), "Decoder threads (0 = automatic)"),
+    # Scale-out (issue 18): local worker processes, or the address of a Dask scheduler.
+    Setting("index.workers", _nonneg_int, _const(0),
+            "Files fingerprinted at once in worker processes (0 = one per core, 1 = no worker processes)"),
+    Setting("index.cluster", _cluster_address, _const(""),
+            "Dask scheduler address (tcp://HOST:8786) to fingerprint on a cluster; empty = this machine"),
     Setting("export.fps", _positive_float, _const(1.0), "Fingerprints per second kept in manifests"),
     Setting("export.anonymize_paths", _bool, _const(False), "Replace file names in manifests"),
     Setting("match.floor_seconds", _nonneg_float, _const(10.0),

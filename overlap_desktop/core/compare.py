@@ -188,6 +188,9 @@ def _emit(progress: ProgressCallback | None, stage: str, done: float, total: flo
 def _collect_hits(codes: np.ndarray, corpus: _Corpus, params: MatchParams,
                   progress: ProgressCallback | None, cancel: CancelCallback | None) -> Hits:
     """Search every shard, keeping the best seeds per query frame and shard."""
+    fan_out = getattr(corpus, "collect_hits", None)
+    if fan_out is not None:  # `compare --cluster`: the same search on Dask workers (core/cluster.py)
+        return fan_out(codes, params, progress, cancel)  # type: ignore[no-any-return]
     parts: list[Hits] = []
     n_shards = 0
     for shard in corpus.shards():
@@ -521,7 +524,8 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
             config: Config | None = None, floor_seconds: float | None = None,
             eval_files: Sequence[str | os.PathLike[str]] | None = None,
             eval_fields: Sequence[str] | None = None,
-            progress: ProgressCallback | None = None, cancel: CancelCallback | None = None) -> Report:
+            progress: ProgressCallback | None = None, cancel: CancelCallback | None = None,
+            cluster: str | None = None) -> Report:
     """How much of an offer (a manifest) matches footage the index holds.
 
     Args:
@@ -534,6 +538,7 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         eval_fields: JSON fields of ``eval_files`` holding the text.
         progress: Receives :class:`Progress` (stages ``search`` then ``match``).
         cancel: Polled between shards and stream pairs.
+        cluster: A Dask scheduler address: search the shards on its workers (core/cluster.py).
 
     Returns:
         A ``compare`` :class:`Report` (``FileResult.episodes`` filled for LeRobot streams).
@@ -557,7 +562,11 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         # Before the long footage search, so a bad evaluation file fails fast.
         text_block = None if eval_files is None else annotation_overlap(m, eval_files, fields=eval_fields)
         queries = _manifest_queries(m)
-        corpus = _IndexCorpus(idx)
+        corpus: Any = _IndexCorpus(idx)
+        if cluster:
+            from overlap_desktop.core.cluster import ClusterCorpus
+
+            corpus = ClusterCorpus(corpus, cluster)
         found = compare_streams(queries, corpus, params, progress=progress, cancel=cancel)
         files = _file_results(queries, found, corpus, params)
         fill_episodes(files, manifest_episode_lookup(m), index_episode_lookup(idx))

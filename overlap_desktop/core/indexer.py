@@ -21,18 +21,25 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, StreamFingerprints,
-                                        StreamInfo, Variant, check_cancel)
+from overlap_desktop.core.types import (
+    CancelCallback,
+    Progress,
+    ProgressCallback,
+    StreamFingerprints,
+    StreamInfo,
+    Variant,
+    check_cancel,
+)
 from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, MediaError, OverlapError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
     from overlap_desktop.core.index import Index
+    from overlap_desktop.core.parallel import Engine, FileJob, FileOutcome
     from overlap_desktop.core.readers.base import Reader
 
 __all__ = ["IndexSummary", "fingerprint_file", "index_paths", "walk_candidates"]
@@ -69,6 +76,7 @@ class IndexSummary:
         elapsed_s: Wall time of the run.
         bytes_indexed: Bytes of the items fingerprinted in this run.
         index_path: The index folder.
+        engine: Where the fingerprinting ran ("this process", "2 worker processes", a cluster).
     """
 
     files_seen: int = 0
@@ -84,6 +92,7 @@ class IndexSummary:
     elapsed_s: float = 0.0
     bytes_indexed: int = 0
     index_path: str = ""
+    engine: str = "this process"
 
     @property
     def ok(self) -> bool:
@@ -96,7 +105,7 @@ class IndexSummary:
             "hours_indexed": self.hours_indexed, "hours_indeterminate": self.hours_indeterminate,
             "forgotten": self.forgotten, "missing": list(self.missing), "warnings": list(self.warnings),
             "cancelled": self.cancelled, "elapsed_s": self.elapsed_s, "bytes_indexed": self.bytes_indexed,
-            "index_path": self.index_path,
+            "index_path": self.index_path, "engine": self.engine,
         }
 
 
@@ -393,7 +402,8 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
     from overlap_desktop.config import load_config
     from overlap_desktop.core.fingerprint import variants_from_config
     from overlap_desktop.core.frames import check_sample_rate
-    from overlap_desktop.core.index import Index, _now, open_index
+    from overlap_desktop.core.index import Index, open_index
+    from overlap_desktop.core.parallel import FileJob
 
     config = config if config is not None else load_config()
     paths = [Path(os.path.abspath(os.fspath(p))) for p in paths]
@@ -418,7 +428,7 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
     idx: Index = open_index(index, config=config) if own else index  # type: ignore[arg-type]
     summary.index_path = str(idx.path)
     started = time.monotonic()
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="overlap-sha256")
+    engine: Engine | None = None
     try:
         with idx.writer():
             idx.check_compatible()
@@ -429,102 +439,38 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
                     sizes[item] = _item_stat(item)
                 except OSError:
                     sizes[item] = (0, 0)
-            total_bytes = float(sum(s for s, _ in sizes.values())) or 1.0
-            done_bytes = 0.0
             summary.files_seen = len(items)
-
-            def emit(current: str | None, frac: float | None, message: str | None = None,
-                     extra_bytes: float = 0.0) -> None:
-                if progress is not None:
-                    progress(Progress(stage="index", done=done_bytes + extra_bytes, total=total_bytes,
-                                      unit="bytes", current=current, current_done=frac, message=message))
-
+            run = _Run(idx, summary, settings, float(sum(s for s, _ in sizes.values())) or 1.0, progress)
             if progress is not None:
                 # How many items the walk found, before any work (for "k/N files" displays).
                 progress(Progress(stage="scan", done=0, total=len(items), unit="files"))
-            emit(None, None)
-            for item, reader in items:
-                check_cancel(cancel)
-                size, mtime_ns = sizes[item]
-                spath = str(item)
-                if reader is None:
-                    reason = "no reader supports this kind of file"
-                    summary.failed.append((spath, reason))
-                    done_bytes += size
-                    emit(spath, 1.0, f"failed: {reason}")
-                    continue
-                if not _utf8_name(spath):
-                    # SQLite text is UTF-8: a name with undecodable bytes (Linux) cannot be stored.
-                    reason = "file name is not valid UTF-8 and cannot be stored in the index; rename the file"
-                    summary.failed.append((spath, reason))
-                    done_bytes += size
-                    emit(spath, 1.0, f"failed: {reason}")
-                    continue
-                state = idx.file_state(item)
-                if state is not None and state == (size, mtime_ns, "ok", settings):
-                    summary.skipped += 1
-                    done_bytes += size
-                    emit(spath, 1.0, "unchanged")
-                    continue
-                idx.mark_file(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
-                stop = threading.Event()
-                sha_future: Future[str] = pool.submit(sha256_item, item, stop)
-                last = [0.0]
-
-                def on_fraction(f: float, _p: str = spath, _size: int = size) -> None:
-                    now = time.monotonic()
-                    if now - last[0] >= _PROGRESS_INTERVAL:
-                        last[0] = now
-                        emit(_p, f, extra_bytes=f * _size)
-
-                try:
-                    streams = _fingerprint_item(item, reader, config=config, variants=variants,
-                                                on_fraction=on_fraction, cancel=cancel,
-                                                warnings_out=summary.warnings)
-                    sha = sha_future.result()
-                except (Cancelled, KeyboardInterrupt):
-                    stop.set()
-                    idx.mark_file(item, size=size, mtime_ns=mtime_ns, status="pending")
-                    raise
-                except Exception as exc:  # noqa: BLE001 - a bad file never stops the job
-                    if not isinstance(exc, OverlapError):
-                        log.debug("unexpected error on %s", item, exc_info=True)
-                    reason = _describe(exc)
-                    try:
-                        sha = sha_future.result()
-                    except OSError:
-                        sha = None
-                    idx.record_failure(item, size=size, mtime_ns=mtime_ns, error=reason, reader=reader.name,
-                                       sha256=sha)
-                    summary.failed.append((spath, reason))
-                    done_bytes += size
-                    emit(spath, 1.0, f"failed: {reason}")
-                    continue
-                changed = _changed_since(item, size, mtime_ns)
-                if changed is not None:
-                    # Fingerprints and hash would describe a mix of old and new bytes: refuse the
-                    # item now; the next run sees a different size/mtime and does it again.
-                    idx.record_failure(item, size=size, mtime_ns=mtime_ns, error=changed, reader=reader.name,
-                                       sha256=None)
-                    summary.failed.append((spath, changed))
-                    done_bytes += size
-                    emit(spath, 1.0, f"failed: {changed}")
-                    continue
-                idx.record_file(item, size=size, mtime_ns=mtime_ns, sha256=sha, reader=reader.name,
-                                streams=streams, settings=settings, indexed_at=_now())
-                dur = max((fp.duration_s for _, fp in streams), default=0.0)
-                ind = sum(sum(s.duration_s for s in fp.indeterminate) for _, fp in streams)
-                summary.indexed += 1
-                summary.hours_indexed += dur / 3600.0
-                summary.hours_indeterminate += ind / 3600.0
-                summary.bytes_indexed += size
-                done_bytes += size
-                note = f"indexed {dur:.1f} s"
-                if len(streams) > 1:
-                    note += f" in {len(streams)} streams"
-                if ind > 0:
-                    note += f" ({ind:.1f} s indeterminate)"
-                emit(spath, 1.0, note)
+            run.emit(None, None)
+            todo = [item for item, reader in items if reader is not None and _utf8_name(str(item))
+                    and idx.file_state(item) != (*sizes[item], "ok", settings)]
+            engine = _engine_for(config, todo, sizes)
+            if engine is not None:
+                summary.engine = engine.description
+            try:
+                for item, reader in items:
+                    run.pump(engine, cancel)
+                    size, mtime_ns = sizes[item]
+                    if not run.needs_work(item, reader, size, mtime_ns):
+                        continue
+                    assert reader is not None  # needs_work refused reader-less items
+                    job = FileJob(str(item), reader.name, size, mtime_ns, config, variants)
+                    idx.mark_file(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
+                    if engine is None:
+                        run.serial(job, cancel)
+                    else:
+                        run.feed(engine, job, cancel)
+                while engine is not None and run.in_flight:
+                    run.pump(engine, cancel, timeout=_PROGRESS_INTERVAL)
+            except (Cancelled, KeyboardInterrupt):
+                if engine is not None:
+                    run.abort(engine)
+                raise
+            finally:
+                run.sort_failed([i for i, _ in items])
 
             seen = {os.path.normcase(str(i)) for i, _ in items}
             gone = _missing_rows(idx, paths, seen)
@@ -555,11 +501,170 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
         full.summary = summary  # type: ignore[attr-defined]
         raise full from exc
     finally:
-        pool.shutdown(wait=True)
+        if engine is not None:
+            engine.close()
         if own:
             idx.close()
     summary.elapsed_s = time.monotonic() - started
     return summary
+
+
+#: With ``index.workers = 0`` (one per core), a run with less new footage than this stays
+#: in this process: starting worker processes (a Python and FFmpeg import each, about a
+#: second of CPU) would cost more than it saves. An explicit ``--workers N`` always
+#: uses N processes.
+AUTO_MIN_BYTES = 32 * 1024 * 1024
+
+
+def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[int, int]]) -> Engine | None:
+    """Where this run's files are fingerprinted: ``None`` for this process, else a pool or a cluster."""
+    from overlap_desktop.core.parallel import ProcessEngine, default_workers
+
+    if not todo:
+        return None
+    address = str(config["index.cluster"] or "")
+    if address:
+        from overlap_desktop.core.cluster import DaskEngine
+
+        return DaskEngine(address)
+    wanted = int(config["index.workers"])
+    n = min(wanted or default_workers(), len(todo))
+    if n <= 1 or (wanted == 0 and sum(sizes[p][0] for p in todo) < AUTO_MIN_BYTES):
+        return None
+    return ProcessEngine(n)
+
+
+class _Run:
+    """The writer's side of one indexing run: checks, commits and progress, for every engine."""
+
+    def __init__(self, idx: Index, summary: IndexSummary, settings: str, total_bytes: float,
+                 progress: ProgressCallback | None) -> None:
+        self.idx, self.summary, self.settings = idx, summary, settings
+        self.total_bytes, self.progress = total_bytes, progress
+        self.done_bytes = 0.0
+        #: Files handed to an engine and not yet committed, by path.
+        self.in_flight: dict[str, FileJob] = {}
+        self._last_emit = 0.0
+
+    def emit(self, current: str | None, frac: float | None, message: str | None = None,
+             extra_bytes: float = 0.0) -> None:
+        if self.progress is not None:
+            self.progress(Progress(stage="index", done=self.done_bytes + extra_bytes, total=self.total_bytes,
+                                   unit="bytes", current=current, current_done=frac, message=message))
+
+    def _finish(self, path: str, size: int, message: str) -> None:
+        self.done_bytes += size
+        self.emit(path, 1.0, message)
+
+    def _fail(self, path: str, size: int, reason: str) -> None:
+        self.summary.failed.append((path, reason))
+        self._finish(path, size, f"failed: {reason}")
+
+    def needs_work(self, item: Path, reader: Reader | None, size: int, mtime_ns: int) -> bool:
+        """False (after reporting it) for an item refused outright or unchanged since it was indexed."""
+        spath = str(item)
+        if reader is None:
+            self._fail(spath, size, "no reader supports this kind of file")
+            return False
+        if not _utf8_name(spath):
+            # SQLite text is UTF-8: a name with undecodable bytes (Linux) cannot be stored.
+            self._fail(spath, size, "file name is not valid UTF-8 and cannot be stored in the index; "
+                                    "rename the file")
+            return False
+        if self.idx.file_state(item) == (size, mtime_ns, "ok", self.settings):
+            self.summary.skipped += 1
+            self._finish(spath, size, "unchanged")
+            return False
+        return True
+
+    def commit(self, job: FileJob, outcome: FileOutcome) -> None:
+        """Store one finished file in its own transaction (or mark it pending again if cancelled)."""
+        from overlap_desktop.core.index import _now
+
+        self.in_flight.pop(job.path, None)
+        if outcome.cancelled:
+            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            return
+        self.summary.warnings.extend(outcome.warnings)
+        if outcome.streams is None:
+            reason = outcome.error or "no frames"
+            self.idx.record_failure(job.path, size=job.size, mtime_ns=job.mtime_ns, error=reason,
+                                    reader=job.reader, sha256=outcome.sha256)
+            self._fail(job.path, job.size, reason)
+            return
+        streams = outcome.streams
+        self.idx.record_file(job.path, size=job.size, mtime_ns=job.mtime_ns, sha256=str(outcome.sha256),
+                             reader=job.reader, streams=streams, settings=self.settings, indexed_at=_now())
+        dur = max((fp.duration_s for _, fp in streams), default=0.0)
+        ind = sum(sum(s.duration_s for s in fp.indeterminate) for _, fp in streams)
+        s = self.summary
+        s.indexed += 1
+        s.hours_indexed += dur / 3600.0
+        s.hours_indeterminate += ind / 3600.0
+        s.bytes_indexed += job.size
+        note = f"indexed {dur:.1f} s"
+        if len(streams) > 1:
+            note += f" in {len(streams)} streams"
+        if ind > 0:
+            note += f" ({ind:.1f} s indeterminate)"
+        self._finish(job.path, job.size, note)
+
+    def serial(self, job: FileJob, cancel: CancelCallback | None) -> None:
+        """Fingerprint ``job`` in this process and commit it."""
+        from overlap_desktop.core.parallel import run_job
+
+        last = [0.0]
+
+        def on_fraction(f: float) -> None:
+            now = time.monotonic()
+            if now - last[0] >= _PROGRESS_INTERVAL:
+                last[0] = now
+                self.emit(job.path, f, extra_bytes=f * job.size)
+
+        try:
+            outcome = run_job(job, progress=on_fraction, cancel=cancel)
+        except (Cancelled, KeyboardInterrupt):
+            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            raise
+        self.commit(job, outcome)
+
+    def feed(self, engine: Engine, job: FileJob, cancel: CancelCallback | None) -> None:
+        """Hand ``job`` to the engine, first committing results while it has enough in flight."""
+        while len(self.in_flight) >= engine.capacity:
+            self.pump(engine, cancel, timeout=_PROGRESS_INTERVAL)
+        check_cancel(cancel)  # a commit just made may have been the one the user cancelled after
+        engine.submit(job)
+        self.in_flight[job.path] = job
+
+    def pump(self, engine: Engine | None, cancel: CancelCallback | None, timeout: float = 0.0) -> None:
+        """Check for a cancel; commit the outcomes that have arrived; report aggregate progress."""
+        check_cancel(cancel)
+        if engine is None or not self.in_flight:
+            return
+        for job, outcome in engine.wait(timeout):
+            self.commit(job, outcome)
+        now = time.monotonic()
+        if self.in_flight and now - self._last_emit >= _PROGRESS_INTERVAL:
+            self._last_emit = now
+            # Progress and ETA over all workers: finished bytes plus each in-flight file's share.
+            fractions = engine.fractions()
+            partial = sum(f * self.in_flight[p].size for p, f in fractions.items() if p in self.in_flight)
+            current = max(fractions, key=lambda p: fractions[p], default=None) if fractions else None
+            self.emit(current, fractions.get(current) if current else None, extra_bytes=partial)
+
+    def abort(self, engine: Engine) -> None:
+        """Cancel: stop every worker; keep files that finished anyway; the rest become pending."""
+        for job, outcome in engine.stop():
+            if job.path in self.in_flight:
+                self.commit(job, outcome)
+        for job in list(self.in_flight.values()):
+            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+        self.in_flight.clear()
+
+    def sort_failed(self, order: Sequence[Path]) -> None:
+        """Failures in walk order, whatever order parallel workers finished them in."""
+        pos = {str(p): i for i, p in enumerate(order)}
+        self.summary.failed.sort(key=lambda f: pos.get(f[0], len(pos)))
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -185,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """Console/GUI-script entry point."""
+    __import__("multiprocessing").freeze_support()  # frozen bundle: a worker process starts here (issue 18)
     sys.exit(main())
 
 

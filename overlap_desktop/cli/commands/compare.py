@@ -172,6 +172,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "annotation n-gram hashes the manifest carries (no vendor text is needed)")
     p.add_argument("--eval-field", action="append", dest="eval_fields", metavar="NAME",
                    help="JSON field holding the evaluation text (repeatable; default: every string field)")
+    p.add_argument("--cluster", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="search the index's shards on a Dask cluster (tcp://HOST:8786; alone: index.cluster); "
+                        "its workers must see the index folder at the same path")
     add_output_arguments(p)
     add_floor_argument(p)
     add_gate_argument(p, "the share of offered hours you already own")
@@ -183,9 +186,13 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     if not args.manifest.is_file():
         raise UsageError("no such manifest file", path=args.manifest)
     config = ctx.config
+    cluster = None if args.cluster is None else (args.cluster or str(config["index.cluster"]))
+    if cluster == "":
+        raise UsageError("--cluster without an address needs the index.cluster setting (tcp://HOST:8786)")
     with ctx.progress("Comparing") as progress:
         report = api.compare(args.manifest, config.index_path, config=config, floor_seconds=args.floor,
-                             eval_files=args.eval_files, eval_fields=args.eval_fields, progress=progress)
+                             eval_files=args.eval_files, eval_fields=args.eval_fields, progress=progress,
+                             cluster=cluster)
     write_outputs(report, args, ctx)
     print_report(report, ctx, verbose=ctx.verbose)
     return check_gate(report, args.fail_over, ctx)

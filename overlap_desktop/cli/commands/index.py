@@ -37,6 +37,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="samples per second of footage (default 4; lower weakens detection)")
     p.add_argument("--forget-missing", action="store_true",
                    help="drop index entries under PATH whose file no longer exists")
+    p.add_argument("--workers", metavar="N", type=int, default=None,
+                   help="files fingerprinted at once in worker processes (default: index.workers, "
+                        "0 = one per core; 1 = no worker processes)")
+    p.add_argument("--cluster", metavar="ADDRESS", default=None,
+                   help="fingerprint on the workers of a running Dask cluster (tcp://HOST:8786; needs the "
+                        "'cluster' extra); the workers must see the footage at the same paths")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
@@ -116,6 +122,8 @@ def print_summary(summary: IndexSummary, ctx: CliContext) -> None:
     ctx.print(f"{head} {s.indexed} file(s), {s.skipped} unchanged, {len(s.failed)} failed "
               f"({s.files_seen} found) in {s.elapsed_s:.1f} s")
     ctx.print(f"  index:               {s.index_path}")
+    if s.indexed or s.failed:
+        ctx.print(f"  fingerprinted by:    {s.engine}")
     ctx.print(f"  hours indexed:       {s.hours_indexed:.3f} h ({_hms(s.hours_indexed)})")
     ctx.print(f"  hours indeterminate: {s.hours_indeterminate:.3f} h ({_hms(s.hours_indeterminate)}; "
               "featureless or static, excluded from matching)")
@@ -148,6 +156,13 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.overrides["index.crop_ladder"] = args.crop_ladder
     if args.fps is not None:
         ctx.overrides["index.fps"] = args.fps
+    if args.workers is not None:
+        if args.workers < 0:
+            ctx.note("overlap index: error: --workers must be 0 (one per core) or more")
+            return int(ExitCode.USAGE)
+        ctx.overrides["index.workers"] = args.workers
+    if args.cluster is not None:
+        ctx.overrides["index.cluster"] = args.cluster
     config = ctx.config
     if config["index.fps"] < 4 and not args.json:
         ctx.note(f"overlap index: warning: sampling at {config['index.fps']:g} fps (below 4) weakens "

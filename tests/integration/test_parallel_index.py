@@ -1,0 +1,158 @@
+"""Indexing in worker processes (issue 18, item 1): same bytes as a serial build, resumable,
+cancellable through the api's callbacks (as the GUI uses it), and a dead worker is survived."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from overlap_desktop import api
+from overlap_desktop.cli.main import main
+from overlap_desktop.core import indexer, parallel
+from overlap_desktop.core.index import open_index
+from overlap_desktop.core.indexer import IndexSummary
+from overlap_desktop.core.types import CancelToken, Progress
+from overlap_desktop.errors import Cancelled
+from tests.fixtures_scale import *  # noqa: F403 - session fixtures
+from tests.fixtures_scale import N_CLIPS, build_and_export, scale_config
+
+
+def test_parallel_build_exports_the_same_bytes_as_a_serial_build(
+        scale_corpus: Path, serial_manifest: tuple[IndexSummary, bytes], tmp_path: Path) -> None:
+    serial, serial_bytes = serial_manifest
+    summary, data = build_and_export(scale_corpus, tmp_path / "ix", tmp_path / "par.ovlm", **{"index.workers": 2})
+    assert summary.engine == "2 worker processes"
+    assert summary.indexed == N_CLIPS and summary.files_seen == serial.files_seen
+    # The bad file is refused with the same reason, and failures are listed in walk order.
+    assert summary.failed == serial.failed and len(summary.failed) == 1
+    assert data == serial_bytes
+    assert multiprocessing.active_children() == []
+
+
+def test_default_uses_every_core_and_cancel_stops_all_workers(
+        scale_corpus: Path, serial_manifest: tuple[IndexSummary, bytes], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GUI's path: api.index_paths with the default settings, a progress and a cancel callback."""
+    # The corpus is tiny; lift the "not worth starting processes" floor so the default runs in parallel.
+    monkeypatch.setattr(indexer, "AUTO_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "default_workers", lambda: 2)
+    ix = tmp_path / "ix"
+    token = CancelToken()
+    seen: list[Progress] = []
+
+    def progress(p: Progress) -> None:
+        seen.append(p)
+        if p.stage == "index" and p.message and p.message.startswith("indexed"):
+            token.cancel()  # cancel as soon as the first file is committed
+
+    config = scale_config(ix)
+    assert config["index.workers"] == 0
+    with pytest.raises(Cancelled) as info:
+        api.index_paths([scale_corpus], index=ix, config=config, progress=progress, cancel=token)
+    partial: IndexSummary = info.value.summary  # type: ignore[attr-defined]
+    assert partial.cancelled and partial.engine == "2 worker processes"
+    assert 1 <= partial.indexed < N_CLIPS
+    # Every worker process was stopped and joined.
+    assert multiprocessing.active_children() == []
+    # Aggregate progress over all workers: bytes of the whole run, never past the total.
+    index_events = [p for p in seen if p.stage == "index"]
+    assert index_events and all(p.unit == "bytes" and p.total and p.done <= p.total for p in index_events)
+    with open_index(ix, readonly=True) as idx:
+        statuses = [f.status for f in idx.files()]
+    # Nothing half-written: finished files are ok, the others pending (never left "running").
+    assert statuses.count("ok") == partial.indexed and "running" not in statuses
+    # Resume: the same call finishes the job, and the result is the serial build's.
+    again = api.index_paths([scale_corpus], index=ix, config=config)
+    assert again.indexed == N_CLIPS - partial.indexed and again.skipped == partial.indexed
+    api.export_manifest(ix, tmp_path / "resumed.ovlm", config=config)
+    assert (tmp_path / "resumed.ovlm").read_bytes() == serial_manifest[1]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_worker_process_killed_mid_job_is_survived(
+        scale_corpus: Path, serial_manifest: tuple[IndexSummary, bytes], tmp_path: Path) -> None:
+    ix = tmp_path / "ix"
+    killed: list[int] = []
+
+    def progress(p: Progress) -> None:
+        if not killed and p.stage == "index" and p.message and p.message.startswith("indexed"):
+            children = multiprocessing.active_children()
+            assert children, "the pool's worker processes should be running"
+            os.kill(children[0].pid, signal.SIGKILL)  # type: ignore[arg-type]
+            killed.append(children[0].pid)  # type: ignore[arg-type]
+
+    config = scale_config(ix, **{"index.workers": 2})
+    summary = api.index_paths([scale_corpus], index=ix, config=config, progress=progress)
+    assert killed
+    assert summary.indexed == N_CLIPS and len(summary.failed) == 1
+    api.export_manifest(ix, tmp_path / "m.ovlm", config=config)
+    assert (tmp_path / "m.ovlm").read_bytes() == serial_manifest[1]
+
+
+def test_default_keeps_a_small_job_in_one_process(scale_corpus: Path, tmp_path: Path) -> None:
+    # Starting worker processes costs about a second each; a few MB of new footage is not worth it.
+    ix = tmp_path / "ix"
+    summary = api.index_paths([scale_corpus / "cam1"], index=ix, config=scale_config(ix))
+    assert summary.engine == "this process" and summary.indexed == N_CLIPS // 2
+
+
+def test_cli_workers_flag(scale_corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ix = tmp_path / "ix"
+    assert main(["index", str(scale_corpus), "--index", str(ix), "--workers", "2", "-q"]) == 4  # the bad file
+    out = capsys.readouterr().out
+    assert "fingerprinted by:    2 worker processes" in out and f"Indexed {N_CLIPS} file(s)" in out
+    assert main(["index", str(scale_corpus), "--index", str(ix), "--workers", "-1", "-q"]) == 2
+    assert "--workers" in capsys.readouterr().err
+
+
+def test_workers_setting_is_validated() -> None:
+    from overlap_desktop.config import load_config
+    from overlap_desktop.errors import ConfigError
+
+    assert load_config({"index.workers": "3"}, environ={})["index.workers"] == 3
+    with pytest.raises(ConfigError, match="index.workers"):
+        load_config(environ={"OVERLAP_INDEX_WORKERS": "-2"})
+    with pytest.raises(ConfigError, match="index.cluster"):
+        load_config({"index.cluster": "myhost:8786"}, environ={})
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_killing_the_writer_leaves_no_half_written_work_and_no_orphan_workers(
+        scale_corpus: Path, serial_manifest: tuple[IndexSummary, bytes], tmp_path: Path) -> None:
+    import subprocess
+
+    psutil = pytest.importorskip("psutil")
+    ix = tmp_path / "ix"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "overlap_desktop", "index", str(scale_corpus), "--index", str(ix),
+                             "--workers", "2"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # one line per finished file
+            if ": indexed" in line:
+                break
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        assert workers
+        proc.kill()
+        proc.wait(timeout=60)
+        # The workers notice their writer is gone and exit instead of decoding on as orphans.
+        _, alive = psutil.wait_procs(workers, timeout=60)
+        assert alive == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with open_index(ix, readonly=True) as idx:
+        ok = [f for f in idx.files() if f.status == "ok"]
+        assert ok  # (the kill usually lands before the last file; the test holds either way)
+    config = scale_config(ix, **{"index.workers": 2})
+    resumed = api.index_paths([scale_corpus], index=ix, config=config)
+    assert resumed.skipped == len(ok) and resumed.indexed == N_CLIPS - len(ok)
+    api.export_manifest(ix, tmp_path / "m.ovlm", config=config)
+    assert (tmp_path / "m.ovlm").read_bytes() == serial_manifest[1]
