@@ -177,9 +177,10 @@ def build(directory: Path, hours: float, v: int, shard_codes: int) -> dict:
 
 
 class _BenchCorpus:
-    def __init__(self, directory: Path, v: int) -> None:
+    def __init__(self, directory: Path, v: int, hours: float = 0.0) -> None:
         self.directory = directory
         self.v = v
+        self.hours = hours
         #: CPU seconds spent regenerating synthetic fingerprints (a stand-in for the
         #: index's SQLite read); subtracted from the compare time and reported apart.
         self.regen_cpu = 0.0
@@ -205,6 +206,9 @@ class _BenchCorpus:
     def describe(self, stream_id: int) -> tuple[str, str]:
         return f"stream-{stream_id}", "v:0"
 
+    def searched_seconds(self) -> float:
+        return self.hours * 3600.0
+
 
 def query(directory: Path, probe: int) -> dict:
     from overlap_desktop.core.compare import QueryStream, compare_streams
@@ -212,7 +216,7 @@ def query(directory: Path, probe: int) -> dict:
     info = json.loads((directory / "corpus.json").read_text())
     q, truth = make_query(info["streams"], info["variants"])
     params = MatchParams(probe=probe)
-    corpus = _BenchCorpus(directory, info["variants"])
+    corpus = _BenchCorpus(directory, info["variants"], float(info["hours"]))
     # Twice: the first run also pays for reading shards into the page cache (cold), the
     # second is the steady state of a machine that compares offers routinely (warm).
     runs = []
@@ -224,8 +228,9 @@ def query(directory: Path, probe: int) -> dict:
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         runs.append((wall - corpus.regen_cpu, cpu - corpus.regen_cpu))
     (cold_wall, cold_cpu), (wall, cpu) = runs
-    segs = [s for _, sid, s in found if s.query_duration >= params.floor_seconds]
-    sids = [sid for _, sid, s in found if s.query_duration >= params.floor_seconds]
+    # Counted segments only: weak evidence (a chance count above max_chance) is not a claim.
+    segs = [s for _, sid, s in found if s.query_duration >= params.floor_seconds and not s.weak]
+    sids = [sid for _, sid, s in found if s.query_duration >= params.floor_seconds and not s.weak]
     hit = 0
     used = set()
     for t in truth:

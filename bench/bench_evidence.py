@@ -71,6 +71,17 @@ def main() -> None:
     manifest, lab = build(root)
     man = read_manifest(manifest)
     queries = C._manifest_queries(man)
+    import overlap_desktop.core.evidence as ev
+
+    ridge = ev.RIDGE_RATIO
+    for label, gate in (("without the ridge gate", 1e9), ("with the ridge gate (the product)", ridge)):
+        ev.RIDGE_RATIO = gate
+        print(f"--- {label}")
+        report(queries, lab, root)
+    ev.RIDGE_RATIO = ridge
+
+
+def report(queries: list, lab: Path, root: Path) -> None:
     with open_index(lab, create=False) as idx:
         corpus = C._IndexCorpus(idx)
         t0 = time.process_time()
@@ -90,7 +101,7 @@ def main() -> None:
     print(f"offers: {len(suite.NEGATIVES)} look-alikes + real {sum(1 for q in queries if 'real' in q.file)}, "
           f"{len(suite.CONTROLS)} true copies; library {len(suite.LIB) + len(suite.LONG)} files")
     print(f"candidate lines verified: {len(rows)} ({len(true_e)} true, {len(false_e)} false)")
-    print(f"largest chance count of a true copy : {max(true_e):.3g}")
+    print(f"largest chance count of a true copy : {max(true_e):.3g}" if true_e else "no true copy found")
     print(f"smallest chance count of a false line: {min(false_e):.3g}" if false_e else "no false line")
     print(f"threshold (counted at or below): {thr:g}; false lines at or below it: "
           f"{sum(e <= thr for e in false_e)}; true copies above it: {sum(e > thr for e in true_e)}")

@@ -67,12 +67,21 @@ BACKGROUND_QUANTILE = 0.05
 JUDGE_MIN_BITS = 10.0
 #: Two observations whose offered (or owned) frames are this close are one state.
 STATE_BITS = 12
+#: A frame is on a *ridge* when its distance on the line is at most this share of its
+#: background, or at least :data:`RIDGE_BITS` below it. Copies measured: re-encodes 0.02-0.2, crops on a rung ~0.3,
+#: crops between rungs and grades up to ~0.6 of a high background (>= 24 bits below it);
+#: a coincidence of similar poses in another episode of the same rig: 0.25-1.1.
+RIDGE_RATIO = 0.4
+RIDGE_BITS = 24.0
 #: Support per frame is clipped to this range so one frame never decides a segment.
 SUPPORT_CLIP = (-24.0, 48.0)
 #: Decoy lines per segment (calibration of the chance count).
 DECOYS = 40
 #: Offered frames used for calibration at most (evenly spaced over the segment).
 CALIBRATION_ROWS = 96
+#: A z-score this high ends the decoy loop early (after 2 * MIN_DECOYS decoys): the chance
+#: count is then far below any threshold (about 1e-33 per line tried).
+Z_CERTAIN = 12.0
 #: Fewest decoys that give a usable spread; with fewer, :data:`NO_DECOY_SD` applies.
 MIN_DECOYS = 8
 #: Spread per state assumed when the owned stream is too short for decoys (bits).
@@ -134,12 +143,20 @@ def _even(idx: np.ndarray, k: int) -> np.ndarray:
 
 
 def _low_quantile(d: np.ndarray, valid: np.ndarray, q: float) -> np.ndarray:
-    """Per row, the ``q`` quantile of ``d`` over ``valid`` entries (inf where none)."""
+    """Per row, the ``q`` quantile of ``d`` over ``valid`` entries (inf where none).
+
+    Invalid entries become +inf, so the k-th smallest of a row is the k-th smallest valid
+    one; a partition at the largest k needed, then a sort of that short head, gives it.
+    """
     dd = np.where(valid, d.astype(float), np.inf)
-    dd.sort(axis=1)
     n = valid.sum(axis=1)
     k = np.clip(np.floor(q * np.maximum(n - 1, 0)).astype(np.int64), 0, dd.shape[1] - 1)
-    out = np.take_along_axis(dd, k[:, None], axis=1)[:, 0]
+    if dd.size == 0:
+        return np.full(d.shape[0], np.inf)
+    kmax = int(k.max())
+    head = np.partition(dd, kmax, axis=1)[:, : kmax + 1] if kmax + 1 < dd.shape[1] else dd
+    head.sort(axis=1)
+    out = np.take_along_axis(head, k[:, None], axis=1)[:, 0]
     out[n == 0] = np.inf
     return out
 
@@ -161,6 +178,31 @@ class _Pair:
         self.c_sample, self.q_sample = cs, qs
         self.c_sample_codes = corpus.codes[cs][:, fam]  # (Kc, F, 32)
         self.q_sample_codes = query.codes[qs, 0]  # (Kq, 32)
+        # Distances to the background samples, computed once per offered row and per
+        # (owned row, variant): decoys and trimming revisit the same frames many times.
+        self._row_d: dict[int, np.ndarray] = {}
+        self._col_d: dict[int, np.ndarray] = {}
+
+    def _rows_background(self, rows: np.ndarray) -> np.ndarray:
+        """``(n, Kc)`` distances from offered rows to the owned sample (best variant)."""
+        todo = np.asarray([r for r in dict.fromkeys(rows.tolist()) if r not in self._row_d], np.int64)
+        if todo.size:
+            qc = self.query.codes[todo, 0]
+            dr = popcount_xor(qc[:, None, None, :], self.c_sample_codes[None, :, :, :]).min(axis=-1)
+            self._row_d.update(zip(todo.tolist(), dr.astype(np.int16)))
+        return np.stack([self._row_d[r] for r in rows.tolist()]) if rows.size else np.zeros((0, 0), np.int16)
+
+    def _cols_background(self, c_rows: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``(n, Kq)`` distances from owned frames (row, variant) to the offered sample."""
+        keys = (c_rows * self.corpus.codes.shape[1] + v).tolist()
+        todo = [k for k in dict.fromkeys(keys) if k not in self._col_d]
+        if todo:
+            t = np.asarray(todo, np.int64)
+            w = self.corpus.codes.shape[1]
+            cc = self.corpus.codes[t // w, t % w]
+            dc = popcount_xor(cc[:, None, :], self.q_sample_codes[None, :, :])
+            self._col_d.update(zip(todo, dc.astype(np.int16)))
+        return np.stack([self._col_d[k] for k in keys]) if keys else np.zeros((0, 0), np.int16)
 
     def line(self, rows: np.ndarray, slope: float, offset: float) -> tuple[np.ndarray, ...]:
         """Distance on the line, the owned frame and variant used, and the background."""
@@ -173,16 +215,16 @@ class _Pair:
         d = dist[np.arange(rows.size), best_v]
         c_at = crow[np.arange(rows.size), best_v]
         # Row background: this offered frame against owned frames off the line.
-        qc = self.query.codes[rows, 0]
-        dr = popcount_xor(qc[:, None, None, :], self.c_sample_codes[None, :, :, :]).min(axis=-1)
+        dr = self._rows_background(rows)
         cst = self.ct[self.c_sample]
         far = np.abs(cst[None, :] - pred[:, None]) > EXCLUSION_S * max(1.0, abs(slope))
         if self.identity:
             far &= np.abs(cst[None, :] - qt[:, None]) > EXCLUSION_S
         row_bg = _low_quantile(dr, far, BACKGROUND_QUANTILE)
         # Column background: the owned frame on the line against offered frames off the line.
-        cc = self.corpus.codes[np.clip(c_at, 0, len(self.corpus) - 1), self.fam[best_v]]
-        dc = popcount_xor(cc[:, None, :], self.q_sample_codes[None, :, :])
+        c_row = np.clip(c_at, 0, len(self.corpus) - 1)
+        cc = self.corpus.codes[c_row, self.fam[best_v]]
+        dc = self._cols_background(c_row, self.fam[best_v])
         qst = self.qt[self.q_sample]
         farq = np.abs(qst[None, :] - qt[:, None]) > EXCLUSION_S
         if self.identity:
@@ -198,37 +240,47 @@ class _Pair:
         judged = ok & (bg >= JUDGE_MIN_BITS)
         return np.where(judged, np.clip(bg - d, *SUPPORT_CLIP), 0.0), judged
 
-    def state_support(self, rows: np.ndarray, slope: float, offset: float) -> tuple[float, int]:
-        """Total support over distinct *states* along the line, and how many were judged.
+    def state_support(self, rows: np.ndarray, slope: float, offset: float) -> tuple[float, int, int]:
+        """Total support over distinct *states* along the line, how many were judged, and
+        how many of those are *ridge* states.
 
         Consecutive observations whose offered frames look alike (a pause in the offered
         footage) or whose owned frames look alike (a pause in the owned footage) are one
         observation: a paused arm that happens to stand where another episode's arm once
         stood is one coincidence, however many samples the pause lasts and whatever
         slope the line takes through it. Each state counts with the mean support of its
-        judged frames.
+        judged frames. A state is a *ridge* when most of its frames are distinctly closer
+        to each other than to anything else in their recordings (:data:`RIDGE_RATIO`,
+        :data:`RIDGE_BITS`): the signature of one moment, where a partial coincidence of
+        poses only comes near the background.
         """
         d, bg, ok, _, cc = self.line(rows, slope, offset)
         judged = ok & (bg >= JUDGE_MIN_BITS)
         s = np.where(judged, np.clip(bg - d, *SUPPORT_CLIP), 0.0)
+        ridge_f = judged & ((d <= RIDGE_RATIO * bg) | (bg - d >= RIDGE_BITS))
         qc = self.query.codes[rows, 0]
-        total, n = 0.0, 0
+        # Pairwise distances once (n <= CALIBRATION_ROWS), then a plain loop over them.
+        q_far = (popcount_xor(qc[:, None, :], qc[None, :, :]) > STATE_BITS).tolist()
+        c_far = (popcount_xor(cc[:, None, :], cc[None, :, :]) > STATE_BITS).tolist()
+        s_l, j_l, r_l = s.tolist(), judged.tolist(), ridge_f.tolist()
+        total, n, ridge = 0.0, 0, 0
         k0 = 0
-        acc, cnt = 0.0, 0
+        acc, cnt, rcnt = 0.0, 0, 0
         for k in range(rows.size + 1):
-            new = k == rows.size or (
-                int(popcount_xor(qc[k], qc[k0])) > STATE_BITS and int(popcount_xor(cc[k], cc[k0])) > STATE_BITS)
+            new = k == rows.size or (q_far[k][k0] and c_far[k][k0])
             if new:
                 if cnt:
                     total += acc / cnt
                     n += 1
+                    ridge += int(2 * rcnt >= cnt)
                 if k == rows.size:
                     break
-                k0, acc, cnt = k, 0.0, 0
-            if judged[k]:
-                acc += float(s[k])
+                k0, acc, cnt, rcnt = k, 0.0, 0, 0
+            if j_l[k]:
+                acc += s_l[k]
                 cnt += 1
-        return total, n
+                rcnt += int(r_l[k])
+        return total, n, ridge
 
 
 def _max_pieces(s: np.ndarray, min_len: int) -> list[tuple[int, int]]:
@@ -334,25 +386,31 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
         if n_j < params.min_frames:
             continue
         cal = _even(pr, CALIBRATION_ROWS)
-        obs, n_states = pair.state_support(cal, slope, offset)
+        obs, n_states, n_ridge = pair.state_support(cal, slope, offset)
         if n_states < params.min_frames:
             continue
-        decoys = []
-        for ds, do in _decoy_lines(slope, offset, qt_all[cal], pair.c_end, rng):
+        if n_ridge < params.min_frames or 2 * n_ridge < n_states:
+            # Close along the line, but not distinctly closer than to the rest of the two
+            # recordings on most of it: the same scene, not the same moment.
+            continue
+        decoys: list[float] = []
+        mu, sd = 0.0, NO_DECOY_SD * math.sqrt(n_states)
+        for k, (ds, do) in enumerate(_decoy_lines(slope, offset, qt_all[cal], pair.c_end, rng)):
             dpred = ds * qt_all[cal] + do
             keep = cal[(dpred >= 0) & (dpred <= pair.c_end)]
             if keep.size < 2:
                 continue
-            dsum, _ = pair.state_support(keep, ds, do)
+            dsum, _, _ = pair.state_support(keep, ds, do)
             decoys.append(dsum * cal.size / keep.size)
-        if len(decoys) >= MIN_DECOYS:
-            mu = float(np.mean(decoys))
-            sd = max(float(np.std(decoys, ddof=1)), MIN_SUPPORT_SD * math.sqrt(n_states))
-        else:
-            # Too short an owned stream to place decoys elsewhere: assume chance gives no
-            # support on average but a wide spread (a typical state's support), so only
-            # much stronger evidence counts.
-            mu, sd = 0.0, NO_DECOY_SD * math.sqrt(n_states)
+            if len(decoys) >= MIN_DECOYS:
+                mu = float(np.mean(decoys))
+                sd = max(float(np.std(decoys, ddof=1)), MIN_SUPPORT_SD * math.sqrt(n_states))
+                # Far beyond any threshold already: more decoys would not change the verdict.
+                if len(decoys) >= 2 * MIN_DECOYS and (obs - mu) / sd >= Z_CERTAIN:
+                    break
+        # With fewer than MIN_DECOYS (an owned stream too short to place decoys elsewhere)
+        # the defaults above apply: chance is assumed to give no support on average but a
+        # wide spread (a typical state's support), so only much stronger evidence counts.
         z = (obs - mu) / sd
         p = 0.5 * math.erfc(z / math.sqrt(2.0))
         t0, t1 = float(qt_all[pr[0]]), float(qt_all[pr[-1]])

@@ -127,7 +127,10 @@ def test_an_over_extended_line_is_trimmed_to_the_copy() -> None:
     assert p.query_start == pytest.approx(12.0, abs=1.0) and p.query_end == pytest.approx(31.0, abs=1.0)
 
 
-def test_more_library_needs_stronger_evidence() -> None:
+def test_more_library_needs_stronger_evidence(monkeypatch: pytest.MonkeyPatch) -> None:
+    import overlap_desktop.core.evidence as ev
+
+    monkeypatch.setattr(ev, "RIDGE_RATIO", 1.0)  # this weakened copy is not a ridge; test calibration only
     q = stream(codes_of(OWNED[80:104:4], arm_noise=18, seed=3), 1.0)  # a short copy, weakened
     s = seg(0.0, 5.0, 1.0, 20.0)
     small = assess(q, CORPUS, s, searched=60.0)[0][1].chance
@@ -139,6 +142,7 @@ def test_more_library_needs_stronger_evidence() -> None:
 def test_implausible_speed_pays_a_penalty(monkeypatch: pytest.MonkeyPatch) -> None:
     import overlap_desktop.core.evidence as ev
 
+    monkeypatch.setattr(ev, "RIDGE_RATIO", 1.0)  # calibration only (see above)
     q = stream(codes_of(OWNED[0:240:24], arm_noise=18, seed=4), 1.0)  # 6x faster, weakened copy
     penalised = assess(q, CORPUS, seg(0.0, 9.0, 6.0, 0.0))[0][1].chance
     monkeypatch.setattr(ev, "PLAUSIBLE_SPEEDS", (0.1, 10.0))
@@ -170,3 +174,26 @@ def test_a_short_owned_clip_with_no_room_for_decoys() -> None:
     for slope, offset in ((1.0, 0.5), (0.5, 2.0), (-1.0, 7.5)):
         for _, b in assess(other, short, seg(0.0, 7.0, slope, offset), searched=8.0):
             assert b.chance > MatchParams().max_chance
+
+
+def test_a_partial_coincidence_of_poses_is_not_a_ridge() -> None:
+    """Another episode passes through poses *like* the owned ones (half the arm bits drawn afresh):
+    closer than the background, significantly so, but not distinctly: not counted."""
+    import overlap_desktop.core.evidence as ev
+
+    states = walk(13, 20.0, 1.0)
+    like = OWNED[40:120:4].copy()  # owned 10..30 s
+    half = np.random.default_rng(13).random(like.shape) < 0.5
+    like[half] = states[half]  # half of the arm bits from another trajectory
+    q = stream(codes_of(like, noise_bits=2, seed=13), 1.0)
+    line = seg(0.0, 19.0, 1.0, 10.0)
+    pieces = assess(q, CORPUS, line)
+    assert all(a.chance > MatchParams().max_chance for _, a in pieces) or not pieces
+    # Without the ridge gate the same line would have been counted: the gate is what rejects it.
+    ridge = ev.RIDGE_RATIO
+    try:
+        ev.RIDGE_RATIO = 1.0
+        ungated = assess(q, CORPUS, line)
+    finally:
+        ev.RIDGE_RATIO = ridge
+    assert any(a.chance <= MatchParams().max_chance for _, a in ungated)
