@@ -180,6 +180,15 @@ def test_real_fixed_camera_copies_are_found(rig_report: dict[str, Any]) -> None:
         assert best.speed == pytest.approx(1.0, rel=0.03)
 
 
+def test_distinct_episodes_in_one_offer_are_not_repeats(rig_report: dict[str, Any]) -> None:
+    """The offer checked against itself: twenty episodes of one rig repeat nothing."""
+    report = rig_report["report"]
+    rep = {n: [(Path(s.corpus_file).stem, s.query_start, s.query_end) for s in f.repeats]
+           for n, f in rig_report["by_name"].items() if f.repeats}
+    assert not rep, rep
+    assert report.repeated_seconds == 0.0
+
+
 def test_self_dedupe_of_same_rig_episodes_finds_nothing(rig_report: dict[str, Any]) -> None:
     dup = {Path(f.query_file).stem: [(Path(s.corpus_file).stem, s.query_start, s.query_end) for s in f.segments]
            for f in rig_report["dedupe"].files if f.segments}
