@@ -11,7 +11,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
 from overlap_desktop.errors import Cancelled, ExitCode
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,16 +87,18 @@ class _Display:
         if p.message and p.current:
             self.files_done += 1
             if p.message != "unchanged" or self.ctx.verbose:
-                self.line(f"{p.current}: {p.message}")
+                self.line(f"{safe_terminal(p.current)}: {safe_terminal(p.message)}")
         files = f"{self.files_done}/{self.files_total} files" if self.files_total is not None else (
             f"{self.files_done} files")
         if self._bar is not None:
-            cur = p.current or ""
+            cur = safe_terminal(p.current or "")
             if len(cur) > 40:
                 cur = "…" + cur[-39:]
             if p.current_done is not None and not p.message and cur:
                 cur = f"{cur} {p.current_done:4.0%}"
-            self._bar.update(self._task, completed=p.done, total=p.total, files=files, current=cur)
+            from rich.markup import escape
+
+            self._bar.update(self._task, completed=p.done, total=p.total, files=files, current=escape(cur))
         else:
             now = time.monotonic()
             if p.total and now - self._last_plain > 10.0 and not p.message:
@@ -115,7 +117,7 @@ def print_summary(summary: IndexSummary, ctx: CliContext) -> None:
     head = "Interrupted: kept" if s.cancelled else "Indexed"
     ctx.print(f"{head} {s.indexed} file(s), {s.skipped} unchanged, {len(s.failed)} failed "
               f"({s.files_seen} found) in {s.elapsed_s:.1f} s")
-    ctx.print(f"  index:               {s.index_path}")
+    ctx.print(f"  index:               {safe_terminal(s.index_path)}")
     ctx.print(f"  hours indexed:       {s.hours_indexed:.3f} h ({_hms(s.hours_indexed)})")
     ctx.print(f"  hours indeterminate: {s.hours_indeterminate:.3f} h ({_hms(s.hours_indeterminate)}; "
               "featureless or static, excluded from matching)")
@@ -125,12 +127,12 @@ def print_summary(summary: IndexSummary, ctx: CliContext) -> None:
         ctx.print(f"  missing:             {len(s.missing)} indexed file(s) no longer on disk "
                   "(kept; --forget-missing drops them)")
     for w in s.warnings:
-        ctx.print(f"  warning: {w}")
+        ctx.print(f"  warning: {safe_terminal(w)}")
     if s.failed:
         ctx.print(f"  errors ({len(s.failed)}):")
         shown = s.failed if ctx.verbose else s.failed[:_MAX_FAILED]
         for path, reason in shown:
-            ctx.print(f"    {path}: {reason}")
+            ctx.print(f"    {safe_terminal(path)}: {safe_terminal(reason)}")
         if len(shown) < len(s.failed):
             ctx.print(f"    ... and {len(s.failed) - len(shown)} more (-v lists all; `overlap files --errors`)")
     if s.cancelled:
