@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
-from overlap_desktop.errors import Cancelled, ExitCode
+from overlap_desktop.errors import Cancelled, ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.indexer import IndexSummary
@@ -25,7 +25,7 @@ _MAX_FAILED = 30
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="video files, recordings or folders (recursive)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="video files, recordings or folders (recursive)")
     p.add_argument("--preset", choices=("fast", "balanced", "thorough"), default=None,
                    help="variant preset: which crop rungs are hashed besides the upright frame "
                         "(default: index.preset)")
@@ -38,6 +38,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--forget-missing", action="store_true",
                    help="drop index entries under PATH whose file no longer exists")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--rebuild-shards", action="store_true",
+                   help="rebuild the search shards from the index database (repairs damaged shards; "
+                        "no footage is read)")
 
 
 class _Display:
@@ -139,9 +142,25 @@ def print_summary(summary: IndexSummary, ctx: CliContext) -> None:
         ctx.print("  run the same command again to resume")
 
 
+def _rebuild_shards(ctx: CliContext) -> int:
+    from overlap_desktop import api
+
+    path = ctx.config.index_path
+    with api.open_index(path, create=False) as idx:
+        built = idx.rebuild_shards()
+    ctx.print(f"Rebuilt the search shards of {safe_terminal(path)}: {built} shard{'s' if built != 1 else ''}.")
+    return int(ExitCode.OK)
+
+
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     from overlap_desktop import api
 
+    if args.rebuild_shards:
+        if args.paths:
+            raise UsageError("--rebuild-shards reads no footage: give it no PATH (run indexing separately)")
+        return _rebuild_shards(ctx)
+    if not args.paths:
+        raise UsageError("give at least one PATH to index (a file or folder)")
     if args.preset is not None:
         ctx.overrides["index.preset"] = args.preset
     if args.crop_edges is not None:
