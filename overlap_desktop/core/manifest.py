@@ -41,7 +41,9 @@ __all__ = [
     "FORMAT_VERSION",
     "MAGIC",
     "MAX_DECODED_BYTES",
+    "MAX_FILES_WITHOUT_SAMPLES",
     "MAX_MANIFEST_BYTES",
+    "MAX_SAMPLES_PER_SECOND",
     "ExportSummary",
     "Manifest",
     "ManifestFile",
@@ -83,6 +85,14 @@ MAX_FILES = 10_000_000
 MAX_STREAMS = 1024
 MAX_DURATION_S = 1e8
 MAX_FPS = 1000.0
+#: Most samples any one-second window of a stream may hold. With it, everything a
+#: comparison builds per stretch of footage is bounded by footage seconds, not by what a
+#: manifest declares: samples 1 ns apart once made a 640 KB manifest cost 14 GB of memory.
+#: Exports hold at most ``export.fps`` (<= 120) samples per second.
+MAX_SAMPLES_PER_SECOND = 1000
+#: Most file entries without a single fingerprint. Such entries cannot match anything, yet
+#: each costs memory and a report row; an export lists only fingerprinted files.
+MAX_FILES_WITHOUT_SAMPLES = 10_000
 MAX_TIME_NS = 1 << 53
 MAX_FILE_SIZE = 1 << 62
 
@@ -323,6 +333,10 @@ def _encode_stream(s: ManifestStream, compress: str, where: str) -> bytes:
             raise ManifestError(f"cannot write manifest: {where}: bad indeterminate span {sp}")
         reason = _check_text(sp.reason, f"{where}: span reason", 255)
         out += [struct.pack("<ddB", start, end, len(reason)), reason]
+    crowded = _crowded_second(np.asarray(fp.times_ns))
+    if crowded is not None:
+        raise ManifestError(f"cannot write manifest: {where}: more than {MAX_SAMPLES_PER_SECOND} samples within "
+                            f"one second (from {crowded / 1e9:.6f} s); export at a lower --fps")
     out.append(_encode_times(fp.times_ns, where))
     out.append(_encode_payload(fp, compress, where))
     return b"".join(out)
@@ -397,6 +411,9 @@ def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: 
     names = [f.name for f in ordered]
     if len(set(names)) != len(names):
         raise ManifestError("cannot write manifest: duplicate file names")
+    if sum(1 for f in ordered if not any(len(st.fingerprints) for st in f.streams)) > MAX_FILES_WITHOUT_SAMPLES:
+        raise ManifestError(f"cannot write manifest: more than {MAX_FILES_WITHOUT_SAMPLES} files carry no "
+                            "fingerprint (readers refuse that many)")
     if len(ordered) > MAX_FILES:
         raise ManifestError(f"cannot write manifest: more than {MAX_FILES} files; split the export")
     entries = [_encode_entry(f, compress) for f in ordered]
@@ -587,6 +604,17 @@ def _expand_times(r: _Reader, n: int, t0: int, deltas: np.ndarray, counts: np.nd
     return times
 
 
+def _crowded_second(times: np.ndarray) -> int | None:
+    """The first timestamp (ns) starting a one-second window that holds more than
+    :data:`MAX_SAMPLES_PER_SECOND` samples, or ``None`` (times are increasing)."""
+    k = MAX_SAMPLES_PER_SECOND
+    if len(times) <= k:
+        return None
+    t = np.asarray(times, dtype=np.int64)
+    bad = np.flatnonzero(t[k:] - t[:-k] < 1_000_000_000)
+    return int(t[bad[0]]) if len(bad) else None
+
+
 def decoded_budget(size: int) -> int:
     """The default decoded-payload budget for a manifest of ``size`` bytes."""
     return min(MAX_DECODED_BYTES, DECODED_FLOOR + DECODED_RATIO * size)
@@ -685,6 +713,11 @@ def _parse_stream(r: _Reader, budget: _Budget) -> ManifestStream:
     t0, deltas, counts = _parse_times(r, n)
     payload = _parse_payload(r, n, budget)
     times = _expand_times(r, n, t0, deltas, counts, tat)
+    crowded = _crowded_second(times)
+    if crowded is not None:
+        raise r.fail(f"more than {MAX_SAMPLES_PER_SECOND} samples within one second of footage (from "
+                     f"{crowded / 1e9:.6f} s); at most {MAX_SAMPLES_PER_SECOND} per second are accepted, so the "
+                     "memory a comparison needs stays proportional to footage", tat)
     codes = np.frombuffer(payload, dtype=np.uint8, count=32 * n).reshape(n, 1, 32).copy()
     quality = np.frombuffer(payload, dtype=np.uint8, count=n, offset=32 * n).copy()
     if n and int(quality.max()) > 100:
@@ -861,6 +894,7 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
     budget = _Budget(max_decoded)
     files: list[ManifestFile] = []
     prev: bytes | None = None
+    empty = 0
     for i in range(nfiles):
         r.where = f"FILES entry {i + 1}"
         at = r.pos
@@ -880,6 +914,11 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
         prev = nb
         leaves.append(leaf_hash(buf[start:start + elen]))
         files.append(f)
+        if not any(len(st.fingerprints) for st in f.streams):
+            empty += 1
+            if empty > MAX_FILES_WITHOUT_SAMPLES:
+                raise r.fail(f"more than {MAX_FILES_WITHOUT_SAMPLES} file entries carry no fingerprint; such "
+                             "entries cannot match anything and are refused beyond that many", start)
     r.where = "FILES"
     if r.pos != files_end:
         raise r.fail(f"{files_end - r.pos} bytes after the last file entry")
