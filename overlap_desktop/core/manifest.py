@@ -31,7 +31,7 @@ from overlap_desktop.core.manifest_sections import (EPISODES_SVERSION, NGRAMS_SV
 from overlap_desktop.core.merkle import leaf_hash, root_from_leaf_hashes
 from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, Span,
                                         StreamFingerprints, Variant, check_cancel)
-from overlap_desktop.errors import ManifestError, OverlapError
+from overlap_desktop.errors import InputError, ManifestError, OverlapError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
@@ -1144,7 +1144,13 @@ def _annotation_ngrams(sources: Sequence[str | os.PathLike[str]], fields: Sequen
     texts: list[str] = []
     for src in sources:
         check_cancel(cancel)
-        texts.extend(d.text for d in iter_documents(Path(src), fields=fields))
+        try:
+            texts.extend(d.text for d in iter_documents(Path(src), fields=fields))
+        except RecursionError:
+            # JSON nested thousands of levels deep exhausts any recursive reader; it is
+            # not annotation text, so the file is refused by name rather than crashing.
+            raise InputError("cannot export: this annotation file nests JSON too deeply to be annotation "
+                             "text (flatten it, or give the text one record per line)", path=src) from None
     if not texts:
         raise ManifestError("cannot export: the annotation sources hold no text",
                             path=os.fspath(sources[0]) if len(sources) == 1 else None)
