@@ -36,7 +36,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fps", metavar="N", type=float, default=None,
                    help="samples per second of footage (default 4; lower weakens detection)")
     p.add_argument("--forget-missing", action="store_true",
-                   help="drop index entries under PATH whose file no longer exists")
+                   help="drop index entries under PATH whose file no longer exists (refused when PATH is an "
+                        "empty folder, e.g. an unmounted disk, unless --force)")
+    p.add_argument("--force", action="store_true",
+                   help="with --forget-missing: forget entries even under an empty folder")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--rebuild-shards", action="store_true",
                    help="rebuild the search shards from the index database (repairs damaged shards; "
@@ -176,7 +179,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     try:
         with _Display(ctx) as display:
             summary = api.index_paths(args.paths, config=config, forget_missing=args.forget_missing,
-                                      progress=display)
+                                      force=args.force, progress=display)
     except Cancelled as exc:
         partial = getattr(exc, "summary", None)
         if partial is not None:
