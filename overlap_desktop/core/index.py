@@ -1233,7 +1233,7 @@ def _connect(db_file: Path, *, readonly: bool, create: bool) -> apsw.Connection:
             conn.pragma("synchronous", "NORMAL")
         conn.pragma("foreign_keys", "ON")
     except apsw.Error as exc:
-        raise _open_error(exc, db_file, "cannot open the index database") from exc
+        raise _open_error(exc, db_file, "cannot open the index database", readonly=readonly) from exc
     return conn
 
 
@@ -1257,7 +1257,7 @@ def _immutable_uri(db_file: Path) -> str:
     return "file:" + quote(db_file.resolve().as_posix(), safe="/:") + "?immutable=1"
 
 
-def _open_error(exc: BaseException, db_file: Path, what: str) -> OverlapError:
+def _open_error(exc: BaseException, db_file: Path, what: str, *, readonly: bool = True) -> OverlapError:
     """A clear error for a failure while opening the database: a lock timeout is another
     copy at work, damage is damage, a read-only folder is named as such."""
     import apsw
@@ -1266,6 +1266,9 @@ def _open_error(exc: BaseException, db_file: Path, what: str) -> OverlapError:
     if mapped is not None:
         return mapped  # type: ignore[return-value]
     if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError)) and not os.access(db_file.parent, os.W_OK):
+        if not readonly:
+            return IndexError_(f"{what}: the index folder is read-only and this command writes to the index; "
+                               "copy the folder to a writable disk, or choose another --index", path=db_file.parent)
         wal = db_file.with_name(db_file.name + "-wal")
         return IndexError_(f"{what}: the index folder is read-only and SQLite cannot create its shared-memory "
                            f"file ({DB_NAME}-shm){' while a write-ahead log (-wal) holds changes' if wal.exists() else ''}"
@@ -1345,6 +1348,11 @@ def open_index(path: Path | str | None = None, *, config: Config | None = None, 
         raise IndexError_("is a file, not an index folder", path=folder)
     if not exists and (readonly or not create):
         raise IndexError_("no index here yet; run `overlap index PATH` first", path=folder)
+    if exists and not readonly and not create and not os.access(folder, os.W_OK):
+        # A caller that only reads (compare, export) on a read-only disk or a backup: open
+        # read-only rather than fail; readers then serve unsealed streams from memory.
+        log.info("index folder %s is not writable: opening it read-only", folder)
+        readonly = True
     if not readonly:
         why = network_filesystem(folder)
         if why:
