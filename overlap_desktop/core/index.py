@@ -1252,9 +1252,12 @@ def _needs_immutable(db_file: Path) -> bool:
 
 
 def _immutable_uri(db_file: Path) -> str:
-    from urllib.parse import quote
-
-    return "file:" + quote(db_file.resolve().as_posix(), safe="/:") + "?immutable=1"
+    # SQLite URIs need only these escaped in the path (no urllib: the product imports no
+    # network-capable module, see tests/unit/test_project_guards.py).
+    path = db_file.resolve().as_posix()
+    for ch, code in (("%", "%25"), ("?", "%3f"), ("#", "%23")):
+        path = path.replace(ch, code)
+    return "file:" + path + "?immutable=1"
 
 
 def _open_error(exc: BaseException, db_file: Path, what: str, *, readonly: bool = True) -> OverlapError:
