@@ -1271,12 +1271,13 @@ def _open_error(exc: BaseException, db_file: Path, what: str, *, readonly: bool 
     if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError)) and not os.access(db_file.parent, os.W_OK):
         if not readonly:
             return IndexError_(f"{what}: the index folder is read-only and this command writes to the index; "
-                               "copy the folder to a writable disk, or choose another --index", path=db_file.parent)
+                               "copy the folder to a writable disk, or choose another --index",
+                               path=db_file.parent)
         wal = db_file.with_name(db_file.name + "-wal")
+        held = " while a write-ahead log (-wal) holds changes" if wal.exists() else ""
         return IndexError_(f"{what}: the index folder is read-only and SQLite cannot create its shared-memory "
-                           f"file ({DB_NAME}-shm){' while a write-ahead log (-wal) holds changes' if wal.exists() else ''}"
-                           "; open it once on a writable disk (any overlap command does), or copy the folder "
-                           "to a writable place", path=db_file.parent)
+                           f"file ({DB_NAME}-shm){held}; open it once on a writable disk (any overlap command "
+                           "does), or copy the folder to a writable place", path=db_file.parent)
     return IndexError_(f"{what}: {exc}", path=db_file)
 
 

@@ -55,8 +55,9 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
                          "changes_results": settings[r.key].verdict,
                          "from_current_folder": r.key in folder} for r in rows])
         return int(ExitCode.OK)
-    table = [(r.key, safe_terminal(format_value(r.value)), ("! " if r.key in folder else "") + safe_terminal(r.source),
-              settings[r.key].env) for r in rows]
+    # "!" marks a result-changing setting taken from the current folder's overlap.toml.
+    table = [(r.key, safe_terminal(format_value(r.value)),
+              ("! " if r.key in folder else "") + safe_terminal(r.source), settings[r.key].env) for r in rows]
     head = ("setting", "value", "source", "environment variable")
     widths = [max(len(head[i]), *(len(t[i]) for t in table)) for i in range(3)]
     ctx.print("  ".join(h.ljust(w) for h, w in zip(head, widths)) + "  " + head[3])
@@ -64,7 +65,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print("  ".join(c.ljust(w) for c, w in zip(t, widths)) + "  " + t[3])
     if folder and args.key is None:
         ctx.print(f"\n! {len(folder)} setting{'s' if len(folder) != 1 else ''} that can change results "
-                  f"come{'s' if len(folder) == 1 else ''} from the overlap.toml of the current folder, not from your own configuration.")
+                  f"come{'s' if len(folder) == 1 else ''} from the overlap.toml of the current folder, "
+                  "not from your own configuration.")
     if args.key is None:
         ctx.print("\nPrecedence: command-line flag > OVERLAP_* environment > ./overlap.toml > "
                   "user config > default.")
