@@ -1038,7 +1038,7 @@ _BUSY_MESSAGE = ("another copy of overlap is using this index right now (SQLite:
                  "finish or close it, then try again")
 
 
-def _translate_db_error(exc: BaseException, path: Path) -> BaseException | None:
+def _translate_db_error(exc: BaseException, path: Path, *, decoding: bool = True) -> BaseException | None:
     """The user-facing error for an exception raised while using the index database, or
     ``None`` when it is not about the database (a bug, a cancel: let it through).
 
@@ -1066,13 +1066,15 @@ def _translate_db_error(exc: BaseException, path: Path) -> BaseException | None:
         damaged = (*damaged, zstandard.ZstdError)
     except ImportError:  # pragma: no cover - a core dependency
         pass
-    if isinstance(exc, damaged) or (isinstance(exc, ValueError) and type(exc).__module__ == "builtins"):
+    # A plain ValueError while decoding stored rows is damage; while writing it is a bug.
+    plain_value_error = decoding and isinstance(exc, ValueError) and type(exc).__module__ == "builtins"
+    if isinstance(exc, damaged) or plain_value_error:
         return IndexError_(f"the index database is damaged ({type(exc).__name__}: {exc}); {_DAMAGED_ADVICE}",
                            path=db)
     return None
 
 
-def _guard_db(method: Any) -> Any:
+def _guard_db(method: Any, *, decoding: bool = True) -> Any:
     """Wrap an :class:`Index` method (plain or generator) so database damage, lock
     timeouts and a full disk become clear :class:`OverlapError` s."""
     import functools
@@ -1084,7 +1086,7 @@ def _guard_db(method: Any) -> Any:
             try:
                 yield from method(self, *args, **kwargs)
             except Exception as exc:
-                mapped = _translate_db_error(exc, self.path)
+                mapped = _translate_db_error(exc, self.path, decoding=decoding)
                 if mapped is None:
                     raise
                 raise mapped from exc
@@ -1096,7 +1098,7 @@ def _guard_db(method: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except Exception as exc:
-            mapped = _translate_db_error(exc, self.path)
+            mapped = _translate_db_error(exc, self.path, decoding=decoding)
             if mapped is None:
                 raise
             raise mapped from exc
@@ -1105,9 +1107,10 @@ def _guard_db(method: Any) -> Any:
 
 
 for _name in ("check_compatible", "files", "file", "streams", "stream_ids", "stream_fingerprints",
-              "stream_info", "stream_details", "stats", "mark_file", "record_failure", "record_file",
-              "file_state", "remove_files", "seal", "shards", "rebuild_shards", "_recover_after_crash"):
+              "stream_info", "stream_details", "stats", "file_state", "seal", "shards", "rebuild_shards"):
     setattr(Index, _name, _guard_db(getattr(Index, _name)))
+for _name in ("mark_file", "record_failure", "record_file", "remove_files", "_recover_after_crash"):
+    setattr(Index, _name, _guard_db(getattr(Index, _name), decoding=False))
 del _name
 
 
