@@ -565,7 +565,8 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
         if not _disk_full(exc):
             raise
         # Each file is its own transaction: everything finished before the disk filled is kept.
-        full = DiskFullError(f"disk full while writing the index ({exc}); {summary.indexed} file(s) finished in "
+        why = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ is not None else exc
+        full = DiskFullError(f"disk full while writing the index ({why}); {summary.indexed} file(s) finished in "
                              "this run were kept; free some space and run again to continue", path=idx.path)
         full.summary = summary  # type: ignore[attr-defined]
         raise full from exc
@@ -583,7 +584,8 @@ def _disk_full(exc: BaseException) -> bool:
 
     import apsw
 
-    return isinstance(exc, apsw.FullError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC,
+    # DiskFullError: the index already translated SQLite's FullError (core/index.py).
+    return isinstance(exc, (apsw.FullError, DiskFullError)) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC,
                                                                                           errno.EDQUOT))
 
 
