@@ -84,12 +84,17 @@ MAX_SECTIONS = 64
 MAX_FILES = 10_000_000
 MAX_STREAMS = 1024
 MAX_DURATION_S = 1e8
-MAX_FPS = 1000.0
-#: Most samples any one-second window of a stream may hold. With it, everything a
-#: comparison builds per stretch of footage is bounded by footage seconds, not by what a
-#: manifest declares: samples 1 ns apart once made a 640 KB manifest cost 14 GB of memory.
-#: Exports hold at most ``export.fps`` (<= 120) samples per second.
-MAX_SAMPLES_PER_SECOND = 1000
+#: Highest sampling rate a stream may declare, and (below) the most samples any second of
+#: its footage may hold. The matcher looks at about 3 s x fps samples around each query
+#: sample, so both bound what a comparison builds by footage seconds, not by what a
+#: manifest declares: samples 1 ns apart once made a 640 KB manifest cost 14 GB, and a
+#: declared 1000 fps made 20,000 samples need 2.4 GB. Exports use ``export.fps`` (<= 120).
+MAX_FPS = 120.0
+MAX_SAMPLES_PER_SECOND = 120
+#: Samples a window shorter than one second may hold before it counts as crowded: the rate
+#: plus 5 % for timestamp jitter, plus one because a window of exactly one second can hold
+#: both of its ends.
+_CROWDED_SAMPLES = MAX_SAMPLES_PER_SECOND + MAX_SAMPLES_PER_SECOND // 20 + 1
 #: Most file entries without a single fingerprint. Such entries cannot match anything, yet
 #: each costs memory and a report row; an export lists only fingerprinted files.
 MAX_FILES_WITHOUT_SAMPLES = 10_000
@@ -335,8 +340,8 @@ def _encode_stream(s: ManifestStream, compress: str, where: str) -> bytes:
         out += [struct.pack("<ddB", start, end, len(reason)), reason]
     crowded = _crowded_second(np.asarray(fp.times_ns))
     if crowded is not None:
-        raise ManifestError(f"cannot write manifest: {where}: more than {MAX_SAMPLES_PER_SECOND} samples within "
-                            f"one second (from {crowded / 1e9:.6f} s); export at a lower --fps")
+        raise ManifestError(f"cannot write manifest: {where}: more than {_CROWDED_SAMPLES} samples within one "
+                            f"second (from {crowded / 1e9:.6f} s); export at a lower --fps")
     out.append(_encode_times(fp.times_ns, where))
     out.append(_encode_payload(fp, compress, where))
     return b"".join(out)
@@ -605,9 +610,9 @@ def _expand_times(r: _Reader, n: int, t0: int, deltas: np.ndarray, counts: np.nd
 
 
 def _crowded_second(times: np.ndarray) -> int | None:
-    """The first timestamp (ns) starting a one-second window that holds more than
-    :data:`MAX_SAMPLES_PER_SECOND` samples, or ``None`` (times are increasing)."""
-    k = MAX_SAMPLES_PER_SECOND
+    """The first timestamp (ns) starting a window shorter than one second that holds more
+    than ``_CROWDED_SAMPLES`` samples, or ``None`` (times are increasing)."""
+    k = _CROWDED_SAMPLES
     if len(times) <= k:
         return None
     t = np.asarray(times, dtype=np.int64)
@@ -715,7 +720,7 @@ def _parse_stream(r: _Reader, budget: _Budget) -> ManifestStream:
     times = _expand_times(r, n, t0, deltas, counts, tat)
     crowded = _crowded_second(times)
     if crowded is not None:
-        raise r.fail(f"more than {MAX_SAMPLES_PER_SECOND} samples within one second of footage (from "
+        raise r.fail(f"more than {_CROWDED_SAMPLES} samples within one second of footage (from "
                      f"{crowded / 1e9:.6f} s); at most {MAX_SAMPLES_PER_SECOND} per second are accepted, so the "
                      "memory a comparison needs stays proportional to footage", tat)
     codes = np.frombuffer(payload, dtype=np.uint8, count=32 * n).reshape(n, 1, 32).copy()

@@ -1,9 +1,10 @@
 """Hostile manifests that are otherwise valid (issue 21, items 6 and 7).
 
 - Samples 1 ns apart: a 640 KB manifest of 20,000 such samples made ``compare-offers`` use
-  14 GB (measured before this change). A stream may now hold at most
-  ``MAX_SAMPLES_PER_SECOND`` samples in any one-second window, checked at parse time, so
-  what a comparison builds is bounded by footage seconds. The writer refuses the same.
+  14 GB (measured before this change). A stream may now declare at most 120 samples per
+  second and hold at most that many (plus 5 % jitter) in any one-second window, checked at
+  parse time, so what a comparison builds is bounded by footage seconds. The writer
+  refuses the same.
 - Entries without a single fingerprint are capped (``MAX_FILES_WITHOUT_SAMPLES``): they
   cannot match anything but each costs memory and a report row.
 - ``export --annotations`` (and ``compare --eval``) on JSON nested 200,000 deep is a clear
@@ -57,7 +58,7 @@ def test_crowded_samples_are_refused_at_parse_time(monkeypatch: pytest.MonkeyPat
     data = _hand_made(_one_file(fp), monkeypatch)
     tracemalloc.start()
     try:
-        with pytest.raises(ManifestError, match=f"more than {MAX_SAMPLES_PER_SECOND} samples within one second"):
+        with pytest.raises(ManifestError, match="samples within one second of footage"):
             parse_manifest(data)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -68,10 +69,26 @@ def test_crowded_samples_are_refused_at_parse_time(monkeypatch: pytest.MonkeyPat
 
 
 def test_the_density_limit_itself_is_accepted() -> None:
-    """Exactly the budget (1 ms apart) parses: the cap refuses only what exceeds it."""
-    fp = _stream(3 * MAX_SAMPLES_PER_SECOND, 1_000_000)
+    """Exactly the budget (120 per second, on a rounded nanosecond grid) parses: the cap
+    refuses only what exceeds it."""
+    fp = _stream(3 * MAX_SAMPLES_PER_SECOND, round(1e9 / MAX_SAMPLES_PER_SECOND))
     data, _root = encode_manifest(_one_file(fp), algo_id="a", prep_id="p")
     assert len(parse_manifest(data).files[0].streams[0].fingerprints) == len(fp)
+
+
+def test_a_declared_rate_above_the_budget_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matcher sizes its look-around by the declared rate: 1000 fps declared over
+    sparse samples once made 20,000 samples need 2.4 GB."""
+    fp = _stream(50, 1_000_000_000)
+    files = [ManifestFile(name="a.mp4", size=10, sha256="00" * 32, duration_s=50.0,
+                          streams=[ManifestStream("v:0", 1000.0, fp)])]
+    with pytest.raises(ManifestError, match="fps 1000.0 outside"):
+        encode_manifest(files, algo_id="a", prep_id="p")
+    with monkeypatch.context() as mp:
+        mp.setattr(manifest_mod, "MAX_FPS", 1000.0)
+        data, _root = encode_manifest(files, algo_id="a", prep_id="p")
+    with pytest.raises(ManifestError, match="fps"):
+        parse_manifest(data)
 
 
 def test_a_burst_hidden_in_a_long_stream_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
