@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import pkgutil
 import sys
 import time
@@ -21,7 +22,7 @@ from typing import Any, TextIO
 from overlap_desktop.config import Config, load_config
 from overlap_desktop.core.types import Progress
 
-__all__ = ["CliContext", "Command", "discover_commands"]
+__all__ = ["CliContext", "Command", "discover_commands", "safe_terminal"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,18 @@ class Command:
     run: Callable[[argparse.Namespace, CliContext], int]
     order: int = 100
     description: str | None = None
+
+
+def safe_terminal(value: object, *, max_len: int | None = None) -> str:
+    """Text from a file name, a manifest or a recording, made safe to print on a terminal.
+
+    Local file names are as untrusted as a manifest's: a name holding ESC, BEL or a
+    newline could rewrite the terminal or forge output lines, so control, bidi and
+    invisible characters are shown as ``[U+XXXX]`` (:func:`overlap_desktop.api.safe_text`).
+    """
+    from overlap_desktop import api
+
+    return api.safe_text(value, max_len=max_len)
 
 
 def discover_commands() -> list[Command]:
@@ -84,17 +97,75 @@ class CliContext:
     def config(self) -> Config:
         if self._config is None:
             self._config = load_config(self.overrides)
+            self._warn_folder_settings(self._config)
         return self._config
 
+    def _warn_folder_settings(self, config: Config) -> None:
+        """Say on stderr which result-changing settings come from ``./overlap.toml``.
+
+        The folder a command runs in (a vendor's delivery, say) is not the user's
+        own configuration: its settings apply, but never silently.
+        """
+        rows = config.from_folder_file()
+        if not rows:
+            return
+        from overlap_desktop.cli.commands.config import format_value
+
+        where = rows[0].source.split(" (", 1)[-1].rstrip(")")
+        self.note(f"overlap: note: {len(rows)} setting{'s' if len(rows) != 1 else ''} that can change results "
+                  f"come{'s' if len(rows) == 1 else ''} from {safe_terminal(where)} in the current folder, "
+                  "not from your own configuration:")
+        for r in rows:
+            self.note(f"  {r.key} = {safe_terminal(format_value(r.value))}")
+        self.note("  (run `overlap config` to see every setting and its source)")
+
+    _closed: set[int] = field(default_factory=set)
+
     def print(self, *parts: object) -> None:
-        print(*parts, file=self.out)
+        self.write(self.out, " ".join(str(p) for p in parts) + "\n")
 
     def note(self, *parts: object) -> None:
-        print(*parts, file=self.err)
+        self.write(self.err, " ".join(str(p) for p in parts) + "\n")
 
     def print_json(self, data: Any) -> None:
-        json.dump(data, self.out, indent=2, ensure_ascii=False, sort_keys=False)
-        self.out.write("\n")
+        self.write(self.out, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+    def write(self, stream: TextIO, text: str) -> None:
+        """Write to ``stream``; once its reader has gone (``overlap files | head``), drop
+        further output silently so the command still finishes its work and returns its
+        real exit status (a ``--fail-over`` gate must not turn into a crash or a 0)."""
+        if id(stream) in self._closed:
+            return
+        try:
+            stream.write(text)
+        except BrokenPipeError:
+            self.pipe_closed(stream)
+
+    def flush(self) -> None:
+        """Flush both streams (at the end of a command), tolerating a closed pipe."""
+        for stream in (self.out, self.err):
+            if id(stream) in self._closed:
+                continue
+            try:
+                stream.flush()
+            except BrokenPipeError:
+                self.pipe_closed(stream)
+            except (OSError, ValueError):  # closed by the caller: nothing more to say
+                pass
+
+    def pipe_closed(self, stream: TextIO) -> None:
+        """Remember that ``stream``'s reader has gone and point its descriptor at the null
+        device, so the interpreter's final flush does not fail either."""
+        self._closed.add(id(stream))
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
 
     @contextmanager
     def progress(self, description: str) -> Iterator[Callable[[Progress], None]]:
@@ -106,6 +177,7 @@ class CliContext:
         from rich.console import Console
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
                                    TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+        from rich.markup import escape as markup_escape
 
         console = Console(file=self.err, stderr=True)
         if not console.is_terminal:
@@ -115,11 +187,11 @@ class CliContext:
             def plain(p: Progress) -> None:
                 now = time.monotonic()
                 if p.message and p.current:
-                    print(f"{description}: {p.current}: {p.message}", file=self.err)
+                    self.note(f"{description}: {safe_terminal(p.current)}: {safe_terminal(p.message)}")
                 elif now - last[0] > 5.0:
                     last[0] = now
                     total = f"/{p.total:g}" if p.total is not None else ""
-                    print(f"{description}: {p.done:g}{total} {p.unit}", file=self.err)
+                    self.note(f"{description}: {p.done:g}{total} {p.unit}")
 
             yield plain
             return
@@ -130,13 +202,15 @@ class CliContext:
             task = bar.add_task(description, total=None, current="")
 
             def update(p: Progress) -> None:
-                cur = p.current or ""
+                cur = safe_terminal(p.current or "")
                 if len(cur) > 50:
                     cur = "…" + cur[-49:]
                 if p.current_done is not None:
                     cur = f"{cur} {p.current_done:4.0%}"
-                bar.update(task, completed=p.done, total=p.total, current=cur)
+                # The column renders rich markup: a name like "[blink]x" must stay text.
+                bar.update(task, completed=p.done, total=p.total, current=markup_escape(cur))
                 if p.message and p.current:
-                    bar.console.print(f"{p.current}: {p.message}")
+                    bar.console.print(f"{safe_terminal(p.current)}: {safe_terminal(p.message)}", markup=False,
+                                      highlight=False)
 
             yield update

@@ -46,6 +46,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit status when the reader of our output went away mid-command (128 + SIGPIPE, the
+#: status a shell shows for a process killed by a closed pipe).
+_EXIT_PIPE_CLOSED = 141
+
+
+class _SafeFormatter(logging.Formatter):
+    """Log lines name local files (a skipped symlink loop, say): their control
+    characters are shown as ``[U+XXXX]`` so a hostile name cannot rewrite the terminal."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        from overlap_desktop.cli.framework import safe_terminal
+
+        return f"{record.levelname} {record.name}: {safe_terminal(record.message)}"
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        if type(handler) is logging.StreamHandler:  # the one basicConfig made (not a test harness's)
+            handler.setFormatter(_SafeFormatter())
+
+
 class _ArgumentError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -67,17 +90,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     ctx = CliContext(quiet=getattr(args, "quiet", False), verbose=getattr(args, "verbose", False))
     if getattr(args, "index", None):
         ctx.overrides["index.path"] = args.index
-    logging.basicConfig(level=logging.DEBUG if ctx.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    _configure_logging(ctx.verbose)
     try:
-        return int(cmd.run(args, ctx))
+        code = int(cmd.run(args, ctx))
+        ctx.flush()
+        return code
+    except BrokenPipeError:
+        # Output escaped our writers (a library wrote to a closed pipe): the reader is
+        # gone, which is how `overlap ... | head` ends, not a bug.
+        ctx.pipe_closed(ctx.out)
+        ctx.pipe_closed(ctx.err)
+        return _EXIT_PIPE_CLOSED
     except KeyboardInterrupt:
         ctx.note("overlap: interrupted; finished work was kept")
         return int(ExitCode.INTERRUPTED)
     except OverlapError as exc:
-        ctx.note(f"overlap {cmd.name}: error: {exc}")
+        from overlap_desktop.cli.framework import safe_terminal
+
+        # The message may name a local file or quote a manifest: never raw on the terminal.
+        ctx.note(f"overlap {cmd.name}: error: {safe_terminal(exc)}")
         if exc.detail and ctx.verbose:
-            ctx.note(exc.detail)
+            ctx.note(safe_terminal(exc.detail))
+        ctx.flush()
         return int(exc.exit_code)
     except Exception:  # a bug: say so plainly, keep the traceback for --verbose
         ctx.note(f"overlap {cmd.name}: internal error (this is a bug; rerun with --verbose for details)")

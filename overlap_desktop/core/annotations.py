@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.manifest_sections import clean_episodes
+from overlap_desktop.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.manifest import Manifest
@@ -76,7 +77,14 @@ def annotation_overlap(manifest: Manifest, eval_sources: Sequence[str | os.PathL
         return {"schema": TEXT_OVERLAP_SCHEMA, "status": "no-annotations", "eval_sources": sources,
                 "message": "The manifest carries no annotation n-gram hashes, so annotation overlap "
                            "could not be checked."}
-    docs = [d for p in sources for d in iter_documents(Path(p), fields=fields)]
+    docs = []
+    for p in sources:
+        try:
+            docs.extend(iter_documents(Path(p), fields=fields))
+        except RecursionError:
+            # JSON nested thousands of levels deep is not an evaluation set; name the file.
+            raise InputError("this evaluation file nests JSON too deeply to hold evaluation text (flatten it, "
+                             "or give one example per line)", path=p) from None
     res = check_hashed_overlap(docs, tn.hashes, tokenizer=tn.tokenizer, n=n)
     grams: dict[int, list[dict[str, Any]]] = {}
     for mt in res.matches:

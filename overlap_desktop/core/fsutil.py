@@ -48,7 +48,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
     """
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
-    tmp = folder / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    tmp = folder / f".{_temp_stem(path.name)}.{uuid.uuid4().hex[:12]}.tmp"
     try:
         if make_parents:
             folder.mkdir(parents=True, exist_ok=True)
@@ -84,13 +84,37 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
     return path
 
 
+#: Longest file name most file systems allow (bytes); the temporary name must fit too.
+_NAME_MAX = 255
+#: What the temporary name adds around the destination's name: "." + "." + 12 hex + ".tmp".
+_TEMP_EXTRA = 18
+
+
+def _temp_stem(name: str) -> str:
+    """The destination's name as used inside its temporary name.
+
+    A destination name of 238-255 bytes is legal, but the temporary name adds 18 bytes
+    and would fail with "File name too long"; such names are cut and made unique again
+    with a digest of the whole name (stable, so stale temporaries are still recognised).
+    """
+    raw = os.fsencode(name)
+    if len(raw) + _TEMP_EXTRA <= _NAME_MAX:
+        return name
+    import hashlib
+
+    digest = hashlib.sha256(raw).hexdigest()[:8]
+    keep = raw[: _NAME_MAX - _TEMP_EXTRA - 9]
+    # "ignore" drops a character the cut split in two (the digest keeps the name unique).
+    return keep.decode("utf-8", "ignore") + "~" + digest
+
+
 def _remove_stale_temps(folder: Path, name: str) -> None:
     """Delete ``.NAME.<hex>.tmp`` files left by a writer that was killed mid-write.
 
     Only files matching this helper's own naming for the same destination and older than
     :data:`STALE_TEMP_SECONDS` are touched; failures are ignored (it is housekeeping).
     """
-    pattern = re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp$")
+    pattern = re.compile(rf"^\.{re.escape(_temp_stem(name))}\.[0-9a-f]{{12}}\.tmp$")
     cutoff = time.time() - STALE_TEMP_SECONDS
     try:
         entries = list(os.scandir(folder))

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from overlap_desktop.core.types import CODE_BYTES, Span, StreamFingerprints, StreamInfo, Variant
-from overlap_desktop.errors import IndexBusyError, IndexError_
+from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
 
 if TYPE_CHECKING:  # pragma: no cover
     import apsw
@@ -954,6 +954,23 @@ class Index:
                 built += 1
             return built
 
+    def rebuild_shards(self, *, cancel: Any = None) -> int:
+        """Drop every search shard and build them again from the database.
+
+        Shards are derived data (the fingerprints live in the database), so this repairs
+        any damage to them. Takes the writer lock. Returns the number of shards built.
+
+        Raises:
+            IndexBusyError: another process is writing to the index.
+        """
+        with self.writer():
+            for sid, name in list(self._db.execute("SELECT id, name FROM shards")):
+                self._drop_shard(sid, name)
+            # The dropped folders are damaged or about to be replaced: remove them now,
+            # not after the grace period meant for readers of healthy shards.
+            self._sweep_shards(grace_s=0.0)
+            return self.seal(cancel=cancel)
+
     def shards(self) -> Iterator[Shard]:
         """Yield the search shards one at a time (only one is resident at a time).
 
@@ -976,7 +993,11 @@ class Index:
                 shard = _Shard.open(self.shard_root / name)
             except (OSError, ValueError, IndexError_) as exc:
                 # Dropped by a writer since we listed it: serve its live streams from a temp shard.
-                log.info("shard %s unavailable (%s); rebuilding it in memory", name, exc)
+                # A shard still on disk but unreadable is damaged: the answer stays right (the
+                # temporary shard is built from the database), but say how to repair it.
+                level = logging.WARNING if (self.shard_root / name).exists() else logging.INFO
+                log.log(level, "search shard %s unreadable (%s); using a temporary copy built from the "
+                        "database; %s", name, exc, SHARD_REPAIR_ADVICE if level == logging.WARNING else "")
                 ids = [r[0] for r in self._db.execute(
                     "SELECT stream_id FROM shard_streams WHERE shard_id = ?", (shard_id,))]
                 yield from self._temp_shards([(i, 0) for i in ids])
@@ -1008,6 +1029,91 @@ class Index:
                     del shard
 
 
+#: What to do about a damaged database, said once for every message that reports one.
+_DAMAGED_ADVICE = ("restore the index folder from a backup, or move it away and run `overlap index` on your "
+                   "footage again (a new index is built; fingerprints are recomputed)")
+#: What to do about damaged search shards: they are derived data, rebuilt from the database.
+SHARD_REPAIR_ADVICE = "run `overlap index --rebuild-shards` to rebuild them from the index database"
+_BUSY_MESSAGE = ("another copy of overlap is using this index right now (SQLite: {exc}); wait for it to "
+                 "finish or close it, then try again")
+
+
+def _translate_db_error(exc: BaseException, path: Path, *, decoding: bool = True) -> BaseException | None:
+    """The user-facing error for an exception raised while using the index database, or
+    ``None`` when it is not about the database (a bug, a cancel: let it through).
+
+    Flipped bits surface in many shapes (SQLite's "malformed" or "not a database",
+    text that is no longer UTF-8, a compressed blob that no longer decompresses); each
+    says the database is damaged and what to do. A lock timeout says another copy is
+    using the index, never that the file is not an index.
+    """
+    import apsw
+
+    from overlap_desktop.errors import DiskFullError, OverlapError
+
+    if isinstance(exc, OverlapError):
+        return None
+    db = path / DB_NAME
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return IndexBusyError(_BUSY_MESSAGE.format(exc=exc), path=path)
+    if isinstance(exc, apsw.FullError):
+        return DiskFullError(f"disk full while writing the index ({exc}); finished work was kept; free some "
+                             "space and run again", path=path)
+    damaged = (apsw.CorruptError, apsw.NotADBError, UnicodeDecodeError, json.JSONDecodeError)
+    try:
+        import zstandard
+
+        damaged = (*damaged, zstandard.ZstdError)
+    except ImportError:  # pragma: no cover - a core dependency
+        pass
+    # A plain ValueError while decoding stored rows is damage; while writing it is a bug.
+    plain_value_error = decoding and isinstance(exc, ValueError) and type(exc).__module__ == "builtins"
+    if isinstance(exc, damaged) or plain_value_error:
+        return IndexError_(f"the index database is damaged ({type(exc).__name__}: {exc}); {_DAMAGED_ADVICE}",
+                           path=db)
+    return None
+
+
+def _guard_db(method: Any, *, decoding: bool = True) -> Any:
+    """Wrap an :class:`Index` method (plain or generator) so database damage, lock
+    timeouts and a full disk become clear :class:`OverlapError` s."""
+    import functools
+    import inspect
+
+    if inspect.isgeneratorfunction(method):
+        @functools.wraps(method)
+        def gen(self: Index, *args: Any, **kwargs: Any) -> Any:
+            try:
+                yield from method(self, *args, **kwargs)
+            except Exception as exc:
+                mapped = _translate_db_error(exc, self.path, decoding=decoding)
+                if mapped is None:
+                    raise
+                raise mapped from exc
+
+        return gen
+
+    @functools.wraps(method)
+    def plain(self: Index, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            mapped = _translate_db_error(exc, self.path, decoding=decoding)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    return plain
+
+
+for _name in ("check_compatible", "files", "file", "streams", "stream_ids", "stream_fingerprints",
+              "stream_info", "stream_details", "stats", "file_state", "seal", "shards", "rebuild_shards"):
+    setattr(Index, _name, _guard_db(getattr(Index, _name)))
+for _name in ("mark_file", "record_failure", "record_file", "remove_files", "_recover_after_crash"):
+    setattr(Index, _name, _guard_db(getattr(Index, _name), decoding=False))
+del _name
+
+
 class _LiveShard:
     """A sealed shard whose hits are limited to streams still in the index.
 
@@ -1029,22 +1135,44 @@ class _LiveShard:
     def __repr__(self) -> str:
         return f"Live{self._shard!r}"
 
+    def _damaged(self, why: str) -> IndexError_:
+        return IndexError_(f"search shard {self._shard.directory.name} is damaged ({why}); {SHARD_REPAIR_ADVICE}",
+                           path=self._index.path)
+
     def search(self, *args: Any, **kwargs: Any) -> Any:
-        hits = self._shard.search(*args, **kwargs)
+        try:
+            hits = self._shard.search(*args, **kwargs)
+        except IndexError_ as exc:
+            raise self._damaged(exc.message) from exc
+        except OverlapError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure reading a shard's columns is damage
+            # Flipped bits in a column: a header numpy cannot parse, offsets out of range...
+            raise self._damaged(f"{type(exc).__name__}: {exc}") from exc
         if len(hits) == 0:
             return hits
         ids = [int(i) for i in np.unique(hits.stream_id)]
-        live: list[int] = []
+        live: dict[int, tuple[int, int]] = {}
         for k in range(0, len(ids), 500):  # stay far below SQLite's bound-parameter limit
             part = ids[k:k + 500]
-            live.extend(r[0] for r in self._index._db.execute(
-                "SELECT s.id FROM streams s JOIN files f ON f.id = s.file_id "
+            live.update((r[0], (int(r[1]), len(json.loads(r[2])))) for r in self._index._db.execute(
+                "SELECT s.id, s.n, s.variants FROM streams s JOIN files f ON f.id = s.file_id "
                 f"WHERE f.status = 'ok' AND s.id IN ({','.join('?' * len(part))})", part))
-        if len(live) == len(ids):
-            return hits
-        keep = np.isin(hits.stream_id, np.asarray(live, dtype=np.int64))
-        return type(hits)(*(getattr(hits, f)[keep] for f in
-                            ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance")))
+        if len(live) < len(ids):
+            keep = np.isin(hits.stream_id, np.asarray(list(live), dtype=np.int64))
+            hits = type(hits)(*(getattr(hits, f)[keep] for f in
+                                ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance")))
+        # A hit must name a frame and a variant its stream has: anything else is a damaged
+        # column, which would otherwise fail deep inside the matcher.
+        if len(hits):
+            sid = np.asarray(hits.stream_id, dtype=np.int64)
+            order = np.asarray(sorted(live), dtype=np.int64)
+            limits = np.asarray([live[i] for i in sorted(live)], dtype=np.int64).reshape(-1, 2)
+            pos = np.searchsorted(order, sid)
+            fi, vi = np.asarray(hits.frame_idx, dtype=np.int64), np.asarray(hits.variant_idx, dtype=np.int64)
+            if ((fi < 0) | (fi >= limits[pos, 0]) | (vi < 0) | (vi >= limits[pos, 1])).any():
+                raise self._damaged("a search hit names a frame or variant its stream does not have")
+        return hits
 
 
 def _close(obj: Any) -> None:
@@ -1089,7 +1217,14 @@ def _connect(db_file: Path, *, readonly: bool, create: bool) -> apsw.Connection:
     if create and not readonly:
         flags |= apsw.SQLITE_OPEN_CREATE
     try:
-        conn = apsw.Connection(str(db_file), flags=flags)
+        if readonly and _needs_immutable(db_file):
+            # A read-only folder (a backup disk, a read-only mount) without SQLite's -shm
+            # file: SQLite cannot create it, so open the database as immutable. That is
+            # exact here: nobody can be writing to a folder no one can write to, and there
+            # is no write-ahead log holding changes the main file lacks.
+            conn = apsw.Connection(_immutable_uri(db_file), flags=flags | apsw.SQLITE_OPEN_URI)
+        else:
+            conn = apsw.Connection(str(db_file), flags=flags)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         if not readonly:
             mode = str(conn.pragma("journal_mode", "wal")).lower()
@@ -1101,8 +1236,52 @@ def _connect(db_file: Path, *, readonly: bool, create: bool) -> apsw.Connection:
             conn.pragma("synchronous", "NORMAL")
         conn.pragma("foreign_keys", "ON")
     except apsw.Error as exc:
-        raise IndexError_(f"cannot open the index database: {exc}", path=db_file) from exc
+        raise _open_error(exc, db_file, "cannot open the index database", readonly=readonly) from exc
     return conn
+
+
+def _needs_immutable(db_file: Path) -> bool:
+    """True when the folder is read-only, SQLite's -shm file is missing and no
+    write-ahead log holds data (then only an immutable open can read the database)."""
+    folder = db_file.parent
+    shm = db_file.with_name(db_file.name + "-shm")
+    wal = db_file.with_name(db_file.name + "-wal")
+    if shm.exists() or os.access(folder, os.W_OK):
+        return False
+    try:
+        return not wal.exists() or wal.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _immutable_uri(db_file: Path) -> str:
+    # SQLite URIs need only these escaped in the path (no urllib: the product imports no
+    # network-capable module, see tests/unit/test_project_guards.py).
+    path = db_file.resolve().as_posix()
+    for ch, code in (("%", "%25"), ("?", "%3f"), ("#", "%23")):
+        path = path.replace(ch, code)
+    return "file:" + path + "?immutable=1"
+
+
+def _open_error(exc: BaseException, db_file: Path, what: str, *, readonly: bool = True) -> OverlapError:
+    """A clear error for a failure while opening the database: a lock timeout is another
+    copy at work, damage is damage, a read-only folder is named as such."""
+    import apsw
+
+    mapped = _translate_db_error(exc, db_file.parent)
+    if mapped is not None:
+        return mapped  # type: ignore[return-value]
+    if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError)) and not os.access(db_file.parent, os.W_OK):
+        if not readonly:
+            return IndexError_(f"{what}: the index folder is read-only and this command writes to the index; "
+                               "copy the folder to a writable disk, or choose another --index",
+                               path=db_file.parent)
+        wal = db_file.with_name(db_file.name + "-wal")
+        held = " while a write-ahead log (-wal) holds changes" if wal.exists() else ""
+        return IndexError_(f"{what}: the index folder is read-only and SQLite cannot create its shared-memory "
+                           f"file ({DB_NAME}-shm){held}; open it once on a writable disk (any overlap command "
+                           "does), or copy the folder to a writable place", path=db_file.parent)
+    return IndexError_(f"{what}: {exc}", path=db_file)
 
 
 def _init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool) -> None:
@@ -1112,7 +1291,7 @@ def _init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool) -> No
         has_meta = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is not None
     except apsw.Error as exc:
-        raise IndexError_(f"not an overlap index database: {exc}", path=path / DB_NAME) from exc
+        raise _open_error(exc, path / DB_NAME, "cannot read the index database") from exc
     if not has_meta:
         if readonly:
             if not conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
@@ -1176,6 +1355,11 @@ def open_index(path: Path | str | None = None, *, config: Config | None = None, 
         raise IndexError_("is a file, not an index folder", path=folder)
     if not exists and (readonly or not create):
         raise IndexError_("no index here yet; run `overlap index PATH` first", path=folder)
+    if exists and not readonly and not create and not os.access(folder, os.W_OK):
+        # A caller that only reads (compare, export) on a read-only disk or a backup: open
+        # read-only rather than fail; readers then serve unsealed streams from memory.
+        log.info("index folder %s is not writable: opening it read-only", folder)
+        readonly = True
     if not readonly:
         why = network_filesystem(folder)
         if why:
@@ -1190,6 +1374,16 @@ def open_index(path: Path | str | None = None, *, config: Config | None = None, 
     try:
         _init_or_migrate(conn, folder, readonly=readonly)
         return Index(folder, conn, readonly=readonly)
+    except (KeyError, TypeError) as exc:  # a meta row missing or mangled
+        conn.close()
+        raise IndexError_(f"the index database is damaged (its meta table lacks {exc}); {_DAMAGED_ADVICE}",
+                          path=db_file) from exc
+    except Exception as exc:
+        conn.close()
+        mapped = _translate_db_error(exc, folder)
+        if mapped is None:
+            raise
+        raise mapped from exc
     except BaseException:
         conn.close()
         raise

@@ -129,13 +129,15 @@ def _claim(path: Path) -> Reader | None:
         return None
 
 
-def walk_candidates(paths: Iterable[str | os.PathLike[str]], *,
-                    exclude: Sequence[Path] = ()) -> Iterator[tuple[Path, Reader | None]]:
+def walk_candidates(paths: Iterable[str | os.PathLike[str]], *, exclude: Sequence[Path] = (),
+                    unlisted: list[tuple[Path, str]] | None = None) -> Iterator[tuple[Path, Reader | None]]:
     """Yield ``(item, reader)`` for every file or recording folder under ``paths``.
 
     Folders are walked recursively in name order; hidden and system entries are
     skipped (unless named explicitly); symlinked folders are followed once (a loop is
-    not followed twice). A folder a reader claims (an image sequence, a LeRobot
+    not followed twice). A folder that cannot be listed is appended to ``unlisted`` with
+    the reason (and logged), so callers can report it and must not treat what it holds
+    as gone. A folder a reader claims (an image sequence, a LeRobot
     dataset, a rosbag2 folder) is one item and is not descended into. An explicitly
     named file no reader claims is yielded with ``reader=None`` so it can be reported.
 
@@ -167,6 +169,8 @@ def walk_candidates(paths: Iterable[str | os.PathLike[str]], *,
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             log.warning("cannot list %s: %s", d, exc.strerror)
+            if unlisted is not None:
+                unlisted.append((d, f"cannot list this folder: {exc.strerror or exc}; its files were not indexed"))
             return
         for e in entries:
             try:
@@ -369,7 +373,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path | str | None = None,
-                config: Config | None = None, forget_missing: bool = False,
+                config: Config | None = None, forget_missing: bool = False, force: bool = False,
                 progress: ProgressCallback | None = None,
                 cancel: CancelCallback | None = None) -> IndexSummary:
     """Fingerprint every file and recording under ``paths`` into the index.
@@ -385,6 +389,10 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
         index: An open :class:`Index`, an index folder, or ``None`` for ``config["index.path"]``.
         config: Settings (default: loaded with the usual precedence).
         forget_missing: Remove index rows under ``paths`` whose file no longer exists.
+            Refused (before any work) when a given folder is empty while the index holds
+            files under it: an unmounted disk leaves an empty mount point, and forgetting
+            every entry then would lose days of indexing. ``force`` allows it.
+        force: Forget even under an empty folder (see ``forget_missing``).
         progress: Receives :class:`Progress` (``unit="bytes"``; ``current`` is the item and
             ``current_done`` its fraction; ``message`` is set once per finished item).
         cancel: Polled between frames and items.
@@ -402,7 +410,7 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
     from overlap_desktop.config import load_config
     from overlap_desktop.core.fingerprint import variants_from_config
     from overlap_desktop.core.frames import check_sample_rate
-    from overlap_desktop.core.index import Index, open_index
+    from overlap_desktop.core.index import Index, _under, open_index
     from overlap_desktop.core.parallel import FileJob
 
     config = config if config is not None else load_config()
@@ -432,7 +440,12 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
     try:
         with idx.writer():
             idx.check_compatible()
-            items = list(walk_candidates(paths, exclude=[idx.path]))
+            unlisted: list[tuple[Path, str]] = []
+            items = list(walk_candidates(paths, exclude=[idx.path], unlisted=unlisted))
+            if forget_missing and not force:
+                _refuse_empty_roots(idx, paths)
+            for folder, why in unlisted:
+                summary.failed.append((str(folder), why))
             sizes: dict[Path, tuple[int, int]] = {}
             for item, _ in items:
                 try:
@@ -473,7 +486,9 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
                 run.sort_failed([i for i, _ in items])
 
             seen = {os.path.normcase(str(i)) for i, _ in items}
-            gone = _missing_rows(idx, paths, seen)
+            # Files inside a folder we could not list are unknown, not gone.
+            gone = [g for g in _missing_rows(idx, paths, seen)
+                    if not any(_under(g, str(folder)) for folder, _ in unlisted)]
             if forget_missing and gone:
                 summary.forgotten = idx.remove_files(gone)
             else:
@@ -496,7 +511,8 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
         if not _disk_full(exc):
             raise
         # Each file is its own transaction: everything finished before the disk filled is kept.
-        full = DiskFullError(f"disk full while writing the index ({exc}); {summary.indexed} file(s) finished in "
+        why = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ is not None else exc
+        full = DiskFullError(f"disk full while writing the index ({why}); {summary.indexed} file(s) finished in "
                              "this run were kept; free some space and run again to continue", path=idx.path)
         full.summary = summary  # type: ignore[attr-defined]
         raise full from exc
@@ -673,7 +689,8 @@ def _disk_full(exc: BaseException) -> bool:
 
     import apsw
 
-    return isinstance(exc, apsw.FullError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC,
+    # DiskFullError: the index already translated SQLite's FullError (core/index.py).
+    return isinstance(exc, (apsw.FullError, DiskFullError)) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC,
                                                                                           errno.EDQUOT))
 
 
@@ -696,6 +713,27 @@ def _utf8_name(path: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
+    """Refuse ``forget_missing`` under a given folder that is empty while the index holds
+    files under it (an unmounted disk's mount point looks exactly like that)."""
+    from overlap_desktop.core.index import _under
+
+    for root in roots:
+        if not root.is_dir():
+            continue
+        try:
+            with os.scandir(root) as it:
+                if next(it, None) is not None:
+                    continue
+        except OSError:
+            continue  # reported as unlisted; nothing under it is forgotten
+        held = sum(1 for f in idx.files() if not f.provenance and _under(f.path, str(root)))
+        if held:
+            raise UsageError(f"--forget-missing: this folder is empty but the index holds {held} file(s) under "
+                             "it; if it is a disk that is not mounted, mount it and run again (nothing was "
+                             "forgotten); add --force to forget them anyway", path=root)
 
 
 def _missing_rows(idx: Index, roots: Sequence[Path], seen: set[str]) -> list[str]:

@@ -31,7 +31,7 @@ from overlap_desktop.core.manifest_sections import (EPISODES_SVERSION, NGRAMS_SV
 from overlap_desktop.core.merkle import leaf_hash, root_from_leaf_hashes
 from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, Span,
                                         StreamFingerprints, Variant, check_cancel)
-from overlap_desktop.errors import ManifestError, OverlapError
+from overlap_desktop.errors import InputError, ManifestError, OverlapError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
@@ -41,7 +41,9 @@ __all__ = [
     "FORMAT_VERSION",
     "MAGIC",
     "MAX_DECODED_BYTES",
+    "MAX_FILES_WITHOUT_SAMPLES",
     "MAX_MANIFEST_BYTES",
+    "MAX_SAMPLES_PER_SECOND",
     "ExportSummary",
     "Manifest",
     "ManifestFile",
@@ -82,7 +84,20 @@ MAX_SECTIONS = 64
 MAX_FILES = 10_000_000
 MAX_STREAMS = 1024
 MAX_DURATION_S = 1e8
-MAX_FPS = 1000.0
+#: Highest sampling rate a stream may declare, and (below) the most samples any second of
+#: its footage may hold. The matcher looks at about 3 s x fps samples around each query
+#: sample, so both bound what a comparison builds by footage seconds, not by what a
+#: manifest declares: samples 1 ns apart once made a 640 KB manifest cost 14 GB, and a
+#: declared 1000 fps made 20,000 samples need 2.4 GB. Exports use ``export.fps`` (<= 120).
+MAX_FPS = 120.0
+MAX_SAMPLES_PER_SECOND = 120
+#: Samples a window shorter than one second may hold before it counts as crowded: the rate
+#: plus 5 % for timestamp jitter, plus one because a window of exactly one second can hold
+#: both of its ends.
+_CROWDED_SAMPLES = MAX_SAMPLES_PER_SECOND + MAX_SAMPLES_PER_SECOND // 20 + 1
+#: Most file entries without a single fingerprint. Such entries cannot match anything, yet
+#: each costs memory and a report row; an export lists only fingerprinted files.
+MAX_FILES_WITHOUT_SAMPLES = 10_000
 MAX_TIME_NS = 1 << 53
 MAX_FILE_SIZE = 1 << 62
 
@@ -323,6 +338,10 @@ def _encode_stream(s: ManifestStream, compress: str, where: str) -> bytes:
             raise ManifestError(f"cannot write manifest: {where}: bad indeterminate span {sp}")
         reason = _check_text(sp.reason, f"{where}: span reason", 255)
         out += [struct.pack("<ddB", start, end, len(reason)), reason]
+    crowded = _crowded_second(np.asarray(fp.times_ns))
+    if crowded is not None:
+        raise ManifestError(f"cannot write manifest: {where}: more than {_CROWDED_SAMPLES} samples within one "
+                            f"second (from {crowded / 1e9:.6f} s); export at a lower --fps")
     out.append(_encode_times(fp.times_ns, where))
     out.append(_encode_payload(fp, compress, where))
     return b"".join(out)
@@ -397,6 +416,9 @@ def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: 
     names = [f.name for f in ordered]
     if len(set(names)) != len(names):
         raise ManifestError("cannot write manifest: duplicate file names")
+    if sum(1 for f in ordered if not any(len(st.fingerprints) for st in f.streams)) > MAX_FILES_WITHOUT_SAMPLES:
+        raise ManifestError(f"cannot write manifest: more than {MAX_FILES_WITHOUT_SAMPLES} files carry no "
+                            "fingerprint (readers refuse that many)")
     if len(ordered) > MAX_FILES:
         raise ManifestError(f"cannot write manifest: more than {MAX_FILES} files; split the export")
     entries = [_encode_entry(f, compress) for f in ordered]
@@ -587,6 +609,17 @@ def _expand_times(r: _Reader, n: int, t0: int, deltas: np.ndarray, counts: np.nd
     return times
 
 
+def _crowded_second(times: np.ndarray) -> int | None:
+    """The first timestamp (ns) starting a window shorter than one second that holds more
+    than ``_CROWDED_SAMPLES`` samples, or ``None`` (times are increasing)."""
+    k = _CROWDED_SAMPLES
+    if len(times) <= k:
+        return None
+    t = np.asarray(times, dtype=np.int64)
+    bad = np.flatnonzero(t[k:] - t[:-k] < 1_000_000_000)
+    return int(t[bad[0]]) if len(bad) else None
+
+
 def decoded_budget(size: int) -> int:
     """The default decoded-payload budget for a manifest of ``size`` bytes."""
     return min(MAX_DECODED_BYTES, DECODED_FLOOR + DECODED_RATIO * size)
@@ -685,6 +718,11 @@ def _parse_stream(r: _Reader, budget: _Budget) -> ManifestStream:
     t0, deltas, counts = _parse_times(r, n)
     payload = _parse_payload(r, n, budget)
     times = _expand_times(r, n, t0, deltas, counts, tat)
+    crowded = _crowded_second(times)
+    if crowded is not None:
+        raise r.fail(f"more than {_CROWDED_SAMPLES} samples within one second of footage (from "
+                     f"{crowded / 1e9:.6f} s); at most {MAX_SAMPLES_PER_SECOND} per second are accepted, so the "
+                     "memory a comparison needs stays proportional to footage", tat)
     codes = np.frombuffer(payload, dtype=np.uint8, count=32 * n).reshape(n, 1, 32).copy()
     quality = np.frombuffer(payload, dtype=np.uint8, count=n, offset=32 * n).copy()
     if n and int(quality.max()) > 100:
@@ -861,6 +899,7 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
     budget = _Budget(max_decoded)
     files: list[ManifestFile] = []
     prev: bytes | None = None
+    empty = 0
     for i in range(nfiles):
         r.where = f"FILES entry {i + 1}"
         at = r.pos
@@ -880,6 +919,11 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
         prev = nb
         leaves.append(leaf_hash(buf[start:start + elen]))
         files.append(f)
+        if not any(len(st.fingerprints) for st in f.streams):
+            empty += 1
+            if empty > MAX_FILES_WITHOUT_SAMPLES:
+                raise r.fail(f"more than {MAX_FILES_WITHOUT_SAMPLES} file entries carry no fingerprint; such "
+                             "entries cannot match anything and are refused beyond that many", start)
     r.where = "FILES"
     if r.pos != files_end:
         raise r.fail(f"{files_end - r.pos} bytes after the last file entry")
@@ -1105,7 +1149,13 @@ def _annotation_ngrams(sources: Sequence[str | os.PathLike[str]], fields: Sequen
     texts: list[str] = []
     for src in sources:
         check_cancel(cancel)
-        texts.extend(d.text for d in iter_documents(Path(src), fields=fields))
+        try:
+            texts.extend(d.text for d in iter_documents(Path(src), fields=fields))
+        except RecursionError:
+            # JSON nested thousands of levels deep exhausts any recursive reader; it is
+            # not annotation text, so the file is refused by name rather than crashing.
+            raise InputError("cannot export: this annotation file nests JSON too deeply to be annotation "
+                             "text (flatten it, or give the text one record per line)", path=src) from None
     if not texts:
         raise ManifestError("cannot export: the annotation sources hold no text",
                             path=os.fspath(sources[0]) if len(sources) == 1 else None)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
-from overlap_desktop.errors import IndexError_, UsageError
+from overlap_desktop.errors import DiskFullError, IndexError_, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
@@ -173,15 +173,37 @@ def merge_indexes(sources: Sequence[Index | Path | str], dest: Index | Path | st
             if s.identity in seen_ids:
                 raise UsageError("the same index is named twice", path=s.path)
             seen_ids.add(s.identity)
-        return _merge(srcs, target, progress=progress, cancel=cancel)
+        summary = MergeSummary(destination=target.path, destination_identity=target.identity)
+        try:
+            return _merge(srcs, target, summary, progress=progress, cancel=cancel)
+        except Exception as exc:
+            if not _disk_full(exc):
+                raise
+            why = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ is not None else exc
+            full = DiskFullError(
+                f"disk full while merging into this index ({why}); the {summary.merged} file(s) merged before "
+                "the disk filled were kept; free some space and run the same merge again (files already "
+                "merged are recognised and skipped)", path=target.path)
+            full.summary = summary  # type: ignore[attr-defined]
+            raise full from exc
     finally:
         for idx in reversed(opened):
             idx.close()
 
 
-def _merge(srcs: list[Index], target: Index, *, progress: ProgressCallback | None,
+def _disk_full(exc: BaseException) -> bool:
+    """True for every shape a full disk takes while merging: the index's own error, SQLite's
+    ``FullError`` (from a statement outside a guarded method) and ``ENOSPC`` from shard files."""
+    import errno
+
+    import apsw
+
+    return isinstance(exc, (DiskFullError, apsw.FullError)) or (
+        isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT))
+
+
+def _merge(srcs: list[Index], target: Index, summary: MergeSummary, *, progress: ProgressCallback | None,
            cancel: CancelCallback | None) -> MergeSummary:
-    summary = MergeSummary(destination=target.path, destination_identity=target.identity)
     plans = [(s, s.files("ok"), s.files()) for s in srcs]
     total = sum(len(ok) for _, ok, _ in plans)
     done = 0

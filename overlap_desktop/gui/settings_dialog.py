@@ -207,7 +207,7 @@ class SettingsDialog(QDialog):
 
         self.threads = QSpinBox()
         self.threads.setAccessibleName("Decoding threads")
-        self.threads.setRange(0, 256)
+        self.threads.setRange(0, 64)  # the config refuses more (config.MAX_THREADS)
         self.threads.setSpecialValueText("automatic")
         self.threads.setValue(int(c["index.threads"]))
         self.editors["index.threads"] = self.threads

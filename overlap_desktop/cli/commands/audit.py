@@ -14,8 +14,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from overlap_desktop.cli.commands.compare import (add_floor_argument, add_output_arguments, percent_arg,
-                                                  print_report, write_outputs)
+from overlap_desktop.cli.commands.compare import (add_floor_argument, add_output_arguments, guard_outputs,
+                                                  percent_arg, print_report, write_outputs)
 from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.errors import ExitCode, UsageError
 
@@ -66,6 +66,10 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UsageError("no such manifest file", path=args.manifest)
     if not args.sample.exists():
         raise UsageError("no such sample folder or file", path=args.sample)
+    if args.sample.is_dir():
+        guard_outputs(args, ctx, inputs=[args.manifest], folders=[args.sample])
+    else:
+        guard_outputs(args, ctx, inputs=[args.manifest, args.sample])
     config = ctx.config
     with ctx.progress("Auditing the sample") as progress:
         report = api.audit_sample(args.manifest, args.sample, config=config, floor_seconds=args.floor,

@@ -8,17 +8,19 @@ and the ``--fail-over`` gate.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
 from overlap_desktop.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.report import Report
 
 __all__ = ["COMMAND", "add_floor_argument", "add_gate_argument", "add_output_arguments", "check_gate",
-           "percent_arg", "print_report", "write_outputs"]
+           "guard_outputs", "percent_arg", "print_report", "write_outputs"]
 
 #: Files listed one per line before the rest are summarised (all with -v).
 _MAX_LINES = 40
@@ -55,6 +57,18 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
                    help="write a self-contained HTML report for people (no scripts, no external files)")
     g.add_argument("--csv", metavar="REPORT.csv", type=Path, default=None,
                    help="write one row per matched segment (below-floor rows marked)")
+    add_force_argument(g)
+
+
+def guard_outputs(args: argparse.Namespace, ctx: CliContext, *, inputs: Sequence[Path] = (),
+                  folders: Sequence[Path] = ()) -> None:
+    """Refuse report paths that would overwrite an input, land in the index folder or
+    replace a file overlap did not write (before any work is done)."""
+    outs = [Output(path, flag, kind) for path, flag, kind in
+            ((args.output, "--json", "json"), (args.html, "--html", "html"), (args.csv, "--csv", "csv"))
+            if path is not None]
+    if outs:
+        check_outputs(outs, inputs=inputs, folders=folders, index_path=ctx.config.index_path, force=args.force)
 
 
 def add_floor_argument(p: argparse.ArgumentParser) -> None:
@@ -73,6 +87,10 @@ def write_outputs(report: Report, args: argparse.Namespace, ctx: CliContext) -> 
     """Write the report files asked for on the command line and say where they went."""
     from overlap_desktop import api
 
+    folder_settings = ctx.config.from_folder_file_dicts()
+    if folder_settings:
+        # Recorded with the report so a reader of the file sees it too, not only the terminal.
+        report.settings["from_current_folder_overlap_toml"] = folder_settings
     written: list[tuple[str, Path]] = []
     if args.output is not None:
         written.append(("JSON", api.write_report_json(report, args.output)))
@@ -185,6 +203,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
 
     if not args.manifest.is_file():
         raise UsageError("no such manifest file", path=args.manifest)
+    guard_outputs(args, ctx, inputs=[args.manifest, *(args.eval_files or [])])
     config = ctx.config
     cluster = None if args.cluster is None else (args.cluster or str(config["index.cluster"]))
     if cluster == "":

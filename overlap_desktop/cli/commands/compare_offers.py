@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from overlap_desktop.cli.commands.compare import (add_floor_argument, add_gate_argument, add_output_arguments,
-                                                  check_gate, print_report, write_outputs)
+                                                  check_gate, guard_outputs, print_report, write_outputs)
 from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.errors import UsageError
 
@@ -28,6 +28,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     for m in (args.offer_a, args.offer_b):
         if not m.is_file():
             raise UsageError("no such manifest file", path=m)
+    guard_outputs(args, ctx, inputs=[args.offer_a, args.offer_b])
     config = ctx.config
     with ctx.progress("Comparing offers") as progress:
         report = api.compare_offers(args.offer_a, args.offer_b, config=config, floor_seconds=args.floor,

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
 from overlap_desktop.errors import ExitCode, UsageError
 
 __all__ = ["COMMAND", "format_value"]
@@ -48,16 +48,25 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         if not rows:
             raise UsageError(f"unknown setting {args.key!r} (see `overlap config` for the list)")
     settings = api.SETTINGS
+    folder = {r.key for r in config.from_folder_file()}
     if args.json:
         ctx.print_json([{"key": r.key, "value": _jsonable(r.value), "source": r.source,
-                         "env": settings[r.key].env, "help": settings[r.key].help} for r in rows])
+                         "env": settings[r.key].env, "help": settings[r.key].help,
+                         "changes_results": settings[r.key].verdict,
+                         "from_current_folder": r.key in folder} for r in rows])
         return int(ExitCode.OK)
-    table = [(r.key, format_value(r.value), r.source, settings[r.key].env) for r in rows]
+    # "!" marks a result-changing setting taken from the current folder's overlap.toml.
+    table = [(r.key, safe_terminal(format_value(r.value)),
+              ("! " if r.key in folder else "") + safe_terminal(r.source), settings[r.key].env) for r in rows]
     head = ("setting", "value", "source", "environment variable")
     widths = [max(len(head[i]), *(len(t[i]) for t in table)) for i in range(3)]
     ctx.print("  ".join(h.ljust(w) for h, w in zip(head, widths)) + "  " + head[3])
     for t in table:
         ctx.print("  ".join(c.ljust(w) for c, w in zip(t, widths)) + "  " + t[3])
+    if folder and args.key is None:
+        ctx.print(f"\n! {len(folder)} setting{'s' if len(folder) != 1 else ''} that can change results "
+                  f"come{'s' if len(folder) == 1 else ''} from the overlap.toml of the current folder, "
+                  "not from your own configuration.")
     if args.key is None:
         ctx.print("\nPrecedence: command-line flag > OVERLAP_* environment > ./overlap.toml > "
                   "user config > default.")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from overlap_desktop import api
 from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
 from overlap_desktop.errors import ExitCode, UsageError
 
 
@@ -22,6 +23,7 @@ def _add(p: argparse.ArgumentParser) -> None:
                    help="fingerprints kept per second of footage (default: config export.fps, 1)")
     p.add_argument("--stamp-time", action="store_true",
                    help="record the current UTC time in the manifest (then re-exports differ byte-wise)")
+    add_force_argument(p)
     g = p.add_argument_group("annotations (hashed n-grams, no text; docs/manifest-spec.md TEXT_NGRAMS)")
     g.add_argument("--annotations", nargs="+", metavar="FILE", default=None,
                    help="annotation text to carry as keyed n-gram hashes, so a buyer can check its "
@@ -42,6 +44,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
                                    or len(args.label.encode("utf-8", "surrogatepass")) > 4096):
         raise UsageError("--label must be one line of at most 4096 bytes without control characters")
     anonymize = cfg["export.anonymize_paths"] if args.anonymize_paths is None else True
+    check_outputs([Output(Path(args.output), "-o", "manifest")],
+                  inputs=[Path(a) for a in args.annotations or []], index_path=cfg.index_path, force=args.force)
     with ctx.progress("Exporting") as progress:
         s = api.export_manifest(None, Path(args.output), paths=[Path(p) for p in args.paths] or None,
                                 label=args.label, anonymize=bool(anonymize), fps=float(fps),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
 from overlap_desktop.errors import ExitCode
 
 __all__ = ["COMMAND"]
@@ -33,7 +33,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         if args.json:
             ctx.print_json({"index": str(path), "files": []})
         else:
-            ctx.note(f"No index at {path} yet; run `overlap index PATH` first.")
+            ctx.note(f"No index at {safe_terminal(path)} yet; run `overlap index PATH` first.")
         return int(ExitCode.OK)
     with api.open_index(path, readonly=True) as idx:
         files = idx.files()
@@ -51,9 +51,9 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     for f in files:
         hours = _hms(f.duration_s) if f.status == "ok" else ""
         streams = f"{len(f.streams)} stream{'s' if len(f.streams) != 1 else ''}" if f.status == "ok" else ""
-        line = f"{f.status:<8}{hours:>10}  {streams:<10} {f.path}"
+        line = f"{f.status:<8}{hours:>10}  {streams:<10} {safe_terminal(f.path)}"
         if f.error:
-            line += f"  -- {f.error}"
+            line += f"  -- {safe_terminal(f.error)}"
         ctx.print(line)
     ok = [f for f in files if f.status == "ok"]
     errors = sum(1 for f in files if f.status == "error")
@@ -61,7 +61,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     hours = sum(f.hours for f in ok)
     ind = sum(f.indeterminate_s for f in ok) / 3600.0
     ctx.print(f"{len(files)} file(s): {len(ok)} ok ({hours:.3f} h, {ind:.3f} h indeterminate), "
-              f"{errors} error(s), {pending} pending  [index {path}{os.sep}]")
+              f"{errors} error(s), {pending} pending  [index {safe_terminal(path)}{os.sep}]")
     return int(ExitCode.OK)
 
 

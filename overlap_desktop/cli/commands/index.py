@@ -11,8 +11,8 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.errors import Cancelled, ExitCode
+from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
+from overlap_desktop.errors import Cancelled, ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.indexer import IndexSummary
@@ -25,7 +25,7 @@ _MAX_FAILED = 30
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="video files, recordings or folders (recursive)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="video files, recordings or folders (recursive)")
     p.add_argument("--preset", choices=("fast", "balanced", "thorough"), default=None,
                    help="variant preset: which crop rungs are hashed besides the upright frame "
                         "(default: index.preset)")
@@ -36,7 +36,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fps", metavar="N", type=float, default=None,
                    help="samples per second of footage (default 4; lower weakens detection)")
     p.add_argument("--forget-missing", action="store_true",
-                   help="drop index entries under PATH whose file no longer exists")
+                   help="drop index entries under PATH whose file no longer exists (refused when PATH is an "
+                        "empty folder, e.g. an unmounted disk, unless --force)")
+    p.add_argument("--force", action="store_true",
+                   help="with --forget-missing: forget entries even under an empty folder")
     p.add_argument("--workers", metavar="N", type=int, default=None,
                    help="files fingerprinted at once in worker processes (default: index.workers, "
                         "0 = one per core; 1 = no worker processes)")
@@ -44,6 +47,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fingerprint on the workers of a running Dask cluster (tcp://HOST:8786; needs the "
                         "'cluster' extra); the workers must see the footage at the same paths")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--rebuild-shards", action="store_true",
+                   help="rebuild the search shards from the index database (repairs damaged shards; "
+                        "no footage is read)")
 
 
 class _Display:
@@ -93,16 +99,18 @@ class _Display:
         if p.message and p.current:
             self.files_done += 1
             if p.message != "unchanged" or self.ctx.verbose:
-                self.line(f"{p.current}: {p.message}")
+                self.line(f"{safe_terminal(p.current)}: {safe_terminal(p.message)}")
         files = f"{self.files_done}/{self.files_total} files" if self.files_total is not None else (
             f"{self.files_done} files")
         if self._bar is not None:
-            cur = p.current or ""
+            cur = safe_terminal(p.current or "")
             if len(cur) > 40:
                 cur = "…" + cur[-39:]
             if p.current_done is not None and not p.message and cur:
                 cur = f"{cur} {p.current_done:4.0%}"
-            self._bar.update(self._task, completed=p.done, total=p.total, files=files, current=cur)
+            from rich.markup import escape
+
+            self._bar.update(self._task, completed=p.done, total=p.total, files=files, current=escape(cur))
         else:
             now = time.monotonic()
             if p.total and now - self._last_plain > 10.0 and not p.message:
@@ -121,7 +129,7 @@ def print_summary(summary: IndexSummary, ctx: CliContext) -> None:
     head = "Interrupted: kept" if s.cancelled else "Indexed"
     ctx.print(f"{head} {s.indexed} file(s), {s.skipped} unchanged, {len(s.failed)} failed "
               f"({s.files_seen} found) in {s.elapsed_s:.1f} s")
-    ctx.print(f"  index:               {s.index_path}")
+    ctx.print(f"  index:               {safe_terminal(s.index_path)}")
     if s.indexed or s.failed:
         ctx.print(f"  fingerprinted by:    {s.engine}")
     ctx.print(f"  hours indexed:       {s.hours_indexed:.3f} h ({_hms(s.hours_indexed)})")
@@ -133,21 +141,37 @@ def print_summary(summary: IndexSummary, ctx: CliContext) -> None:
         ctx.print(f"  missing:             {len(s.missing)} indexed file(s) no longer on disk "
                   "(kept; --forget-missing drops them)")
     for w in s.warnings:
-        ctx.print(f"  warning: {w}")
+        ctx.print(f"  warning: {safe_terminal(w)}")
     if s.failed:
         ctx.print(f"  errors ({len(s.failed)}):")
         shown = s.failed if ctx.verbose else s.failed[:_MAX_FAILED]
         for path, reason in shown:
-            ctx.print(f"    {path}: {reason}")
+            ctx.print(f"    {safe_terminal(path)}: {safe_terminal(reason)}")
         if len(shown) < len(s.failed):
             ctx.print(f"    ... and {len(s.failed) - len(shown)} more (-v lists all; `overlap files --errors`)")
     if s.cancelled:
         ctx.print("  run the same command again to resume")
 
 
+def _rebuild_shards(ctx: CliContext) -> int:
+    from overlap_desktop import api
+
+    path = ctx.config.index_path
+    with api.open_index(path, create=False) as idx:
+        built = idx.rebuild_shards()
+    ctx.print(f"Rebuilt the search shards of {safe_terminal(path)}: {built} shard{'s' if built != 1 else ''}.")
+    return int(ExitCode.OK)
+
+
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     from overlap_desktop import api
 
+    if args.rebuild_shards:
+        if args.paths:
+            raise UsageError("--rebuild-shards reads no footage: give it no PATH (run indexing separately)")
+        return _rebuild_shards(ctx)
+    if not args.paths:
+        raise UsageError("give at least one PATH to index (a file or folder)")
     if args.preset is not None:
         ctx.overrides["index.preset"] = args.preset
     if args.crop_edges is not None:
@@ -170,7 +194,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     try:
         with _Display(ctx) as display:
             summary = api.index_paths(args.paths, config=config, forget_missing=args.forget_missing,
-                                      progress=display)
+                                      force=args.force, progress=display)
     except Cancelled as exc:
         partial = getattr(exc, "summary", None)
         if partial is not None:

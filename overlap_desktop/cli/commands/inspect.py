@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from overlap_desktop import api
-from overlap_desktop.cli.framework import CliContext, Command
+from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
 from overlap_desktop.errors import ExitCode
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def safe(text: str) -> str:
-    """Show untrusted text on a terminal: control and bidi-override characters escaped."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+def safe(text: object) -> str:
+    """Show untrusted text on a terminal: control, bidi, zero-width and other invisible
+    format characters, line/paragraph separators and undecodable bytes of a local name
+    are shown as ``[U+XXXX]`` (the same rule as reports, :func:`safe_terminal`)."""
+    return safe_terminal(text)
 
 
 def _add(p: argparse.ArgumentParser) -> None:

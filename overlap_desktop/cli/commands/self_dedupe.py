@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from overlap_desktop.cli.commands.compare import (add_floor_argument, add_gate_argument, add_output_arguments,
-                                                  check_gate, print_report, write_outputs)
+                                                  check_gate, guard_outputs, print_report, write_outputs)
 from overlap_desktop.cli.framework import CliContext, Command
 
 __all__ = ["COMMAND"]
@@ -20,6 +20,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     from overlap_desktop import api
 
+    guard_outputs(args, ctx)
     config = ctx.config
     with ctx.progress("Looking for duplicates") as progress:
         report = api.self_dedupe(config.index_path, config=config, floor_seconds=args.floor,

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from overlap_desktop import api
 from overlap_desktop.cli.commands.inspect import safe
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.errors import ExitCode
+from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
+from overlap_desktop.config import MAX_THREADS
+from overlap_desktop.core.fsutil import atomic_write_bytes
+from overlap_desktop.errors import ExitCode, InputError, UsageError
 
 
 def _add(p: argparse.ArgumentParser) -> None:
@@ -23,10 +27,45 @@ def _add(p: argparse.ArgumentParser) -> None:
                         "as Thumbs.db and .DS_Store are always ignored)")
     p.add_argument("--threads", type=int, default=None,
                    help="hashing threads (default: config verify.threads; 0 = one per core)")
+    add_force_argument(p)
+
+
+def _printable_names(data: Any) -> Any:
+    """JSON-ready copy of ``data`` whose strings are valid Unicode.
+
+    A delivered file whose name is not UTF-8 (possible on Linux) reaches us as a
+    string with lone surrogates, which no UTF-8 writer accepts; such a name is
+    written with its undecodable bytes as ``\\xNN`` escapes (and shown the same way
+    on the terminal), so the result is still written and the file still named.
+    """
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            return os.fsencode(data).decode("utf-8", "backslashreplace")
+        return data
+    if isinstance(data, dict):
+        return {_printable_names(k): _printable_names(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_printable_names(v) for v in data]
+    return data
+
+
+def _write_json(path: Path, data: object) -> None:
+    text = json.dumps(_printable_names(data), indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(path, text.encode("utf-8"), error_type=InputError)
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
-    threads = ctx.config["verify.threads"] if args.threads is None else max(0, args.threads)
+    if args.threads is not None and not 0 <= args.threads <= MAX_THREADS:
+        raise UsageError(f"--threads must be between 0 and {MAX_THREADS}, not {args.threads}")
+    threads = ctx.config["verify.threads"] if args.threads is None else args.threads
+    outputs = [Output(Path(args.output), "-o", "json")] if args.output else []
+    if args.html:
+        outputs.append(Output(Path(args.html), "--html", "html"))
+    if outputs:
+        check_outputs(outputs, inputs=[Path(args.manifest)], folders=[Path(args.data)],
+                      index_path=ctx.config.index_path, force=args.force)
     with ctx.progress("Hashing delivery") as progress:
         r = api.verify_delivery(Path(args.manifest), Path(args.data), threads=int(threads), progress=progress)
     for e in r.entries:
@@ -45,10 +84,11 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.print(f"IGNORED  {safe(x['path'])} (system file)")
     ctx.print(api.verify_verdict(r) + f" (seal {r.root[:16]}…)")
     if args.output:
-        api.write_verify_json(r, Path(args.output))
-        ctx.note(f"wrote {args.output}")
+        # Names exactly as delivered, but ones that are not valid UTF-8 written escaped.
+        _write_json(Path(args.output), r.to_dict())
+        ctx.note(f"wrote {safe(args.output)}")
     if args.html:
-        ctx.note(f"verification report written to {api.write_verify_html(r, Path(args.html))}")
+        ctx.note(f"verification report written to {safe(api.write_verify_html(r, Path(args.html)))}")
     failed = not r.complete or (args.strict and not r.exact)
     if r.complete and failed:
         ctx.note("--strict: files not in the quote (or unreadable files) were delivered: exit status 3")

@@ -286,6 +286,14 @@ def compressed_format(data: bytes | memoryview, declared: str = "") -> str:
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "webp"
     what = declared.strip() or "unknown"
+    if not head:
+        raise ImageError("empty image (0 bytes)")
+    # A declared format we support with data that does not look like it is damage, not an
+    # unsupported format ("unsupported format '.png' (supported: ... png ...)" misleads).
+    named = next((f for f in ("jpeg", "jpg", "png", "webp") if f in what.lower()), None)
+    if named is not None:
+        raise ImageError(f"not a valid {named.replace('jpg', 'jpeg').upper()} image ({len(data)} bytes that do "
+                         "not start with its signature): damaged, truncated or misnamed")
     raise ImageError(f"unsupported compressed image format {what!r} (supported: jpeg, png, webp)")
 
 
