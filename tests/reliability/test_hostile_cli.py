@@ -106,11 +106,14 @@ def test_verify_output_with_a_non_utf8_delivered_name(lab21: Lab, tmp_path: Path
     with open(os.path.join(os.fsencode(delivery), b"\xff\xfe-extra.mp4"), "wb") as fh:
         fh.write(b"not in the manifest")
     out = tmp_path / "result.json"
-    code, stdout, err = run_cli(["verify", "-q", lab21.manifest, "--data", delivery, "-o", out], capsys)
-    assert code == 3 and "internal error" not in err, (code, err)
+    code, stdout, err = run_cli(["verify", "-q", lab21.manifest, "--data", delivery, "-o", out,
+                                 "--html", tmp_path / "result.html"], capsys)
+    # Every quoted file is present and exact; the extra file is listed, not a failure (issue 16).
+    assert code == 0 and "internal error" not in err, (code, err)
+    assert "[U+DCFF][U+DCFE]-extra.mp4" in (tmp_path / "result.html").read_text(encoding="utf-8")
     data = json.loads(out.read_text(encoding="utf-8"))
     assert [x["path"] for x in data["extra"]] == ["\\xff\\xfe-extra.mp4"], data["extra"]
-    assert sorted(os.listdir(tmp_path)) == ["delivery", "result.json"]  # no .tmp left behind
+    assert sorted(os.listdir(tmp_path)) == ["delivery", "result.html", "result.json"]  # no .tmp left behind
     assert "EXTRA" in stdout and "-extra.mp4" in stdout
 
 
