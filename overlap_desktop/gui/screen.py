@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
-                               QProgressBar, QPushButton, QStackedWidget, QVBoxLayout, QWidget)
+                               QProgressBar, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
+from overlap_desktop.gui.common import SealField, fmt_hours, fmt_size, headline_label, show_error
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.gui.workers import Job, eta_text
+from overlap_desktop.gui.workers import EtaEstimator, Job
 
 __all__ = ["ScreenOfferPage", "inspect_offer"]
+
+#: The next step when the library is empty (the button beside it goes there).
+ADD_FOOTAGE_FIRST = ("Add your footage first: in My library, add the folders of videos and recordings you "
+                     "own. Then come back and compare.")
+
+
+def api_tip(term: str) -> str:
+    """The glossary's explanation of ``term`` (the same words as docs/glossary.md and the HTML report)."""
+    try:
+        return str(api.glossary_tip(term))
+    except AttributeError:  # an older core without the glossary
+        return ""
 
 
 def _first(d: dict[str, Any], *keys: str) -> Any:
@@ -126,21 +137,24 @@ class ScreenOfferPage(QWidget):
         self.state.recent_changed.connect(self._fill_recent)
         self._fill_recent()
 
-        # Page 1: an offer.
+        # Page 1: an offer. The summary is a compact box (each value right beside its label),
+        # so the results below get the height.
         offer = QWidget()
         ol = QVBoxLayout(offer)
         ol.setContentsMargins(0, 0, 0, 0)
         self.summary_frame = QFrame()
         self.summary_frame.setFrameShape(QFrame.Shape.StyledPanel)
+        self.summary_frame.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         sl = QHBoxLayout(self.summary_frame)
-        # Two label/value pairs per row keep the summary short, leaving room for the results.
+        sl.setContentsMargins(10, 6, 10, 6)
         self.form = QGridLayout()
         self.form.setHorizontalSpacing(10)
+        self.form.setVerticalSpacing(4)
         self.form.setColumnStretch(1, 1)
         self.form.setColumnStretch(3, 1)
         self.fields: dict[str, QLabel] = {}
         layout_rows = ((0, 0, "label", "Offer"), (0, 2, "made", "Made"), (1, 0, "amount", "Footage"),
-                       (1, 2, "compat", "Can be compared"), (2, 0, "root", "Seal (Merkle root)"))
+                       (1, 2, "compat", "Can be compared"))
         for row, col, key, label in layout_rows:
             v = QLabel("–")
             # Values come from the seller's manifest: never let Qt render them as rich text.
@@ -148,14 +162,18 @@ class ScreenOfferPage(QWidget):
             v.setWordWrap(True)
             v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             v.setAccessibleName(label)
+            v.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
             name = QLabel(label + ":")
             name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
-            self.form.addWidget(name, row, col)
-            self.form.addWidget(v, row, col + 1, 1, 3 if key == "root" else 1)
+            self.form.addWidget(name, row, col, Qt.AlignmentFlag.AlignTop)
+            self.form.addWidget(v, row, col + 1, Qt.AlignmentFlag.AlignTop)
             self.fields[key] = v
-        self.fields["root"].setToolTip("A checksum over every fingerprint, file size and file digest in the "
-                                       "manifest: the seller cannot change the offer later without it "
-                                       "changing. Quote it in the purchase order.")
+        seal_name = QLabel("Seal:")
+        seal_name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        seal_name.setToolTip(api_tip("seal"))
+        self.seal = SealField()
+        self.form.addWidget(seal_name, 2, 0)
+        self.form.addWidget(self.seal, 2, 1, 1, 3)
         sl.addLayout(self.form, 1)
         btns = QVBoxLayout()
         self.compare_button = QPushButton("Compare with my library")
@@ -166,8 +184,21 @@ class ScreenOfferPage(QWidget):
         self.cancel_button.setAccessibleName("Cancel comparison")
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.hide()
+        # When comparing is not possible yet: the next step in plain words, and a way there.
+        self.next_step = QLabel("")
+        self.next_step.setWordWrap(True)
+        self.next_step.setTextFormat(Qt.TextFormat.PlainText)
+        self.next_step.setAccessibleName("Next step")
+        self.next_step.setMaximumWidth(240)
+        self.next_step.hide()
+        self.library_button = QPushButton("Go to My library")
+        self.library_button.setAccessibleName("Go to My library")
+        self.library_button.clicked.connect(self._go_library)
+        self.library_button.hide()
         btns.addWidget(self.compare_button)
         btns.addWidget(self.cancel_button)
+        btns.addWidget(self.next_step)
+        btns.addWidget(self.library_button)
         btns.addStretch(1)
         sl.addLayout(btns)
         ol.addWidget(self.summary_frame)
@@ -180,6 +211,9 @@ class ScreenOfferPage(QWidget):
         ol.addWidget(self.progress_bar)
         self.results_holder = QVBoxLayout()
         ol.addLayout(self.results_holder, 1)
+        # Before any results the space below the summary stays empty instead of stretching the box.
+        self.filler = QWidget()
+        self.results_holder.addWidget(self.filler, 1)
         self.stack.addWidget(offer)
 
     def jobs(self) -> list[Job | None]:
@@ -213,8 +247,10 @@ class ScreenOfferPage(QWidget):
         self._clear_results()
         self.stack.setCurrentIndex(1)
         self.fields["label"].setText(f"Reading {path.name}…")
-        for k in ("amount", "root", "made", "compat"):
+        for k in ("amount", "made", "compat"):
             self.fields[k].setText("")
+        self.seal.set_seal("")
+        self._set_next_step(None)
         self.compare_button.setEnabled(False)
         self.progress_label.setText("")
         job = Job(inspect_offer, path, self.state.index_path, config, parent=self, with_progress=False)
@@ -259,10 +295,10 @@ class ScreenOfferPage(QWidget):
             text += f" (the manifest itself is {fmt_size(float(size))})"
         self.fields["amount"].setText(text)
         root = _first(info, "root", "merkle_root") or "–"
-        self.fields["root"].setText(str(root))
+        self.seal.set_seal(str(root))
         made = []
         if _first(info, "created"):
-            made.append(f"on {info['created']}")
+            made.append(api.format_date(str(info["created"])))
         if _first(info, "creator"):
             made.append(f"with {info['creator']}")
         self.fields["made"].setText(api.safe_text(" ".join(made)) if made else "–")
@@ -275,14 +311,37 @@ class ScreenOfferPage(QWidget):
             self.fields["compat"].setText("No: " + summary["why"] + " Ask the seller for a manifest made "
                                           "with a current version of overlap.")
         else:
-            self.fields["compat"].setText(summary["why"])
+            self.fields["compat"].setText("Not yet: your library is empty." if self._library_empty(summary)
+                                          else summary["why"])
         self.compare_button.setEnabled(compat is True)
+        self._set_next_step(summary)
         self.inspected.emit(summary)
+
+    @staticmethod
+    def _library_empty(summary: dict[str, Any]) -> bool:
+        return summary.get("compatible") is None and "library is empty" in str(summary.get("why", ""))
+
+    def _set_next_step(self, summary: dict[str, Any] | None) -> None:
+        """Say why "Compare" is disabled and what to do, with a button to get there."""
+        empty = summary is not None and self._library_empty(summary)
+        self.next_step.setText(ADD_FOOTAGE_FIRST if empty else "")
+        self.next_step.setVisible(empty)
+        self.library_button.setVisible(empty)
+        self.compare_button.setToolTip(ADD_FOOTAGE_FIRST if empty else
+                                       "Check the offer's fingerprints against the footage you own")
+
+    def _go_library(self) -> None:
+        win = self.window()
+        if hasattr(win, "go"):
+            win.go("library")
 
     # ------------------------------------------------------------------ compare
     def compare(self) -> Job | None:
         """Compare the open manifest with the library in a worker."""
         if self.manifest_path is None:
+            return None
+        if self.summary is not None and self.summary.get("compatible") is not True:
+            self._set_next_step(self.summary)
             return None
         try:
             config = self.state.config()
@@ -301,6 +360,7 @@ class ScreenOfferPage(QWidget):
         job.failed.connect(lambda exc: self._long_failed("The comparison stopped", exc))
         job.cancelled.connect(lambda _e: self.progress_label.setText("Cancelled."))
         job.finished.connect(self._long_done)
+        self._eta = EtaEstimator()
         self.progress_label.setText(text)
         self.progress_bar.setRange(0, 0)
         self.progress_bar.show()
@@ -315,7 +375,7 @@ class ScreenOfferPage(QWidget):
             frac = max(0.0, min(1.0, float(p.done) / float(p.total)))
             self.progress_bar.setRange(0, 1000)
             self.progress_bar.setValue(int(frac * 1000))
-        eta = eta_text(frac, time.monotonic() - job.started_at)
+        eta = self._eta.update(frac)
         msg = p.message or {"compare": "Comparing with your library", "index": "Fingerprinting",
                             "search": "Searching your library"}.get(p.stage, "Working")
         if p.current:
@@ -344,6 +404,7 @@ class ScreenOfferPage(QWidget):
     def _clear_results(self) -> None:
         if self.results is not None:
             self.results.hide()
+        self.filler.show()
 
     def show_report(self, report: Any, index_path: Path | None = None) -> None:
         """Show a finished comparison."""
@@ -353,7 +414,8 @@ class ScreenOfferPage(QWidget):
             from overlap_desktop.gui.results import ResultsView
 
             self.results = ResultsView(self)
-            self.results_holder.addWidget(self.results)
+            self.results_holder.addWidget(self.results, 1)
+        self.filler.hide()
         self.results.show()
         self.results.set_report(report)
         self.progress_label.setText("")
@@ -372,8 +434,9 @@ class ScreenOfferPage(QWidget):
         self.stack.setCurrentIndex(1)
         self._clear_results()
         self.fields["label"].setText("Demo: making sample footage and a sample offer…")
-        for k in ("amount", "root", "made", "compat"):
+        for k in ("amount", "made", "compat"):
             self.fields[k].setText("")
+        self.seal.set_seal("")
         job = Job(run, out, parent=self)
         self._start_long(job, "Running the demo…")
         job.succeeded.connect(self._on_demo_done)
@@ -387,10 +450,15 @@ class ScreenOfferPage(QWidget):
             info = api.inspect_manifest(self.manifest_path)  # small file: quick on the UI thread
         except Exception:  # the summary is a nicety; the report below is what matters
             info = {"label": "Demo offer"}
-        self._on_inspected({"info": info, "compatible": True,
-                            "why": "The demo compares with its own sample library, not yours."},
-                           remember=False)
-        self.fields["compat"].setText("Yes. The demo compares the offer with its own sample library "
-                                      "(not yours).")
+        # "Compare with my library" must reflect *your* library (empty after a first demo), not
+        # the demo's sample library the report below was made with.
+        try:
+            mine = inspect_offer(self.manifest_path, self.state.index_path, self.state.config())
+        except Exception:  # a library problem is reported when comparing; the demo still shows
+            mine = {"info": info, "compatible": None, "why": ""}
+        self._on_inspected({"info": info, "compatible": mine.get("compatible"), "why": mine.get("why", ""),
+                            "library_files": mine.get("library_files", 0)}, remember=False)
+        self.fields["compat"].setText("The demo compared the offer with its own sample library (not yours)."
+                                      + (" " + ADD_FOOTAGE_FIRST if self._library_empty(mine) else ""))
         report = result.report if result.report is not None else api.load_report_json(result.report_json)
         self.show_report(report, Path(result.index))

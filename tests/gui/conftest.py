@@ -45,7 +45,7 @@ def _no_external_open(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from overlap_desktop.gui import common
 
     monkeypatch.setattr(common, "open_local_file", lambda p: opened.append(str(p)) or True)
-    for mod in ("results", "export_wizard"):
+    for mod in ("export_wizard",):
         m = __import__(f"overlap_desktop.gui.{mod}", fromlist=["open_local_file"])
         monkeypatch.setattr(m, "open_local_file", lambda p: opened.append(str(p)) or True)
     return opened
