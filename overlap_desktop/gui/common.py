@@ -171,6 +171,8 @@ class SealField(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         self.edit = QLineEdit()
         self.edit.setReadOnly(True)  # selectable and copyable, never editable
+        # Not the first thing keyboard focus lands on (it would show the seal all selected).
+        self.edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.edit.setAccessibleName("Seal")
         self.edit.setToolTip("The seal is a checksum over everything in the manifest: the seller cannot change "
@@ -193,7 +195,8 @@ class SealField(QWidget):
         """Put the seal on the clipboard and say so on the button for a moment."""
         QGuiApplication.clipboard().setText(self.edit.text())
         self.copy_button.setText("Copied")
-        QTimer.singleShot(1500, lambda: self.copy_button.setText("Copy"))
+        # The button as context: the timer is dropped if the page is closed before it fires.
+        QTimer.singleShot(1500, self.copy_button, lambda: self.copy_button.setText("Copy"))
 
 
 class SavedNote(QLabel):

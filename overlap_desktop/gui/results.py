@@ -13,7 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
                                QPushButton, QSizePolicy, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
@@ -40,6 +40,11 @@ EXPORT_KINDS = {
     "json": ("Report for machines (*.json)", "write_report_json"),
     "csv": ("Spreadsheet (*.csv)", "write_report_csv"),
 }
+
+
+def compact_rows(table: QTableWidget) -> None:
+    """Rows one text line high plus a little air (Fusion's default is much taller)."""
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)
 
 
 def rgb_to_pixmap(rgb: Any) -> QPixmap:
@@ -159,8 +164,16 @@ class ResultsView(QWidget):
         self.preview_job: Job | None = None
         self._preview_seq = 0
 
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(4)
+        # The sentences on the left, the save buttons beside them (not on a row of their own:
+        # at 1366x768 every line of height goes to the file table and the plot).
+        top_row = QHBoxLayout()
+        outer.addLayout(top_row)
+        lay = QVBoxLayout()
+        lay.setSpacing(2)
+        top_row.addLayout(lay, 1)
         self.headline = headline_label()
         self.headline.setAccessibleName("Result")
         self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -190,23 +203,26 @@ class ResultsView(QWidget):
         self.extras.setVisible(False)
         lay.addWidget(self.extras)
 
-        row = QHBoxLayout()
+        self.saved_note = SavedNote()
+        lay.addWidget(self.saved_note)
+        grid = QGridLayout()
+        grid.setSpacing(4)
         self.export_buttons: dict[str, QPushButton] = {}
-        for kind, label in (("html", "Save report (HTML)…"), ("json", "Save JSON…"),
-                            ("csv", "Save CSV…")):
+        for i, (kind, label) in enumerate((("html", "Save report (HTML)…"), ("json", "Save JSON…"),
+                                           ("csv", "Save CSV…"))):
             b = QPushButton(label)
             b.setAccessibleName(label.rstrip("…"))
             b.clicked.connect(lambda _=False, k=kind: self.choose_export(k))
-            row.addWidget(b)
+            grid.addWidget(b, i // 2, i % 2)
             self.export_buttons[kind] = b
         self.open_button = QPushButton("Open report")
         self.open_button.setAccessibleName("Open report")
         self.open_button.setToolTip("Open the last saved report (or a fresh HTML copy) in your browser")
         self.open_button.clicked.connect(self.open_report)
-        row.addWidget(self.open_button)
-        self.saved_note = SavedNote()
-        row.addWidget(self.saved_note, 1)
-        lay.addLayout(row)
+        grid.addWidget(self.open_button, 1, 1)
+        top_row.addLayout(grid)
+        top_row.setAlignment(grid, Qt.AlignmentFlag.AlignTop)
+        lay = outer
 
         # Files on top (full width so the plain-word flags are readable); below, the plot and
         # the matched stretches on the left, the owned-frame preview on the right.
@@ -219,7 +235,10 @@ class ResultsView(QWidget):
         self.file_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.file_table.verticalHeader().setVisible(False)
         self.file_table.horizontalHeader().setStretchLastSection(True)
-        self.file_table.setMinimumHeight(90)
+        compact_rows(self.file_table)
+        # Never fewer than four files in view (the laptop complaint was "3.5 rows").
+        self.file_table.setMinimumHeight(self.file_table.horizontalHeader().sizeHint().height()
+                                         + 4 * self.file_table.verticalHeader().defaultSectionSize() + 6)
         self.file_table.itemSelectionChanged.connect(self._on_file_selected)
         split.addWidget(self.file_table)
 
@@ -246,7 +265,7 @@ class ResultsView(QWidget):
 
         self.plot = MatchPlot()
         self.plot.point_clicked.connect(self.show_owned_frame)
-        self.plot.setMinimumHeight(200)
+        self.plot.setMinimumHeight(160)
         rl.addWidget(self.plot, 3)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
@@ -259,6 +278,7 @@ class ResultsView(QWidget):
         self.seg_table.verticalHeader().setVisible(False)
         self.seg_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.seg_table.horizontalHeader().setStretchLastSection(True)
+        compact_rows(self.seg_table)
         self.seg_table.setMinimumHeight(70)
         rl.addWidget(self.seg_table, 1)
         hl.addWidget(left, 1)

@@ -21,6 +21,11 @@ ADD_FOOTAGE_FIRST = ("Add your footage first: in My library, add the folders of 
                      "own. Then come back and compare.")
 
 
+#: Shown under the offer before comparing.
+COMPARE_HINT = ("Click “Compare with my library” to find out how much of this offer you already own. "
+                "Only fingerprints are compared; nothing leaves this computer.")
+
+
 def api_tip(term: str) -> str:
     """The glossary's explanation of ``term`` (the same words as docs/glossary.md and the HTML report)."""
     try:
@@ -104,16 +109,22 @@ class ScreenOfferPage(QWidget):
         self.report_index: Path | None = None
 
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(24, 18, 24, 18)
-        head = QHBoxLayout()
+        lay.setContentsMargins(16, 10, 16, 10)
+        lay.setSpacing(6)
+        # The title row shows while nothing is open; with an offer open, the offer's own box
+        # is the title and "Open manifest…" moves into it (height goes to the results).
+        self.title_row = QWidget()
+        head = QHBoxLayout(self.title_row)
+        head.setContentsMargins(0, 0, 0, 0)
         head.addWidget(headline_label("Screen an offer"), 1)
         self.open_button = QPushButton("Open manifest…")
         self.open_button.setAccessibleName("Open manifest")
         self.open_button.clicked.connect(self._choose)
         head.addWidget(self.open_button)
-        lay.addLayout(head)
+        lay.addWidget(self.title_row)
 
         self.stack = QStackedWidget()
+        self.stack.currentChanged.connect(lambda i: self.title_row.setVisible(i == 0))
         lay.addWidget(self.stack, 1)
 
         # Page 0: nothing open yet.
@@ -195,8 +206,12 @@ class ScreenOfferPage(QWidget):
         self.library_button.setAccessibleName("Go to My library")
         self.library_button.clicked.connect(self._go_library)
         self.library_button.hide()
+        self.open_other_button = QPushButton("Open another…")
+        self.open_other_button.setAccessibleName("Open another manifest")
+        self.open_other_button.clicked.connect(self._choose)
         btns.addWidget(self.compare_button)
         btns.addWidget(self.cancel_button)
+        btns.addWidget(self.open_other_button)
         btns.addWidget(self.next_step)
         btns.addWidget(self.library_button)
         btns.addStretch(1)
@@ -207,14 +222,23 @@ class ScreenOfferPage(QWidget):
         self.progress_bar = QProgressBar()
         self.progress_bar.setAccessibleName("Comparison progress")
         self.progress_bar.hide()
+        self.progress_label.hide()
         ol.addWidget(self.progress_label)
         ol.addWidget(self.progress_bar)
         self.results_holder = QVBoxLayout()
         ol.addLayout(self.results_holder, 1)
         # Before any results the space below the summary stays empty instead of stretching the box.
-        self.filler = QWidget()
+        self.filler = QLabel(COMPARE_HINT)
+        self.filler.setWordWrap(True)
+        self.filler.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.filler.setEnabled(False)  # a hint, drawn quietly
         self.results_holder.addWidget(self.filler, 1)
         self.stack.addWidget(offer)
+
+    def _say(self, text: str) -> None:
+        """Progress text under the summary; the line takes no height while there is nothing to say."""
+        self.progress_label.setText(text)
+        self.progress_label.setVisible(bool(text))
 
     def jobs(self) -> list[Job | None]:
         extra = self.results.jobs() if self.results is not None else []
@@ -252,7 +276,7 @@ class ScreenOfferPage(QWidget):
         self.seal.set_seal("")
         self._set_next_step(None)
         self.compare_button.setEnabled(False)
-        self.progress_label.setText("")
+        self._say("")
         job = Job(inspect_offer, path, self.state.index_path, config, parent=self, with_progress=False)
         job.succeeded.connect(self._on_inspected)
         job.failed.connect(lambda exc: self._on_open_failed(path, exc))
@@ -326,6 +350,7 @@ class ScreenOfferPage(QWidget):
         empty = summary is not None and self._library_empty(summary)
         self.next_step.setText(ADD_FOOTAGE_FIRST if empty else "")
         self.next_step.setVisible(empty)
+        self.filler.setText("" if empty else COMPARE_HINT)
         self.library_button.setVisible(empty)
         self.compare_button.setToolTip(ADD_FOOTAGE_FIRST if empty else
                                        "Check the offer's fingerprints against the footage you own")
@@ -358,14 +383,15 @@ class ScreenOfferPage(QWidget):
     def _start_long(self, job: Job, text: str) -> None:
         job.progress.connect(lambda p: self._on_progress(job, p))
         job.failed.connect(lambda exc: self._long_failed("The comparison stopped", exc))
-        job.cancelled.connect(lambda _e: self.progress_label.setText("Cancelled."))
+        job.cancelled.connect(lambda _e: self._say("Cancelled."))
         job.finished.connect(self._long_done)
         self._eta = EtaEstimator()
-        self.progress_label.setText(text)
+        self._say(text)
         self.progress_bar.setRange(0, 0)
         self.progress_bar.show()
         self.compare_button.setEnabled(False)
         self.open_button.setEnabled(False)
+        self.open_other_button.setEnabled(False)
         self.cancel_button.show()
         self.cancel_button.setEnabled(True)
 
@@ -380,16 +406,17 @@ class ScreenOfferPage(QWidget):
                             "search": "Searching your library"}.get(p.stage, "Working")
         if p.current:
             msg += f" — {Path(p.current).name}"
-        self.progress_label.setText(msg + (f" ({eta})" if eta else ""))
+        self._say(msg + (f" ({eta})" if eta else ""))
 
     def _long_failed(self, title: str, exc: BaseException) -> None:
-        self.progress_label.setText("Stopped because of a problem.")
+        self._say("Stopped because of a problem.")
         self._fail(title, exc)
 
     def _long_done(self) -> None:
         self.progress_bar.hide()
         self.cancel_button.hide()
         self.open_button.setEnabled(True)
+        self.open_other_button.setEnabled(True)
         self.compare_button.setEnabled(self.manifest_path is not None
                                       and (self.summary or {}).get("compatible") is True)
 
@@ -398,7 +425,7 @@ class ScreenOfferPage(QWidget):
             if job is not None and job.running:
                 job.cancel()
         self.cancel_button.setEnabled(False)
-        self.progress_label.setText("Cancelling…")
+        self._say("Cancelling…")
 
     # ------------------------------------------------------------------ results
     def _clear_results(self) -> None:
@@ -418,7 +445,7 @@ class ScreenOfferPage(QWidget):
         self.filler.hide()
         self.results.show()
         self.results.set_report(report)
-        self.progress_label.setText("")
+        self._say("")
         self.compared.emit(report)
 
     # ------------------------------------------------------------------ demo
