@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFi
                                QWidget, QWizard, QWizardPage)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import SealField, fit_to_screen, fmt_hours, fmt_size, open_local_file
+from overlap_desktop.gui.common import SealField, compact_rows, fit_to_screen, fmt_hours, fmt_size, open_local_file
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
 from overlap_desktop.gui.workers import Job
@@ -110,6 +110,7 @@ class _DedupePage(RunPage):
         self.dupes = QTableWidget(0, 5)
         self.dupes.setAccessibleName("Internal duplicates")
         self.dupes.setHorizontalHeaderLabels(["File", "At", "Repeats footage of", "At", "Changes"])
+        compact_rows(self.dupes)
         self.dupes.verticalHeader().setVisible(False)
         self.dupes.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.dupes.horizontalHeader().setStretchLastSection(True)

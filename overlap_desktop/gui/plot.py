@@ -96,7 +96,7 @@ class MatchPlot(QWidget):
         fg = pal.text().color()
         self.widget.setBackground(pal.base().color())
         for side, text in (("bottom", "Time in the offered file (s)"),
-                           ("left", "Time in your owned file (s)")):
+                           ("left", "Time in your file (s)")):
             ax = self.plot.getAxis(side)
             ax.setPen(fg)
             ax.setTextPen(fg)

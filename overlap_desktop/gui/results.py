@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridL
                                QVBoxLayout, QWidget)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import SavedNote, fmt_hours, headline_label, open_or_explain, show_error
+from overlap_desktop.gui.common import SavedNote, compact_rows, fmt_hours, headline_label, open_or_explain, show_error
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
@@ -40,11 +40,6 @@ EXPORT_KINDS = {
     "json": ("Report for machines (*.json)", "write_report_json"),
     "csv": ("Spreadsheet (*.csv)", "write_report_csv"),
 }
-
-
-def compact_rows(table: QTableWidget) -> None:
-    """Rows one text line high plus a little air (Fusion's default is much taller)."""
-    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)
 
 
 def rgb_to_pixmap(rgb: Any) -> QPixmap:

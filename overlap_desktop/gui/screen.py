@@ -17,8 +17,7 @@ from overlap_desktop.gui.workers import EtaEstimator, Job
 __all__ = ["ScreenOfferPage", "inspect_offer"]
 
 #: The next step when the library is empty (the button beside it goes there).
-ADD_FOOTAGE_FIRST = ("Add your footage first: in My library, add the folders of videos and recordings you "
-                     "own. Then come back and compare.")
+ADD_FOOTAGE_FIRST = "Add your footage first: the folders of videos you own, in My library."
 
 
 #: Shown under the offer before comparing.
@@ -185,6 +184,7 @@ class ScreenOfferPage(QWidget):
         self.seal = SealField()
         self.form.addWidget(seal_name, 2, 0)
         self.form.addWidget(self.seal, 2, 1, 1, 3)
+        self.form.setRowStretch(3, 1)  # extra height (a tall button column) goes below the facts
         sl.addLayout(self.form, 1)
         btns = QVBoxLayout()
         self.compare_button = QPushButton("Compare with my library")
@@ -485,7 +485,6 @@ class ScreenOfferPage(QWidget):
             mine = {"info": info, "compatible": None, "why": ""}
         self._on_inspected({"info": info, "compatible": mine.get("compatible"), "why": mine.get("why", ""),
                             "library_files": mine.get("library_files", 0)}, remember=False)
-        self.fields["compat"].setText("The demo compared the offer with its own sample library (not yours)."
-                                      + (" " + ADD_FOOTAGE_FIRST if self._library_empty(mine) else ""))
+        self.fields["compat"].setText("The demo compared the offer with its own sample library (not yours).")
         report = result.report if result.report is not None else api.load_report_json(result.report_json)
         self.show_report(report, Path(result.index))

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLab
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget, QWizard, QWizardPage)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import (SavedNote, SealField, error_text, fit_to_screen, fmt_size, headline_label,
+from overlap_desktop.gui.common import (SavedNote, SealField, compact_rows, error_text, fit_to_screen, fmt_size, headline_label,
                                        show_error)
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import RunPage
@@ -160,6 +160,7 @@ class _ResultPage(QWizardPage):
         self.table = QTableWidget(0, 3)
         self.table.setAccessibleName("Delivered files")
         self.table.setHorizontalHeaderLabels(["File", "Result", "Details"])
+        compact_rows(self.table)
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setStretchLastSection(True)
