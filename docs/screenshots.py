@@ -83,7 +83,8 @@ def _fit(window: object, wanted: tuple[int, int]) -> None:
 
 def _children(args: argparse.Namespace) -> int:
     """Run one child per size, under Xvfb when there is no display and xvfb-run exists."""
-    xvfb = shutil.which("xvfb-run") if not os.environ.get("DISPLAY") and args.platform != "offscreen" else None
+    want_x = not os.environ.get("DISPLAY") and args.platform != "offscreen"
+    xvfb = shutil.which("xvfb-run") if want_x else None
     status = 0
     for size in args.sizes.split(","):
         w, h = (int(x) for x in size.lower().split("x"))

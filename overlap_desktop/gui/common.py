@@ -17,8 +17,9 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPush
 
 from overlap_desktop.errors import ManifestError, MediaError, OverlapError
 
-__all__ = ["SealField", "SavedNote", "compact_rows", "error_text", "fit_to_screen", "fmt_duration", "fmt_hours", "fmt_size", "headline_label",
-           "open_local_file", "open_or_explain", "show_error", "show_info"]
+__all__ = ["SavedNote", "SealField", "compact_rows", "error_text", "fit_to_screen", "fmt_duration",
+           "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain", "show_error",
+           "show_info"]
 
 #: What a person should read first when a manifest cannot be used (the parser's own words go to Details).
 MANIFEST_DAMAGED = ("This manifest file is damaged or incomplete, so it cannot be used. Ask the seller to "
@@ -175,7 +176,8 @@ class SealField(QWidget):
         self.edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.edit.setAccessibleName("Seal")
-        self.edit.setToolTip("The seal is a checksum over everything in the manifest: the seller cannot change "
+        self.edit.setToolTip("The seal is a checksum over everything in the manifest: the seller cannot "
+                             "change "
                              "the offer without it changing. Quote it in the purchase order.")
         self.copy_button = QPushButton("Copy")
         self.copy_button.setAccessibleName("Copy the seal")

@@ -16,7 +16,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFi
                                QWidget, QWizard, QWizardPage)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import SealField, compact_rows, fit_to_screen, fmt_hours, fmt_size, open_local_file
+from overlap_desktop.gui.common import (SealField, compact_rows, fit_to_screen, fmt_hours, fmt_size,
+                                       open_local_file)
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
 from overlap_desktop.gui.workers import Job
@@ -69,7 +70,8 @@ class _OfferFoldersPage(FolderListPage):
             self.where.setText("Fingerprints of this offer are kept in its own workspace, "
                                f"{self.wiz.workspace_for(name)}. Your library is not touched.")
         else:
-            self.where.setText("Give the offer a name: its fingerprints are kept in a workspace of their own, "
+            self.where.setText("Give the offer a name: its fingerprints are kept in a workspace of their "
+                               "own, "
                                "never in your library.")
         self.completeChanged.emit()
 

@@ -298,7 +298,8 @@ class LibraryPage(QWidget):
             self.table.setItem(r, 4, _item(fmt_hours(indet) if indet > 0.5 else "–",
                                            tip="Static or featureless time that cannot be matched"))
             problem = plain_problem(f.error) if f.error else ""
-            self.table.setItem(r, 5, _item(problem, tip=(problem + "\n\nDetails: " + f.error) if f.error else ""))
+            tip = (problem + "\n\nDetails: " + f.error) if f.error else ""
+            self.table.setItem(r, 5, _item(problem, tip=tip))
             self.table.item(r, 0).setData(Qt.ItemDataRole.UserRole, str(p))
         self.table.setSortingEnabled(True)
         self.table.resizeColumnsToContents()

@@ -18,7 +18,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridL
                                QVBoxLayout, QWidget)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import SavedNote, compact_rows, fmt_hours, headline_label, open_or_explain, show_error
+from overlap_desktop.gui.common import (SavedNote, compact_rows, fmt_hours, headline_label, open_or_explain,
+                                       show_error)
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
@@ -353,7 +354,8 @@ class ResultsView(QWidget):
             ft.setItem(r, 1, _sorting_item(fmt_hours(f.duration_s), f.duration_s))
             pct = api.format_percent(f.matched_percent)
             below = len(f.below_floor)
-            ft.setItem(r, 2, _sorting_item(pct + (f" (+{below} below floor)" if below else ""), f.matched_percent,
+            owned_text = pct + (f" (+{below} below floor)" if below else "")
+            ft.setItem(r, 2, _sorting_item(owned_text, f.matched_percent,
                                            tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
                                                "match footage you own"))
             rep = float(getattr(f, "repeated_seconds", 0.0) or 0.0)

@@ -238,7 +238,8 @@ class SettingsDialog(QDialog):
         self.resize(620, self.sizeHint().height())
 
     def _browse(self) -> None:
-        d = QFileDialog.getExistingDirectory(self, "Folder for the library's fingerprints", self.path_edit.text())
+        d = QFileDialog.getExistingDirectory(self, "Folder for the library's fingerprints",
+                                             self.path_edit.text())
         if d:
             self.path_edit.setText(d)
 

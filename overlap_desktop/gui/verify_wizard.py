@@ -12,8 +12,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLab
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget, QWizard, QWizardPage)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import (SavedNote, SealField, compact_rows, error_text, fit_to_screen, fmt_size, headline_label,
-                                       show_error)
+from overlap_desktop.gui.common import (SavedNote, SealField, compact_rows, error_text, fit_to_screen,
+                                       fmt_size, headline_label, show_error)
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import RunPage
 from overlap_desktop.gui.workers import Job
@@ -193,7 +193,8 @@ class _ResultPage(QWizardPage):
         names = ", ".join(api.safe_text(str(x.get("path", "")), max_len=60) for x in ignored[:6])
         self.ignored.setText(f"System files ignored ({len(ignored)}): {names}"
                              + (", …" if len(ignored) > 6 else "")
-                             + ". Files such as Thumbs.db or .DS_Store are made by the computer, not the seller."
+                             + ". Files such as Thumbs.db or .DS_Store are made by the computer, not the "
+                               "seller."
                              if ignored else "")
         self.ignored.setVisible(bool(ignored))
         self.saved_note.hide()
@@ -230,7 +231,8 @@ class _ResultPage(QWizardPage):
         return api.documents_dir() / api.file_name_for(str(label), "-verification.html", fallback="delivery")
 
     def _choose_export(self) -> None:
-        p, chosen = QFileDialog.getSaveFileName(self, "Save the verification report", str(self.suggested_path()),
+        p, chosen = QFileDialog.getSaveFileName(self, "Save the verification report",
+                                                str(self.suggested_path()),
                                                 "Report for people (*.html);;Report for machines (*.json)")
         if p:
             self.export(Path(p), "json" if ("json" in chosen or p.lower().endswith(".json")) else "html")
@@ -248,7 +250,8 @@ class _ResultPage(QWizardPage):
             if writer is not None:
                 path = Path(writer(r, path))
             else:  # an older core: its JSON form only
-                path.write_text(json.dumps(r.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+                text = json.dumps(r.to_dict(), indent=2, ensure_ascii=False) + "\n"
+                path.write_text(text, encoding="utf-8")
         except OSError as exc:
             show_error(self, "The report could not be saved", exc)
             return None

@@ -57,8 +57,9 @@ def _synthetic_report() -> Any:
 
 
 # ---------------------------------------------------------------------------- item 1 + vendor flow
-def test_vendor_flow_end_to_end_never_touches_the_library(qtbot: Any, lab_index: Path, footage: dict[str, Path],
-                                                          tmp_path: Path, _user_folders: Path) -> None:
+def test_vendor_flow_end_to_end_never_touches_the_library(qtbot: Any, lab_index: Path,
+                                                          footage: dict[str, Path], tmp_path: Path,
+                                                          _user_folders: Path) -> None:
     """The whole vendor flow on the buyer's own machine: fingerprints go to a workspace named after
     the offer in the user data folder; the library is byte-for-byte untouched; the duplicate step
     lists only the offer's own repeats; the last page's seal can be selected and copied; screening
@@ -69,7 +70,8 @@ def test_vendor_flow_end_to_end_never_touches_the_library(qtbot: Any, lab_index:
     win = MainWindow(state)
     qtbot.addWidget(win)
     win.show()
-    qtbot.waitUntil(lambda: win.library.load_job is not None and not win.library.load_job.running, timeout=20_000)
+    qtbot.waitUntil(lambda: win.library.load_job is not None and not win.library.load_job.running,
+                    timeout=20_000)
     shown_before = win.library.table.rowCount()
     # The library page's own read-only look leaves SQLite's shared-memory files; from here on the
     # vendor flow must not change one byte of the folder.
@@ -87,7 +89,8 @@ def test_vendor_flow_end_to_end_never_touches_the_library(qtbot: Any, lab_index:
     wiz.folders_page.name.setText("Q3 kitchen teleop")
     workspace = _user_folders / "data" / "overlap" / "vendor-workspaces" / "Q3-kitchen-teleop"
     assert wiz.workspace() == workspace
-    assert str(workspace) in wiz.folders_page.where.text() and "library is not touched" in wiz.folders_page.where.text()
+    where = wiz.folders_page.where.text()
+    assert str(workspace) in where and "library is not touched" in where
     wiz.next()
     qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
     assert "2 fingerprinted" in wiz.fingerprint.status.text()
@@ -121,7 +124,8 @@ def test_vendor_flow_end_to_end_never_touches_the_library(qtbot: Any, lab_index:
     assert report.matched_seconds == 0.0  # the offer is new footage for this lab, not "owned"
 
 
-def test_library_page_refreshes_when_shown_again(qtbot: Any, window: MainWindow, footage: dict[str, Path]) -> None:
+def test_library_page_refreshes_when_shown_again(qtbot: Any, window: MainWindow,
+                                                 footage: dict[str, Path]) -> None:
     window.go("library")
     lib = window.library
     qtbot.waitUntil(lambda: not lib.load_job.running, timeout=20_000)
@@ -206,7 +210,8 @@ def test_offer_summary_is_compact_seal_copyable_dates_human(qtbot: Any, lab_stat
     assert screen.summary_frame.height() < 200
     for key in ("label", "amount"):  # each value on its label's line, not ~90 px below it
         value = screen.fields[key]
-        name = screen.form.itemAtPosition(screen.form.getItemPosition(screen.form.indexOf(value))[0], 0).widget()
+        row = screen.form.getItemPosition(screen.form.indexOf(value))[0]
+        name = screen.form.itemAtPosition(row, 0).widget()
         assert abs(value.mapTo(w, value.rect().topLeft()).y() - name.mapTo(w, name.rect().topLeft()).y()) < 8
     assert screen.seal.text() == root and screen.seal.edit.isReadOnly()
     screen.seal.copy()
@@ -231,8 +236,9 @@ def test_compare_disabled_with_plain_next_step_when_library_is_empty(qtbot: Any,
     assert window.current_page_key() == "library"
 
 
-def test_after_the_demo_compare_stays_disabled_with_an_empty_library(qtbot: Any, window: MainWindow, report: Any,
-                                                                     lab_index: Path, offer_manifest: Path,
+def test_after_the_demo_compare_stays_disabled_with_an_empty_library(qtbot: Any, window: MainWindow,
+                                                                     report: Any, lab_index: Path,
+                                                                     offer_manifest: Path,
                                                                      monkeypatch: Any) -> None:
     from types import SimpleNamespace
 
@@ -273,7 +279,8 @@ def test_cancel_never_asks_the_last_time_question_and_counts_files_left(qtbot: A
     assert "last time" not in lib.resume_label.text()
 
 
-def test_the_last_time_question_is_asked_at_start_up(qtbot: Any, state: Any, footage: dict[str, Path]) -> None:
+def test_the_last_time_question_is_asked_at_start_up(qtbot: Any, state: Any,
+                                                     footage: dict[str, Path]) -> None:
     state.set_unfinished_job([str(footage["owned"])])
     state.set_unfinished_total(5)
     api.index_paths([footage["owned"]], index=state.index_path, config=state.config())
@@ -339,7 +346,8 @@ def test_damaged_media_error_is_plain() -> None:
 
 
 # ---------------------------------------------------------------------------- item 9
-def test_window_fits_a_laptop_screen_and_every_page_is_usable(qtbot: Any, lab_state: Any, report: Any) -> None:
+def test_window_fits_a_laptop_screen_and_every_page_is_usable(qtbot: Any, lab_state: Any,
+                                                               report: Any) -> None:
     avail = QRect(0, 0, LAPTOP[0], LAPTOP[1] - 40)  # a task bar takes some height
     w = MainWindow(lab_state)
     qtbot.addWidget(w)
@@ -379,7 +387,8 @@ def test_library_sorted_a_to_z_and_plain_durations(qtbot: Any, lab_state: Any) -
     assert lib.table.wordWrap()
 
 
-def test_library_is_not_called_empty_while_indexing(qtbot: Any, window: MainWindow, footage: dict[str, Path]) -> None:
+def test_library_is_not_called_empty_while_indexing(qtbot: Any, window: MainWindow,
+                                                    footage: dict[str, Path]) -> None:
     lib = window.library
     qtbot.waitUntil(lambda: not lib.load_job.running, timeout=20_000)
     job = lib.add_folders([str(footage["owned"])])
@@ -391,7 +400,8 @@ def test_library_is_not_called_empty_while_indexing(qtbot: Any, window: MainWind
 
 # ---------------------------------------------------------------------------- item 12
 def test_save_defaults_to_documents_with_the_offer_name_and_confirms(qtbot: Any, tmp_path: Path,
-                                                                     _user_folders: Path, monkeypatch: Any) -> None:
+                                                                     _user_folders: Path,
+                                                                     monkeypatch: Any) -> None:
     from overlap_desktop.gui import common
     from overlap_desktop.gui.results import ResultsView
 
@@ -403,7 +413,8 @@ def test_save_defaults_to_documents_with_the_offer_name_and_confirms(qtbot: Any,
     assert path == _user_folders / "Documents" / "Q3-kitchen-teleop-report.html"
     out = view.export("html", tmp_path / "mine")
     assert out == tmp_path / "mine.html" and out.is_file()
-    assert view.saved_note.isVisible() and str(out) in view.saved_note.text() and "<a href=" in view.saved_note.text()
+    note = view.saved_note
+    assert note.isVisible() and str(out) in note.text() and "<a href=" in note.text()
     # No browser: say so, and where the file is.
     monkeypatch.setattr(common, "open_local_file", lambda p: False)
     assert view.open_report() is None
@@ -435,7 +446,8 @@ def test_buyer_flow_end_to_end(qtbot: Any, state: Any, footage: dict[str, Path],
     assert report.overlap_percent > 20
     assert screen.results.new_footage.text() == api.new_footage_sentence(report)
     saved = screen.results.export("html", _user_folders / "Documents" / "offer-report.html")
-    assert saved is not None and saved.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+    assert saved is not None
+    assert saved.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
     assert screen.results.saved_note.isVisible()
 
     delivery = shutil.copytree(footage["offer"], tmp_path / "delivery")
@@ -449,10 +461,46 @@ def test_buyer_flow_end_to_end(qtbot: Any, state: Any, footage: dict[str, Path],
     qtbot.waitUntil(lambda: wiz.currentId() == vw.PAGE_RESULT, timeout=60_000)
     page = wiz.result_page
     assert page.verdict.text().startswith("Every quoted file is present and exact")
-    assert page.ignored.isVisibleTo(page) and ".DS_Store" in page.ignored.text() and "Thumbs.db" in page.ignored.text()
+    ignored = page.ignored.text()
+    assert page.ignored.isVisibleTo(page) and ".DS_Store" in ignored and "Thumbs.db" in ignored
     assert page.seal.text() == api.inspect_manifest(offer_manifest)["root"]
     assert page.suggested_path() == _user_folders / "Documents" / "Test-offer-verification.html"
     html_out = page.export(tmp_path / "verification")
     assert html_out == tmp_path / "verification.html"
     assert "<html" in html_out.read_text(encoding="utf-8").lower()
     assert page.saved_note.isVisible()
+
+
+def test_a_real_cancel_keeps_quiet_and_counts_what_is_left(qtbot: Any, window: MainWindow, tmp_path: Path,
+                                                           monkeypatch: Any) -> None:
+    """Cancel during a real indexing job (stopped from inside the job once bytes are done, so
+    the moment does not depend on timing): no "last time" question, and the banner's count is
+    what the job's scan found minus what the library holds."""
+    from tests.footage import make_clip
+
+    folder = tmp_path / "many"
+    for i in range(5):
+        make_clip(folder / f"clip-{i}.mp4", 40 + i, duration=1.5, fps=8.0, size=(64, 48))
+    real = api.index_paths
+
+    def stopping(paths: Any, *, progress: Any = None, cancel: Any = None, **kw: Any) -> Any:
+        def prog(p: Any) -> None:
+            if p.stage == "index" and p.done > 0:
+                cancel.cancel()
+            progress(p)
+
+        return real(paths, progress=prog, cancel=cancel, **kw)
+
+    monkeypatch.setattr(api, "index_paths", stopping)
+    lib = window.library
+    qtbot.waitUntil(lambda: not lib.load_job.running, timeout=20_000)
+    with qtbot.waitSignal(lib.indexing_finished, timeout=60_000) as got:
+        lib.add_folders([str(folder)])
+    assert got.args[0] is None  # cancelled
+    qtbot.waitUntil(lambda: lib.resume_frame.isVisibleTo(lib), timeout=20_000)
+    qtbot.wait(300)  # the start-up question used to come "seconds later"
+    assert window.resume_box is None
+    done = sum(1 for f in lib.files if f.status != "pending")
+    left = 5 - done
+    assert left >= 2
+    assert f"{left} files left" in lib.resume_label.text()
