@@ -159,8 +159,12 @@ class _DedupePage(RunPage):
         self.dupes.resizeColumnsToContents()
         self.dupes.setVisible(bool(rows))
         if rows:
+            # The core's self-dedupe headline speaks of "this library"; here it is the offer.
+            share = (f"{api.format_percent(report.overlap_percent)} of this offer's footage "
+                     f"({fmt_hours(report.matched_seconds)} of {fmt_hours(report.offered_seconds)}) repeats "
+                     "other footage in the same offer.")
             self.status.setText(f"{len(rows)} internal duplicate{'s' if len(rows) != 1 else ''} — review "
-                                f"before quoting. {api.headline(report)}")
+                                f"before quoting. {share}")
         else:
             self.status.setText("No internal duplicates: no footage appears twice in this offer.")
 

@@ -97,6 +97,7 @@ class LibraryPage(QWidget):
         #: Cancel in this session (the user knows; the banner offers to resume).
         self._startup_load = True
         self._shown_once = False
+        self._scan_total = 0
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(24, 18, 24, 18)
@@ -364,6 +365,7 @@ class LibraryPage(QWidget):
         job.finished.connect(self._on_job_finished)
         self.index_job = job
         self._eta = EtaEstimator()
+        self._scan_total = 0
         self.state.set_unfinished_total(None)
         self.resume_frame.hide()
         self.progress_frame.show()
@@ -387,7 +389,8 @@ class LibraryPage(QWidget):
     def _on_progress(self, p: Any) -> None:
         if p.stage == "scan" and p.unit == "files" and p.total:
             # How many files this job covers: "N files left" after a stop is counted from it.
-            self.state.set_unfinished_total(int(p.total))
+            self._scan_total = int(p.total)
+            self.state.set_unfinished_total(self._scan_total)
         fraction: float | None = None
         if p.total:
             fraction = max(0.0, min(1.0, float(p.done) / float(p.total)))
@@ -398,7 +401,9 @@ class LibraryPage(QWidget):
         if p.unit == "files" and p.total:
             what = f"Indexing file {min(int(p.done) + 1, int(p.total))} of {int(p.total)}"
         elif p.unit == "bytes" and p.total:
-            what = f"Indexing: {fmt_size(p.done)} of {fmt_size(p.total)} read"
+            n = self._scan_total
+            files = f" {n} file{'s' if n != 1 else ''}" if n else ""
+            what = f"Indexing{files}: {fmt_size(p.done)} of {fmt_size(p.total)} read"
         else:
             what = "Indexing…"
         eta = self._eta.update(fraction) if p.stage != "scan" else ""

@@ -131,8 +131,10 @@ class MatchPlot(QWidget):
             self.below_lines.setData([], [])
             self.point_count = 0
             return
+        # Counted stretches in colour; below-floor and weak evidence grey and dashed (not counted).
         self.segments = ([(s, False) for s in file_result.segments]
-                         + [(s, True) for s in file_result.below_floor])
+                         + [(s, True) for s in file_result.below_floor]
+                         + [(s, True) for s in getattr(file_result, "weak", [])])
         self._update_points()
         self._update_lines()
         duration = max(1.0, float(file_result.duration_s or 1.0))
@@ -229,7 +231,7 @@ class MatchPlot(QWidget):
                 name = api.safe_text(corpus_file.replace("\\", "/").rsplit("/", 1)[-1], max_len=40)
                 how = variant.describe() or "unchanged"
                 out.append((_GROUP_COLOURS[g % len(_GROUP_COLOURS)], f"{name} ({how})"))
-        out.append((_BELOW_COLOUR, "below evidence floor (not counted)"))
+        out.append((_BELOW_COLOUR, "not counted: below the evidence floor or weak evidence"))
         return out
 
     # ------------------------------------------------------------------ interaction

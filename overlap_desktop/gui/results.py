@@ -398,7 +398,7 @@ class ResultsView(QWidget):
         if f is None:
             return
         name = api.safe_text(f.query_file, max_len=70)
-        if f.segments or f.below_floor:
+        if f.segments or f.below_floor or getattr(f, "weak", None):
             self.plot_title.setText(f"Where “{name}” matches your footage")
         elif getattr(f, "repeats", None):
             self.plot_title.setText(f"“{name}”: no match with your footage; it repeats other offered footage "
