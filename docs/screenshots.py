@@ -1,13 +1,19 @@
-"""Render every main screen of the desktop app to ``docs/assets/*.png`` (offscreen).
+"""Render every screen of the desktop app at laptop and desktop sizes to ``docs/assets/*.png``.
 
 Usage::
 
-    python docs/screenshots.py [--out docs/assets] [--work DIR]
+    python docs/screenshots.py [--out docs/assets] [--sizes 1366x768,1920x1080] [--work DIR]
+
+Each size runs in a child process with a fresh application. When no display is set and
+``xvfb-run`` is installed (``apt-get install xvfb``), each child runs under a real X server
+(Xvfb) of exactly that screen size, so the window is placed and sized as on such a screen;
+otherwise Qt's offscreen platform is used with the same screen size assumed. Files are
+named ``<screen>-<width>x<height>.png``.
 
 The screens show a real run: the bundled demo (``api.run_demo``) generates owned
 footage and a planted offer, indexes, exports and compares them; the wizards then
 run on the same footage. Nothing touches the user's own library or settings:
-settings and the index live in a temporary folder.
+settings, the index and vendor workspaces live in a temporary folder.
 """
 
 from __future__ import annotations
@@ -15,17 +21,19 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-SIZE = (1280, 820)
+SIZES = ("1366x768", "1920x1080")
+#: The screen size of this child process (set by ``--size``).
+SCREEN = [1366, 768]
 
 
 def _wait(cond: Callable[[], bool], timeout: float = 120.0) -> None:
@@ -53,10 +61,49 @@ SUFFIX = [""]
 
 def _save(widget: object, out: Path, name: str) -> Path:
     _settle()
-    path = out / f"{name}{SUFFIX[0]}.png"
+    path = out / f"{name}-{SCREEN[0]}x{SCREEN[1]}{SUFFIX[0]}.png"
     widget.grab().save(str(path))  # type: ignore[attr-defined]
-    print(f"wrote {path}")
+    print(f"wrote {path}", flush=True)
     return path
+
+
+def _fit(window: object, wanted: tuple[int, int]) -> None:
+    """Size a window as it would be on this screen (offscreen: assume the screen given by --size)."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QGuiApplication
+
+    from overlap_desktop.gui.common import fit_to_screen
+
+    avail = None
+    if QGuiApplication.platformName() == "offscreen":
+        avail = QRect(0, 0, SCREEN[0], SCREEN[1])
+    fit_to_screen(window, wanted, avail)  # type: ignore[arg-type]
+    window.move(0, 0)  # type: ignore[attr-defined]
+
+
+def _children(args: argparse.Namespace) -> int:
+    """Run one child per size, under Xvfb when there is no display and xvfb-run exists."""
+    want_x = not os.environ.get("DISPLAY") and args.platform != "offscreen"
+    xvfb = shutil.which("xvfb-run") if want_x else None
+    status = 0
+    for size in args.sizes.split(","):
+        w, h = (int(x) for x in size.lower().split("x"))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--size", f"{w}x{h}", "--out", str(args.out)]
+        if args.work:
+            cmd += ["--work", str(Path(args.work) / f"{w}x{h}")]
+        if args.dark:
+            cmd.append("--dark")
+        env = dict(os.environ)
+        if xvfb:
+            # -a: a free display number; the screen is exactly the size being shown.
+            cmd = [xvfb, "-a", "-s", f"-screen 0 {w}x{h}x24"] + cmd + ["--platform", "xcb"]
+            env["QT_QPA_PLATFORM"] = "xcb"
+        else:
+            cmd += ["--platform", "offscreen"]
+            env["QT_QPA_PLATFORM"] = "offscreen"
+        print(("under Xvfb: " if xvfb else "offscreen: ") + f"{w}x{h}", flush=True)
+        status |= subprocess.call(cmd, env=env)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,14 +111,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "assets")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp folder)")
     ap.add_argument("--dark", action="store_true", help="render with the dark palette (files *-dark.png)")
+    ap.add_argument("--sizes", default=",".join(SIZES), help="screen sizes, e.g. 1366x768,1920x1080")
+    ap.add_argument("--size", default=None, help=argparse.SUPPRESS)  # one child's screen size
+    ap.add_argument("--platform", choices=("auto", "xcb", "offscreen"), default="auto",
+                    help="auto: Xvfb when available (no DISPLAY), else offscreen")
     args = ap.parse_args(argv)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
+    if args.size is None:
+        return _children(args)
+    SCREEN[:] = [int(x) for x in args.size.lower().split("x")]
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen" if args.platform != "xcb" else "xcb")
     SUFFIX[0] = "-dark" if args.dark else ""
     work = args.work or Path(tempfile.mkdtemp(prefix="overlap-screens-"))
     # Isolate every setting: QSettings, platformdirs (index, user overlap.toml).
-    for var, sub in (("XDG_DATA_HOME", "data"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache")):
+    for var, sub in (("XDG_DATA_HOME", "data"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache"),
+                     ("XDG_DOCUMENTS_DIR", "Documents")):
         os.environ[var] = str(work / "home" / sub)
+    (work / "home" / "Documents").mkdir(parents=True, exist_ok=True)
     for key in [k for k in os.environ if k.startswith("OVERLAP_")]:
         del os.environ[key]
 
@@ -99,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     state = AppState({"index.path": str(work / "lab-index")})
     win = MainWindow(state)
-    win.resize(*SIZE)
+    _fit(win, (SCREEN[0], SCREEN[1]))  # as large as the screen allows
     win.show()
     screen = win.screen
     win.start_demo(work / "demo")
@@ -122,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     win.open_manifest(manifest)
     _wait(lambda: screen.summary is not None and screen.summary.get("info") is not None)
+    _save(win, out, "screen-offer")
     screen.compare()
     _wait(lambda: screen.report is not None and screen.compare_job is not None
           and not screen.compare_job.running)
@@ -141,15 +199,15 @@ def main(argv: list[str] | None = None) -> int:
     _save(win, out, "results")
 
     # Vendor wizard on the demo's offer folder, with a scratch index.
-    vendor_state = AppState({"index.path": str(work / "vendor-index")})
-    wiz = ExportWizard(vendor_state, win)
-    wiz.resize(760, 580)
+    wiz = ExportWizard(state, win)
+    _fit(wiz, (800, 600))
     wiz.show()
     # The vendor's folder holds one file twice, so the duplicate check has something to show.
     vendor_dir = Path(shutil.copytree(offer_dir, work / "vendor-offer"))
     first = sorted(vendor_dir.glob("*.mp4"))[0]
     shutil.copy(first, vendor_dir / ("copy-of-" + first.name))
     wiz.folders_page.add_folder(vendor_dir)
+    wiz.folders_page.name.setText("Q3 bench picking (demo)")
     _save(wiz, out, "export-folders")
     wiz.next()
     _wait(wiz.fingerprint.isComplete)
@@ -157,8 +215,6 @@ def main(argv: list[str] | None = None) -> int:
     _wait(wiz.dedupe.isComplete)
     _save(wiz, out, "export-duplicates")
     wiz.next()
-    wiz.options.label.setText("Q3 bench picking (demo)")
-    wiz.options.out.setText(str(work / "q3-offer.ovlm"))
     _save(wiz, out, "export-options")
     wiz.next()
     _wait(wiz.save.isComplete)
@@ -171,8 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     with open(victim, "r+b") as fh:
         fh.seek(256)
         fh.write(b"\x00\x01\x02")
+    (delivery / "Thumbs.db").write_bytes(b"made by the computer, ignored")
     vwiz = VerifyWizard(state, win, manifest=manifest)
-    vwiz.resize(760, 580)
+    _fit(vwiz, (800, 600))
     vwiz.show()
     vwiz.next()
     vwiz.folder_page.edit.setText(str(delivery))

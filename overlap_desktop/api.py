@@ -13,6 +13,8 @@ does not load PyAV, pyqtgraph or the matcher until they are used.
 from __future__ import annotations
 
 import importlib
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # name -> module that defines it. One table, so the surface is visible in one place.
@@ -104,7 +106,66 @@ _EXPORTS: dict[str, str] = {
     "annotation_overlap": "overlap_desktop.core.annotations",
 }
 
-__all__ = sorted(_EXPORTS)
+#: Defined in this module: where the desktop app keeps and saves things.
+_LOCAL = ("documents_dir", "file_name_for", "vendor_workspace")
+
+__all__ = sorted([*_EXPORTS, *_LOCAL])
+
+
+def file_name_for(label: str | None, suffix: str, *, fallback: str = "overlap") -> str:
+    """A file name made from an offer's label, safe on every platform.
+
+    Args:
+        label: The offer's label (chosen by a seller: any characters, any length).
+        suffix: What follows the name, e.g. ``"-report.html"`` or ``".ovlm"``.
+        fallback: Used when nothing of the label is left.
+
+    Returns:
+        E.g. ``"Q3-kitchen-teleop-report.html"`` for ``"Q3 kitchen teleop"``.
+    """
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", label or "").encode("ascii", "ignore").decode("ascii")
+    # Letters, digits, dots, dashes and underscores only: no separators, no reserved names' colons.
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:60].strip("-._")
+    return (stem or fallback) + suffix
+
+
+def documents_dir() -> Path:
+    """The user's Documents folder (the home folder when there is none): where save dialogs start."""
+    import platformdirs
+
+    docs = Path(platformdirs.user_documents_dir())
+    return docs if docs.is_dir() else Path.home()
+
+
+def vendor_workspace(label: str, *, library: str | os.PathLike[str] | None = None) -> Path:
+    """The private index folder where a seller's offer is fingerprinted, one per offer.
+
+    Preparing a manifest must never write the offered footage into the lab's own
+    library (screening that offer later would then report it as owned), so each
+    offer gets its own index in the user data folder, named after the offer.
+
+    Args:
+        label: The offer's name as the seller typed it.
+        library: The lab's library index folder; refusing to return it is a last guard.
+
+    Returns:
+        ``<user data folder>/vendor-workspaces/<name from label>`` (not created here).
+
+    Raises:
+        ValueError: the workspace would be the library itself.
+    """
+    import platformdirs
+
+    from overlap_desktop.paths import APP_AUTHOR, APP_NAME
+
+    root = Path(platformdirs.user_data_dir(APP_NAME, APP_AUTHOR)) / "vendor-workspaces"
+    folder = root / file_name_for(label, "", fallback="offer")
+    if library is not None and folder.resolve() == Path(library).resolve():
+        raise ValueError(f"the workspace for {label!r} would be the library itself ({library})")
+    return folder
 
 
 def __getattr__(name: str) -> Any:

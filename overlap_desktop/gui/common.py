@@ -9,15 +9,24 @@ from __future__ import annotations
 import os
 import traceback
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QLabel, QMessageBox, QWidget
+from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QTableWidget, QWidget
 
-from overlap_desktop.errors import OverlapError
+from overlap_desktop.errors import ManifestError, MediaError, OverlapError
 
-__all__ = ["error_text", "fmt_duration", "fmt_hours", "fmt_size", "headline_label", "open_local_file",
-           "show_error", "show_info"]
+__all__ = ["SavedNote", "SealField", "compact_rows", "error_text", "fit_to_screen", "fmt_duration",
+           "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain", "show_error",
+           "show_info"]
+
+#: What a person should read first when a manifest cannot be used (the parser's own words go to Details).
+MANIFEST_DAMAGED = ("This manifest file is damaged or incomplete, so it cannot be used. Ask the seller to "
+                    "send it again (and check it was not cut short while downloading).")
+#: The same for a video or recording that cannot be read.
+MEDIA_DAMAGED = ("This file could not be read as footage: it is damaged, incomplete or in a format overlap "
+                 "cannot open. Check that it plays in a video player, or ask whoever sent it for a new copy.")
 
 
 def error_text(exc: BaseException) -> tuple[str, str]:
@@ -31,6 +40,13 @@ def error_text(exc: BaseException) -> tuple[str, str]:
         error's own detail and the traceback, for "Show Details...".
     """
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    # Damaged inputs: lead with what happened and what to do; the format-level reason
+    # ("bad magic bytes", "no moov atom", "section ... runs past the end") is for Details.
+    for kind, sentence in ((ManifestError, MANIFEST_DAMAGED), (MediaError, MEDIA_DAMAGED)):
+        if isinstance(exc, kind):
+            where = f"{Path(exc.path).name}: " if exc.path else ""
+            detail = str(exc) + ("\n\n" + exc.detail if exc.detail else "") + "\n\n" + tb
+            return where + sentence, detail
     if isinstance(exc, OverlapError):
         detail = (exc.detail + "\n\n" if exc.detail else "") + tb
         return str(exc), detail
@@ -91,7 +107,10 @@ def fmt_hours(seconds: float | None) -> str:
     if seconds >= 3600:
         return f"{seconds / 3600.0:.1f} h"
     if seconds >= 60:
-        return f"{seconds / 60.0:.0f} min"
+        # Below 10 min one decimal matters: a 90 s file is "1.5 min", not "2 min".
+        minutes = seconds / 60.0
+        text = f"{minutes:.1f}" if minutes < 10 else f"{minutes:.0f}"
+        return text.removesuffix(".0") + " min"
     return f"{seconds:.0f} s"
 
 
@@ -131,3 +150,110 @@ def headline_label(text: str = "") -> QLabel:
     font.setBold(True)
     label.setFont(font)
     return label
+
+
+def open_or_explain(parent: QWidget | None, path: str | os.PathLike[str], what: str = "the report") -> bool:
+    """Open ``path`` with the system's viewer, or say plainly where it is when nothing can open it."""
+    if open_local_file(path):
+        return True
+    show_info(parent, "Nothing could open the file",
+              f"No program on this computer opened {what} (for example, no web browser is set up). "
+              f"It is saved here:\n\n{Path(path)}\n\nOpen it with a web browser, or copy it to a "
+              "computer that has one.")
+    return False
+
+
+class SealField(QWidget):
+    """A seal (Merkle root) the user can select and copy: read-only text plus a "Copy" button."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.edit = QLineEdit()
+        self.edit.setReadOnly(True)  # selectable and copyable, never editable
+        # Not the first thing keyboard focus lands on (it would show the seal all selected).
+        self.edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.edit.setAccessibleName("Seal")
+        self.edit.setToolTip("The seal is a checksum over everything in the manifest: the seller cannot "
+                             "change "
+                             "the offer without it changing. Quote it in the purchase order.")
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setAccessibleName("Copy the seal")
+        self.copy_button.clicked.connect(self.copy)
+        lay.addWidget(self.edit, 1)
+        lay.addWidget(self.copy_button)
+
+    def set_seal(self, seal: str) -> None:
+        self.edit.setText(seal)
+        self.edit.setCursorPosition(0)
+        self.copy_button.setEnabled(bool(seal) and seal != "–")
+
+    def text(self) -> str:
+        return self.edit.text()
+
+    def copy(self) -> None:
+        """Put the seal on the clipboard and say so on the button for a moment."""
+        QGuiApplication.clipboard().setText(self.edit.text())
+        self.copy_button.setText("Copied")
+        # The button as context: the timer is dropped if the page is closed before it fires.
+        QTimer.singleShot(1500, self.copy_button, lambda: self.copy_button.setText("Copy"))
+
+
+class SavedNote(QLabel):
+    """"Saved: <link to the file>" after a save; clicking the link opens the file."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.RichText)  # the link; the path is escaped
+        self.setWordWrap(True)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+        self.setOpenExternalLinks(False)
+        self.linkActivated.connect(lambda _href: self.path and open_or_explain(self, self.path))
+        self.setAccessibleName("Saved file")
+        self.path: Path | None = None
+        self.hide()
+
+    def set_saved(self, path: str | os.PathLike[str], what: str = "Saved") -> None:
+        import html
+
+        self.path = Path(path)
+        self.setText(f'{html.escape(what)}: <a href="{QUrl.fromLocalFile(str(self.path)).toString()}">'
+                     f"{html.escape(str(self.path))}</a>")
+        self.setToolTip("Click to open the file")
+        self.show()
+
+
+def fit_to_screen(window: QWidget, wanted: tuple[int, int], available: Any = None) -> tuple[int, int]:
+    """Resize ``window`` to ``wanted`` (width, height) but never beyond the screen's free area.
+
+    A laptop at 1366x768 has about 1366x720 free once the task bar is taken: a window
+    taller than that hides its own status bar and buttons.
+
+    Args:
+        window: A top-level widget.
+        wanted: The size it would like.
+        available: The free area (a ``QRect``); default: that of the window's screen.
+
+    Returns:
+        The size given to the window.
+    """
+    if available is None:
+        # QWidget.screen explicitly: MainWindow has its own "screen" (the Screen-an-offer page).
+        screen = QWidget.screen(window) or QGuiApplication.primaryScreen()
+        available = screen.availableGeometry() if screen is not None else None
+    w, h = wanted
+    if available is not None and available.width() > 0 and available.height() > 0:
+        # Leave room for the window frame and title bar, which the geometry does not include.
+        w = min(w, available.width() - 16)
+        h = min(h, available.height() - 40)
+        w = max(w, min(window.minimumWidth(), available.width()))
+        h = max(h, min(window.minimumHeight(), available.height()))
+    window.resize(w, h)
+    return w, h
+
+
+def compact_rows(table: QTableWidget) -> None:
+    """Rows one text line high plus a little air (Fusion's default is much taller)."""
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)

@@ -1,4 +1,9 @@
-"""Vendor wizard: folders → fingerprint → internal duplicates → options → save the manifest."""
+"""Vendor wizard: folders → fingerprint → internal duplicates → options → save the manifest.
+
+The offered footage is fingerprinted into a workspace of its own (``api.vendor_workspace``:
+one index per offer in the user data folder, named after the offer), never into the
+lab's library: a library holding the offer would later screen it as "already owned".
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFi
                                QWidget, QWizard, QWizardPage)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import fmt_hours, fmt_size, open_local_file
+from overlap_desktop.gui.common import (SealField, compact_rows, fit_to_screen, fmt_hours, fmt_size,
+                                       open_local_file)
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
 from overlap_desktop.gui.workers import Job
@@ -28,6 +34,51 @@ def run_self_dedupe(index_path: Path, folders: list[str], config: Any, *, progre
                            progress=progress, cancel=cancel)
 
 
+class _OfferFoldersPage(FolderListPage):
+    """The offered folders and the offer's name (which names its private workspace)."""
+
+    def __init__(self, wizard: ExportWizard) -> None:
+        super().__init__("Which footage are you offering?",
+                         "Choose the folders that hold the offer. Videos, ROS bags, MCAP recordings, "
+                         "LeRobot datasets and image folders are recognised.")
+        self.wiz = wizard
+        form = QFormLayout()
+        self.name = QLineEdit()
+        self.name.setAccessibleName("Name of this offer")
+        self.name.setPlaceholderText("e.g. Q3 kitchen teleoperation")
+        self.name.textChanged.connect(self._name_changed)
+        form.addRow("Name of this offer:", self.name)
+        self.lay.insertLayout(0, form)
+        self.where = QLabel("")
+        self.where.setWordWrap(True)
+        self.where.setTextFormat(Qt.TextFormat.PlainText)  # a path
+        self.where.setAccessibleName("Where the fingerprints are kept")
+        self.lay.addWidget(self.where)
+        self._name_changed()
+
+    def add_folder(self, folder: str | Path) -> None:
+        super().add_folder(folder)
+        if not self.name.text().strip() and self.folders():
+            self.name.setText(Path(self.folders()[0]).name)
+
+    def offer_name(self) -> str:
+        return self.name.text().strip()
+
+    def _name_changed(self) -> None:
+        name = self.offer_name()
+        if name:
+            self.where.setText("Fingerprints of this offer are kept in its own workspace, "
+                               f"{self.wiz.workspace_for(name)}. Your library is not touched.")
+        else:
+            self.where.setText("Give the offer a name: its fingerprints are kept in a workspace of their "
+                               "own, "
+                               "never in your library.")
+        self.completeChanged.emit()
+
+    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+        return super().isComplete() and bool(self.offer_name())
+
+
 class _FingerprintPage(RunPage):
     def __init__(self, wizard: ExportWizard) -> None:
         super().__init__("Fingerprinting your footage",
@@ -40,7 +91,7 @@ class _FingerprintPage(RunPage):
 
     def make_job(self) -> Job:
         return Job(api.index_paths, [Path(f) for f in self.wiz.folders()], parent=self,
-                   index=self.wiz.state.index_path, config=self.wiz.config)
+                   index=self.wiz.workspace(), config=self.wiz.config)
 
     def on_result(self, s: Any) -> None:
         text = (f"Done: {s.files_seen} files found, {s.indexed} fingerprinted, {s.skipped} already up to "
@@ -61,6 +112,7 @@ class _DedupePage(RunPage):
         self.dupes = QTableWidget(0, 5)
         self.dupes.setAccessibleName("Internal duplicates")
         self.dupes.setHorizontalHeaderLabels(["File", "At", "Repeats footage of", "At", "Changes"])
+        compact_rows(self.dupes)
         self.dupes.verticalHeader().setVisible(False)
         self.dupes.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.dupes.horizontalHeader().setStretchLastSection(True)
@@ -72,7 +124,7 @@ class _DedupePage(RunPage):
 
     def make_job(self) -> Job:
         self.dupes.setRowCount(0)
-        return Job(run_self_dedupe, self.wiz.state.index_path, self.wiz.folders(), self.wiz.config,
+        return Job(run_self_dedupe, self.wiz.workspace(), self.wiz.folders(), self.wiz.config,
                    parent=self)
 
     def _short(self, path: str) -> str:
@@ -89,8 +141,9 @@ class _DedupePage(RunPage):
         for f in report.files:
             for s in f.segments:
                 changes = [s.variant.describe()] if s.variant.describe() else []
-                if abs(abs(s.speed) - 1.0) > 0.08:
-                    changes.insert(0, f"speed {abs(s.speed):.2f}x".rstrip("0").rstrip("."))
+                speed = api.speed_words(s)
+                if speed:
+                    changes.insert(0, speed)
                 rows.append((self._short(f.query_file),
                              f"{api.format_clock(s.query_start)}–{api.format_clock(s.query_end)}",
                              self._short(s.corpus_file),
@@ -106,8 +159,12 @@ class _DedupePage(RunPage):
         self.dupes.resizeColumnsToContents()
         self.dupes.setVisible(bool(rows))
         if rows:
+            # The core's self-dedupe headline speaks of "this library"; here it is the offer.
+            share = (f"{api.format_percent(report.overlap_percent)} of this offer's footage "
+                     f"({fmt_hours(report.matched_seconds)} of {fmt_hours(report.offered_seconds)}) repeats "
+                     "other footage in the same offer.")
             self.status.setText(f"{len(rows)} internal duplicate{'s' if len(rows) != 1 else ''} — review "
-                                f"before quoting. {api.headline(report)}")
+                                f"before quoting. {share}")
         else:
             self.status.setText("No internal duplicates: no footage appears twice in this offer.")
 
@@ -153,13 +210,14 @@ class _OptionsPage(QWizardPage):
     def initializePage(self) -> None:  # noqa: N802 - Qt API
         c = self.wiz.config
         folders = self.wiz.folders()
-        if not self.label.text() and folders:
-            self.label.setText(Path(folders[0]).name)
+        name = self.wiz.folders_page.offer_name()
+        if not self.label.text() and (name or folders):
+            self.label.setText(name or Path(folders[0]).name)
         self.anonymize.setChecked(bool(c["export.anonymize_paths"]))
         self.fps.setValue(float(c["export.fps"]))
-        if not self.out.text() and folders:
-            name = (Path(folders[0]).name or "offer").replace(" ", "-")
-            self.out.setText(str(Path.home() / f"{name}.ovlm"))
+        if not self.out.text():
+            self.out.setText(str(api.documents_dir() / api.file_name_for(self.label.text(), ".ovlm",
+                                                                         fallback="offer")))
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save the manifest", self.out.text(),
@@ -184,6 +242,14 @@ class _SavePage(RunPage):
         self.summary.setAccessibleName("Manifest summary")
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.lay.addWidget(self.summary)
+        self.seal_label = QLabel("<b>Quote this seal in your offer</b>: the buyer's copy must show the same "
+                                 "one, and the delivery can later be verified against it.")
+        self.seal_label.setWordWrap(True)
+        self.seal_label.hide()
+        self.lay.addWidget(self.seal_label)
+        self.seal = SealField()
+        self.seal.hide()
+        self.lay.addWidget(self.seal)
         self.contains = QLabel(
             "<b>The manifest contains</b> fingerprints (32 bytes per sampled frame), file names (unless "
             "hidden), sizes, checksums and the seal that binds them.<br><b>It does not contain</b> any "
@@ -206,7 +272,7 @@ class _SavePage(RunPage):
         o = self.wiz.options
         out = o.out_path()
         out.parent.mkdir(parents=True, exist_ok=True)
-        return Job(api.export_manifest, self.wiz.state.index_path, out, parent=self,
+        return Job(api.export_manifest, self.wiz.workspace(), out, parent=self,
                    paths=[Path(f) for f in self.wiz.folders()], label=o.label.text().strip(),
                    anonymize=o.anonymize.isChecked(), fps=float(o.fps.value()), created=True)
 
@@ -215,9 +281,10 @@ class _SavePage(RunPage):
                          "without receiving any footage.")
         self.status.setText(f"Saved {s.path}")
         self.summary.setText(
-            f"{s.files} files, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}.\n"
-            f"Seal (Merkle root): {s.root}\nQuote this seal in your offer: the buyer's copy must show the "
-            "same one, and the delivery can later be verified against it.")
+            f"{s.files} files, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}.")
+        self.seal.set_seal(str(s.root))
+        self.seal_label.show()
+        self.seal.show()
         self.show_button.show()
 
 
@@ -225,7 +292,7 @@ class ExportWizard(QWizard):
     """Prepare a manifest for a buyer, step by step.
 
     Args:
-        state: Shared configuration (the vendor's index is the configured library).
+        state: Shared configuration (its library is never written: each offer has its own workspace).
     """
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
@@ -236,10 +303,7 @@ class ExportWizard(QWizard):
         self.setAccessibleName("Prepare a manifest for a buyer")
         self.setWizardStyle(QWizard.WizardStyle.ModernStyle)
         self.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, True)
-        self.folders_page = FolderListPage(
-            "Which footage are you offering?",
-            "Choose the folders that hold the offer. Videos, ROS bags, MCAP recordings, LeRobot datasets "
-            "and image folders are recognised.")
+        self.folders_page = _OfferFoldersPage(self)
         self.fingerprint = _FingerprintPage(self)
         self.dedupe = _DedupePage(self)
         self.options = _OptionsPage(self)
@@ -248,10 +312,18 @@ class ExportWizard(QWizard):
                           (PAGE_DEDUPE, self.dedupe), (PAGE_OPTIONS, self.options), (PAGE_SAVE, self.save)):
             self.setPage(pid, page)
         self.setStartId(PAGE_FOLDERS)
-        self.resize(720, 540)
+        fit_to_screen(self, (760, 600))
 
     def folders(self) -> list[str]:
         return self.folders_page.folders()
+
+    def workspace_for(self, name: str) -> Path:
+        """The private index for the offer called ``name`` (never the library)."""
+        return api.vendor_workspace(name, library=self.state.index_path)
+
+    def workspace(self) -> Path:
+        """The private index of the offer being prepared."""
+        return self.workspace_for(self.folders_page.offer_name())
 
     def jobs(self) -> list[Job | None]:
         return [self.fingerprint.job, self.dedupe.job, self.save.job]

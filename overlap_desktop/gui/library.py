@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QHBoxLayo
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.gui.workers import Job, eta_text
+from overlap_desktop.gui.workers import EtaEstimator, Job
 
 __all__ = ["LibraryPage", "load_library"]
 
@@ -41,6 +41,20 @@ def load_library(index_path: Path, config: Any) -> dict[str, Any]:
         stats = dict(idx.stats())
     stats.setdefault("path", str(index_path))
     return {"files": files, "stats": stats, "path": str(index_path)}
+
+
+#: Reader messages that mean "the file is damaged or incomplete" (the raw reason stays in the tooltip).
+_DAMAGED_HINTS = ("moov atom", "magic", "invalid data", "truncated", "end of file", "eof", "corrupt",
+                  "runs past", "ffmpeg", "decod", "header")
+
+
+def plain_problem(reason: str) -> str:
+    """Lead with what happened and what to do; the reader's own words are kept for the tooltip."""
+    low = reason.lower()
+    if any(h in low for h in _DAMAGED_HINTS):
+        return ("Damaged or incomplete file: check that it plays, or copy it again from the original. "
+                "(Hover for details.)")
+    return reason
 
 
 def _item(text: str, sort_value: Any = None, tip: str = "") -> QTableWidgetItem:
@@ -78,6 +92,12 @@ class LibraryPage(QWidget):
         self._job_paths: list[str] = []
         self._refresh_again = False
         self._last_live_refresh = 0.0
+        self._eta = EtaEstimator()
+        #: The "did not finish last time" question belongs to start-up only: never after a
+        #: Cancel in this session (the user knows; the banner offers to resume).
+        self._startup_load = True
+        self._shown_once = False
+        self._scan_total = 0
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(24, 18, 24, 18)
@@ -158,16 +178,28 @@ class LibraryPage(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
-        self.table.setWordWrap(False)
+        # Problems can be long sentences: wrap them in their cell instead of cutting them off.
+        self.table.setWordWrap(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
+        # A to Z by name unless the user clicks another header (Qt's default indicator is Z to A).
+        hh.setSortIndicator(0, Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
         lay.addWidget(self.table, 1)
         self.refresh()
 
     def jobs(self) -> list[Job | None]:
         return [self.index_job, self.load_job]
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        # Coming back to the page shows what the library holds now (another window, the CLI
+        # or a finished job may have changed it since).
+        super().showEvent(event)
+        if self._shown_once:
+            self.refresh()
+        self._shown_once = True
 
     @property
     def indexing(self) -> bool:
@@ -212,7 +244,9 @@ class LibraryPage(QWidget):
         pending = [f for f in self.files if f.status == "pending"]
         hours = sum((f.duration_s or 0.0) for f in ok)
         indet = sum((f.indeterminate_s or 0.0) for f in ok)
-        if n == 0:
+        if n == 0 and self.indexing:
+            text = "Indexing… files appear here as they are finished."
+        elif n == 0:
             text = ("Your library is empty. Click \"Add folder…\" or drop a folder of footage on this "
                     "window to start.")
         else:
@@ -224,16 +258,32 @@ class LibraryPage(QWidget):
                 text += f" {len(bad)} file{'s' if len(bad) != 1 else ''} could not be read (see Problem)."
         self.summary_label.setText(text)
         unfinished = self.state.unfinished_job()
+        startup, self._startup_load = self._startup_load, False
         if (pending or unfinished) and not self.indexing:
-            left = len(pending)
+            left = self.files_left(unfinished, pending)
             self.resume_label.setText(
-                "Indexing did not finish last time"
+                ("Indexing did not finish last time" if startup else "Indexing was stopped")
                 + (f" ({left} file{'s' if left != 1 else ''} left)." if left else ".")
                 + " Files already finished are kept; resume to do the rest.")
             self.resume_frame.show()
-            self.unfinished_found.emit(max(left, 1))
+            if startup:
+                self.unfinished_found.emit(max(left, 1))
         else:
             self.resume_frame.hide()
+
+    def files_left(self, job_paths: list[str], pending: list[Any]) -> int:
+        """Files of the unfinished job not yet done: found by its scan minus those the index holds."""
+        total = self.state.unfinished_total()
+        if not total:
+            return len(pending)
+        roots = [Path(p) for p in job_paths]
+
+        def in_job(path: str) -> bool:
+            p = Path(path)
+            return any(p == r or r in p.parents for r in roots)
+
+        done = sum(1 for f in self.files if f.status != "pending" and in_job(f.path))
+        return max(total - done, len(pending))
 
     def _fill_table(self, files: list[Any]) -> None:
         self.table.setSortingEnabled(False)
@@ -248,10 +298,13 @@ class LibraryPage(QWidget):
             indet = f.indeterminate_s or 0.0
             self.table.setItem(r, 4, _item(fmt_hours(indet) if indet > 0.5 else "–",
                                            tip="Static or featureless time that cannot be matched"))
-            self.table.setItem(r, 5, _item(f.error or "", tip=f.error or ""))
+            problem = plain_problem(f.error) if f.error else ""
+            tip = (problem + "\n\nDetails: " + f.error) if f.error else ""
+            self.table.setItem(r, 5, _item(problem, tip=tip))
             self.table.item(r, 0).setData(Qt.ItemDataRole.UserRole, str(p))
         self.table.setSortingEnabled(True)
         self.table.resizeColumnsToContents()
+        self.table.resizeRowsToContents()
         for c in (0, 1):
             if self.table.columnWidth(c) > 320:
                 self.table.setColumnWidth(c, 320)
@@ -311,6 +364,9 @@ class LibraryPage(QWidget):
         job.failed.connect(self._on_failed)
         job.finished.connect(self._on_job_finished)
         self.index_job = job
+        self._eta = EtaEstimator()
+        self._scan_total = 0
+        self.state.set_unfinished_total(None)
         self.resume_frame.hide()
         self.progress_frame.show()
         self.overall_label.setText("Looking for footage…")
@@ -331,8 +387,10 @@ class LibraryPage(QWidget):
             self.overall_label.setText("Cancelling… (finished files are kept)")
 
     def _on_progress(self, p: Any) -> None:
-        job = self.index_job
-        elapsed = time.monotonic() - job.started_at if job else 0.0
+        if p.stage == "scan" and p.unit == "files" and p.total:
+            # How many files this job covers: "N files left" after a stop is counted from it.
+            self._scan_total = int(p.total)
+            self.state.set_unfinished_total(self._scan_total)
         fraction: float | None = None
         if p.total:
             fraction = max(0.0, min(1.0, float(p.done) / float(p.total)))
@@ -343,10 +401,12 @@ class LibraryPage(QWidget):
         if p.unit == "files" and p.total:
             what = f"Indexing file {min(int(p.done) + 1, int(p.total))} of {int(p.total)}"
         elif p.unit == "bytes" and p.total:
-            what = f"Indexing: {fmt_size(p.done)} of {fmt_size(p.total)} read"
+            n = self._scan_total
+            files = f" {n} file{'s' if n != 1 else ''}" if n else ""
+            what = f"Indexing{files}: {fmt_size(p.done)} of {fmt_size(p.total)} read"
         else:
             what = "Indexing…"
-        eta = eta_text(fraction, elapsed)
+        eta = self._eta.update(fraction) if p.stage != "scan" else ""
         self.overall_label.setText(what + (f" — {eta}" if eta else ""))
         # Show finished files as they come, without re-reading the list more than every 2 s.
         if p.message and time.monotonic() - self._last_live_refresh > 2.0:
@@ -365,6 +425,7 @@ class LibraryPage(QWidget):
     def _on_indexed(self, summary: Any) -> None:
         self.last_summary = summary
         self.state.set_unfinished_job(None)
+        self.state.set_unfinished_total(None)
         failed = list(getattr(summary, "failed", []) or [])
         text = (f"Done: {summary.indexed} file{'s' if summary.indexed != 1 else ''} indexed "
                 f"({fmt_hours(summary.hours_indexed * 3600.0)}), {summary.skipped} unchanged.")
@@ -377,7 +438,7 @@ class LibraryPage(QWidget):
         self.indexing_finished.emit(summary)
 
     def _on_cancelled(self, _exc: BaseException) -> None:
-        self.overall_label.setText("Indexing cancelled. Files already finished are kept; "
+        self.overall_label.setText("Indexing stopped. Files already finished are kept; "
                                    "click \"Resume indexing\" to do the rest.")
         self.indexing_finished.emit(None)
 

@@ -7,10 +7,11 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import (QFileDialog, QLabel, QMainWindow, QMessageBox, QStackedWidget, QWidget)
+from PySide6.QtWidgets import (QFileDialog, QLabel, QMainWindow, QMessageBox, QStackedWidget, QToolBar,
+                               QWidget)
 
 from overlap_desktop import __version__
-from overlap_desktop.gui.common import fmt_hours, fmt_size, show_error, show_info
+from overlap_desktop.gui.common import fit_to_screen, fmt_hours, fmt_size, show_error, show_info
 from overlap_desktop.gui.home import HomePage
 from overlap_desktop.gui.state import AppState
 
@@ -47,6 +48,7 @@ class MainWindow(QMainWindow):
         self._pages["home"] = self.home
         self._build_actions()
         self._build_menus()
+        self._build_toolbar()
         self.index_label = QLabel()
         self.index_label.setAccessibleName("Library location and size")
         self.index_label.setTextFormat(Qt.TextFormat.PlainText)
@@ -100,6 +102,9 @@ class MainWindow(QMainWindow):
         page = self.page(key)
         self.stack.setCurrentWidget(page)
         self.act_home.setEnabled(key != "home")
+        for k, act in (("screen", self.act_screen), ("library", self.act_library)):
+            act.setCheckable(True)
+            act.setChecked(k == key)
 
     def current_page_key(self) -> str:
         w = self.stack.currentWidget()
@@ -166,6 +171,20 @@ class MainWindow(QMainWindow):
         h.addAction(self.act_about)
         self.act_demo.setEnabled(self.home.demo_button.isEnabled())
 
+    def _build_toolbar(self) -> None:
+        # A visible way home and between pages (the Go menu alone is easy to miss).
+        bar = QToolBar("Navigation", self)
+        bar.setObjectName("navigation")
+        bar.setMovable(False)
+        bar.setFloatable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        bar.setAccessibleName("Navigation")
+        for a in (self.act_home, self.act_screen, self.act_library):
+            bar.addAction(a)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+        self.nav_bar = bar
+        self.act_home.setText("⌂ Home")
+
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
         items = self.state.recent_manifests()
@@ -208,12 +227,17 @@ class MainWindow(QMainWindow):
             show_error(self, "Your settings have a problem", exc)
             return None
         self._keep(wiz)
+        # The library is never written by the wizard, but show its current state when it closes.
+        wiz.finished.connect(lambda _r: self.library.refresh() if "library" in self._pages else None)
         wiz.show()
         return wiz
 
     def open_verify_wizard(self, manifest: str | Path | None = None) -> Any:
-        """Open the delivery verification wizard."""
+        """Open the delivery verification wizard (pre-filled with the manifest open in "Screen an offer")."""
         from overlap_desktop.gui.verify_wizard import VerifyWizard
+
+        if manifest is None and "screen" in self._pages:
+            manifest = self.screen.manifest_path
 
         try:
             wiz = VerifyWizard(self.state, self, manifest=manifest)
@@ -296,12 +320,12 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # a bad config must not stop the window from opening
             self.index_label.setText("Settings problem: " + str(exc))
             return
-        self.index_label.setText(f"Library index: {path}")
+        self.index_label.setText(f"Library: {path}")
         self.index_label.setToolTip(str(path))
 
     def _on_stats(self, stats: dict[str, Any]) -> None:
         path = stats.get("path") or self.state.index_path
-        parts = [f"Library index: {path}"]
+        parts = [f"Library: {path}"]
         if stats.get("files") is not None:
             parts.append(f"{stats['files']} files")
         if stats.get("hours") is not None:
@@ -381,8 +405,10 @@ class MainWindow(QMainWindow):
         geo = s.value("window/geometry")
         if isinstance(geo, QByteArray) and not geo.isEmpty():
             self.restoreGeometry(geo)
+            # A geometry saved on a bigger monitor must not overflow a laptop screen.
+            fit_to_screen(self, (self.width(), self.height()))
         else:
-            self.resize(1100, 760)
+            fit_to_screen(self, (1180, 800))
         st = s.value("window/state")
         if isinstance(st, QByteArray) and not st.isEmpty():
             self.restoreState(st)

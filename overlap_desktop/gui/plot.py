@@ -25,9 +25,10 @@ __all__ = ["MatchPlot", "MAX_POINTS"]
 #: Dots drawn per file; larger sets are thinned in numpy first (ScatterPlotItem has no downsampling).
 MAX_POINTS = 20_000
 
-#: Distance bins (upper bounds, Hamming bits) and their colours: green = near-identical, red = loose.
-_DIST_BINS = (8, 16, 24, 32, 48, 256)
-_DIST_COLOURS = ("#1a9850", "#66bd63", "#a6d96a", "#fdae61", "#f46d43", "#d73027")
+#: The one colour scale for match distances, shared with the HTML report (defined in the core).
+_DIST_BINS = tuple(level.upper for level in api.DISTANCE_SCALE)
+_DIST_COLOURS = tuple(level.colour for level in api.DISTANCE_SCALE)
+_DIST_WORDS = tuple(level.words for level in api.DISTANCE_SCALE)
 #: Colours for "which owned file / transformation" (cycled).
 _GROUP_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _BELOW_COLOUR = "#9e9e9e"
@@ -68,12 +69,20 @@ class MatchPlot(QWidget):
         self.scatter = pg.ScatterPlotItem(size=6, pen=None, pxMode=True, hoverable=True,
                                           hoverSize=10, tip=self._tip)
         self.scatter.sigClicked.connect(self._on_clicked)
+        # Dots above the fitted lines: a line is a summary, the dots are the evidence.
+        self.scatter.setZValue(10)
         self.plot.addItem(self.scatter)
-        self.lines = pg.PlotDataItem(pen=pg.mkPen(self.palette().text().color(), width=2), connect="pairs")
-        self.below_lines = pg.PlotDataItem(pen=pg.mkPen(_BELOW_COLOUR, width=2,
+        self.lines = pg.PlotDataItem(pen=self._line_pen(), connect="pairs")
+        self.below_lines = pg.PlotDataItem(pen=pg.mkPen(_BELOW_COLOUR, width=1,
                                                         style=Qt.PenStyle.DashLine), connect="pairs")
-        self.plot.addItem(self.lines)
-        self.plot.addItem(self.below_lines)
+        for item in (self.lines, self.below_lines):
+            item.setZValue(0)
+            self.plot.addItem(item)
+        # Shown instead of empty axes when the file has no match at all.
+        self.no_match = pg.TextItem("", anchor=(0.5, 0.5))
+        self.no_match.setZValue(20)
+        self.plot.addItem(self.no_match, ignoreBounds=True)
+        self.no_match.hide()
         self._regions: list[Any] = []
         self.segments: list[tuple[Any, bool]] = []
         self.colour_mode = "distance"
@@ -87,12 +96,20 @@ class MatchPlot(QWidget):
         fg = pal.text().color()
         self.widget.setBackground(pal.base().color())
         for side, text in (("bottom", "Time in the offered file (s)"),
-                           ("left", "Time in your owned file (s)")):
+                           ("left", "Time in your file (s)")):
             ax = self.plot.getAxis(side)
             ax.setPen(fg)
             ax.setTextPen(fg)
             ax.setLabel(text, color=fg.name())
-        self.lines.setPen(pg.mkPen(fg, width=2))
+        self.lines.setPen(self._line_pen())
+        if hasattr(self, "no_match"):
+            self.no_match.setColor(fg)
+
+    def _line_pen(self) -> Any:
+        # Thin and half transparent: the line shows the fitted stretch without hiding its dots.
+        c = QColor(self.palette().text().color())
+        c.setAlpha(110)
+        return pg.mkPen(c, width=1)
 
     def changeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
         if event.type() == QEvent.Type.PaletteChange:
@@ -106,6 +123,7 @@ class MatchPlot(QWidget):
         for r in self._regions:
             self.plot.removeItem(r)
         self._regions = []
+        self.no_match.hide()
         if file_result is None:
             self.segments = []
             self.scatter.setData([], [])
@@ -113,10 +131,20 @@ class MatchPlot(QWidget):
             self.below_lines.setData([], [])
             self.point_count = 0
             return
+        # Counted stretches in colour; below-floor and weak evidence grey and dashed (not counted).
         self.segments = ([(s, False) for s in file_result.segments]
-                         + [(s, True) for s in file_result.below_floor])
+                         + [(s, True) for s in file_result.below_floor]
+                         + [(s, True) for s in getattr(file_result, "weak", [])])
         self._update_points()
         self._update_lines()
+        duration = max(1.0, float(file_result.duration_s or 1.0))
+        if not self.segments:
+            # Nothing matched: say so on this file's own axes, never the previous file's.
+            self.no_match.setText("No match: none of this file matches your footage")
+            self.no_match.setPos(duration / 2.0, duration / 2.0)
+            self.no_match.show()
+            self.plot.setXRange(0, duration, padding=0.02)
+            self.plot.setYRange(0, duration, padding=0.02)
         for span in file_result.indeterminate:
             region = pg.LinearRegionItem(values=(span.start_s, span.end_s), movable=False,
                                          brush=pg.mkBrush(128, 128, 128, 50), pen=pg.mkPen(None))
@@ -125,8 +153,9 @@ class MatchPlot(QWidget):
                               f"{api.format_clock(span.start_s)}–{api.format_clock(span.end_s)}")
             self.plot.addItem(region)
             self._regions.append(region)
-        self.plot.setXRange(0, max(1.0, float(file_result.duration_s or 1.0)), padding=0.02)
-        self.plot.enableAutoRange(axis="y")
+        self.plot.setXRange(0, duration, padding=0.02)
+        if self.segments:
+            self.plot.enableAutoRange(axis="y")
 
     def set_colour_mode(self, mode: str) -> None:
         """``"distance"`` (how close each frame match is) or ``"group"`` (owned file and transformation)."""
@@ -195,15 +224,14 @@ class MatchPlot(QWidget):
     def legend_entries(self) -> list[tuple[str, str]]:
         """``(colour, words)`` for the current colouring (shown under the plot by the results view)."""
         if self.colour_mode == "distance":
-            labels = ("near-identical", "very close", "close", "similar", "loose", "weak")
-            out = list(zip(_DIST_COLOURS, labels))
+            out = list(zip(_DIST_COLOURS, _DIST_WORDS))
         else:
             out = []
             for (corpus_file, variant), g in self._groups().items():
                 name = api.safe_text(corpus_file.replace("\\", "/").rsplit("/", 1)[-1], max_len=40)
                 how = variant.describe() or "unchanged"
                 out.append((_GROUP_COLOURS[g % len(_GROUP_COLOURS)], f"{name} ({how})"))
-        out.append((_BELOW_COLOUR, "below evidence floor (not counted)"))
+        out.append((_BELOW_COLOUR, "not counted: below the evidence floor or weak evidence"))
         return out
 
     # ------------------------------------------------------------------ interaction
@@ -214,9 +242,9 @@ class MatchPlot(QWidget):
         except (TypeError, IndexError, ValueError):
             return f"offered {api.format_clock(x)}, owned {api.format_clock(y)}"
         owned = api.safe_text(seg.corpus_file, max_len=60)
-        return (f"Offered {api.format_clock(x)} ↔ owned {api.format_clock(y)}\n"
-                f"in {owned}\nDifference: {dist:.0f} of 256 bits (lower is closer)\n"
-                "Click to see your owned frame")
+        return (f"Offered {api.format_clock(x)} ↔ yours {api.format_clock(y)}\n"
+                f"in {owned}\nHow alike the two frames are: {api.distance_words(dist)}\n"
+                "Click to see your own frame")
 
     def _on_clicked(self, _item: Any, points: Any, _ev: Any = None) -> None:
         if points is None or len(points) == 0:

@@ -13,18 +13,28 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
                                QPushButton, QSizePolicy, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import fmt_hours, headline_label, open_local_file, show_error
+from overlap_desktop.gui.common import (SavedNote, compact_rows, fmt_hours, headline_label, open_or_explain,
+                                       show_error)
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
 
-FILE_COLUMNS = ("Offered file", "Length", "Matched", "Could not be judged", "What was done to it")
-SEG_COLUMNS = ("Offered", "Owned file", "Owned", "Speed", "Picture changes", "Counted")
+FILE_COLUMNS = ("Offered file", "Length", "You own", "Repeated in the offer", "New for you",
+                "Could not be judged", "What was done to it")
+SEG_COLUMNS = ("Offered", "Matches", "At", "Speed", "Picture changes", "Chance of a coincidence", "Counted")
+
+#: The "Counted" column's words for each kind of row in the stretches table.
+ROW_KINDS = {
+    "owned": "yes: footage you own",
+    "below": "no: shorter than the evidence floor",
+    "weak": "no: weak evidence (could be a coincidence)",
+    "repeat": "yes: repeats other offered footage",
+}
 
 EXPORT_KINDS = {
     "html": ("Report for people (*.html)", "write_report_html"),
@@ -50,10 +60,30 @@ def _item(text: str, tip: str = "", sort: Any = None) -> QTableWidgetItem:
     return it
 
 
-def _speed_text(speed: float) -> str:
-    a = abs(speed)
-    txt = "normal" if abs(a - 1.0) < 0.08 else f"{a:.2f}".rstrip("0").rstrip(".") + "x"
-    return txt + (", reversed" if speed < 0 else "")
+def _speed_text(seg: Any) -> str:
+    """Speed with its interval when it differs from normal ("0.5x (0.48–0.52x)"), else "normal"."""
+    if api.speed_words(seg) is None:
+        return "normal" + (", reversed" if seg.speed < 0 else "")
+    return str(api.speed_text(seg)) + (", reversed" if seg.speed < 0 else "")
+
+
+def _sorting_item(text: str, value: float, tip: str = "") -> QTableWidgetItem:
+    """An item that sorts by ``value`` (seconds, percent) rather than by its text."""
+    it = _NumItem(text)
+    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    it.setData(Qt.ItemDataRole.UserRole + 1, float(value))
+    if tip:
+        it.setToolTip(tip)
+    return it
+
+
+class _NumItem(QTableWidgetItem):
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        a = self.data(Qt.ItemDataRole.UserRole + 1)
+        b = other.data(Qt.ItemDataRole.UserRole + 1)
+        if a is None or b is None:
+            return super().__lt__(other)
+        return float(a) < float(b)
 
 
 #: Lines of evaluation examples and episode matches shown under the details (all are in the reports).
@@ -130,12 +160,30 @@ class ResultsView(QWidget):
         self.preview_job: Job | None = None
         self._preview_seq = 0
 
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(4)
+        # The sentences on the left, the save buttons beside them (not on a row of their own:
+        # at 1366x768 every line of height goes to the file table and the plot).
+        top_row = QHBoxLayout()
+        outer.addLayout(top_row)
+        lay = QVBoxLayout()
+        lay.setSpacing(2)
+        top_row.addLayout(lay, 1)
         self.headline = headline_label()
         self.headline.setAccessibleName("Result")
         self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.headline)
+        # The figure a buyer pays for: hours neither owned nor repeated inside the offer.
+        self.new_footage = QLabel()
+        self.new_footage.setWordWrap(True)
+        self.new_footage.setTextFormat(Qt.TextFormat.PlainText)
+        self.new_footage.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.new_footage.setAccessibleName("New footage you would actually get")
+        f = self.new_footage.font()
+        f.setBold(True)
+        self.new_footage.setFont(f)
+        lay.addWidget(self.new_footage)
         self.details = QLabel()
         self.details.setWordWrap(True)
         self.details.setTextFormat(Qt.TextFormat.PlainText)
@@ -151,22 +199,26 @@ class ResultsView(QWidget):
         self.extras.setVisible(False)
         lay.addWidget(self.extras)
 
-        row = QHBoxLayout()
+        self.saved_note = SavedNote()
+        lay.addWidget(self.saved_note)
+        grid = QGridLayout()
+        grid.setSpacing(4)
         self.export_buttons: dict[str, QPushButton] = {}
-        for kind, label in (("html", "Save report (HTML)…"), ("json", "Save JSON…"),
-                            ("csv", "Save CSV…")):
+        for i, (kind, label) in enumerate((("html", "Save report (HTML)…"), ("json", "Save JSON…"),
+                                           ("csv", "Save CSV…"))):
             b = QPushButton(label)
             b.setAccessibleName(label.rstrip("…"))
             b.clicked.connect(lambda _=False, k=kind: self.choose_export(k))
-            row.addWidget(b)
+            grid.addWidget(b, i // 2, i % 2)
             self.export_buttons[kind] = b
         self.open_button = QPushButton("Open report")
         self.open_button.setAccessibleName("Open report")
         self.open_button.setToolTip("Open the last saved report (or a fresh HTML copy) in your browser")
         self.open_button.clicked.connect(self.open_report)
-        row.addWidget(self.open_button)
-        row.addStretch(1)
-        lay.addLayout(row)
+        grid.addWidget(self.open_button, 1, 1)
+        top_row.addLayout(grid)
+        top_row.setAlignment(grid, Qt.AlignmentFlag.AlignTop)
+        lay = outer
 
         # Files on top (full width so the plain-word flags are readable); below, the plot and
         # the matched stretches on the left, the owned-frame preview on the right.
@@ -179,7 +231,10 @@ class ResultsView(QWidget):
         self.file_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.file_table.verticalHeader().setVisible(False)
         self.file_table.horizontalHeader().setStretchLastSection(True)
-        self.file_table.setMinimumHeight(90)
+        compact_rows(self.file_table)
+        # Never fewer than four files in view (the laptop complaint was "3.5 rows").
+        self.file_table.setMinimumHeight(self.file_table.horizontalHeader().sizeHint().height()
+                                         + 4 * self.file_table.verticalHeader().defaultSectionSize() + 6)
         self.file_table.itemSelectionChanged.connect(self._on_file_selected)
         split.addWidget(self.file_table)
 
@@ -206,7 +261,7 @@ class ResultsView(QWidget):
 
         self.plot = MatchPlot()
         self.plot.point_clicked.connect(self.show_owned_frame)
-        self.plot.setMinimumHeight(200)
+        self.plot.setMinimumHeight(160)
         rl.addWidget(self.plot, 3)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
@@ -219,6 +274,7 @@ class ResultsView(QWidget):
         self.seg_table.verticalHeader().setVisible(False)
         self.seg_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.seg_table.horizontalHeader().setStretchLastSection(True)
+        compact_rows(self.seg_table)
         self.seg_table.setMinimumHeight(70)
         rl.addWidget(self.seg_table, 1)
         hl.addWidget(left, 1)
@@ -282,6 +338,9 @@ class ResultsView(QWidget):
         self.report = report
         self.last_export = None
         self.headline.setText(api.headline(report))
+        self.new_footage.setText(api.new_footage_sentence(report))
+        self.new_footage.setVisible(bool(self.new_footage.text()))
+        self.saved_note.hide()
         self.details.setText(" ".join(api.headline_details(report)))
         extras = _extra_lines(report)
         self.extras.setText("\n".join(extras))
@@ -292,23 +351,33 @@ class ResultsView(QWidget):
         for r, f in enumerate(report.files):
             name = api.safe_text(f.query_file)
             ft.setItem(r, 0, _item(name, tip=name))
-            ft.setItem(r, 1, _item(fmt_hours(f.duration_s)))
+            ft.setItem(r, 1, _sorting_item(fmt_hours(f.duration_s), f.duration_s))
             pct = api.format_percent(f.matched_percent)
             below = len(f.below_floor)
-            ft.setItem(r, 2, _item(pct + (f" (+{below} below floor)" if below else ""),
-                                   tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} match"))
+            owned_text = pct + (f" (+{below} below floor)" if below else "")
+            ft.setItem(r, 2, _sorting_item(owned_text, f.matched_percent,
+                                           tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
+                                               "match footage you own"))
+            rep = float(getattr(f, "repeated_seconds", 0.0) or 0.0)
+            ft.setItem(r, 3, _sorting_item(fmt_hours(rep) if rep > 0.5 else "–", rep,
+                                           tip="Offered time that repeats other footage of the same offer "
+                                               "(you would pay for it twice)"))
+            new = float(getattr(f, "new_seconds", 0.0) or 0.0)
+            ft.setItem(r, 4, _sorting_item(fmt_hours(new) if new > 0.5 else "–", new,
+                                           tip="Judged time neither owned nor repeated inside the offer"))
             ind = f.indeterminate_seconds
-            ft.setItem(r, 3, _item(fmt_hours(ind) if ind > 0.5 else "–",
-                                   tip="Static or featureless time: counted neither way"))
+            ft.setItem(r, 5, _sorting_item(fmt_hours(ind) if ind > 0.5 else "–", ind,
+                                           tip="Static or featureless time: counted neither way"))
             words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else "no match")
-            ft.setItem(r, 4, _item(words, tip=words))
+            ft.setItem(r, 6, _item(words, tip=words))
             ft.item(r, 0).setData(Qt.ItemDataRole.UserRole, r)
         ft.resizeColumnsToContents()
         if ft.columnWidth(0) > 260:
             ft.setColumnWidth(0, 260)
         self._set_enabled(True)
         # Select the first file with a match so the plot is never empty when there is something to see.
-        first = next((i for i, f in enumerate(report.files) if f.segments or f.below_floor), 0)
+        first = next((i for i, f in enumerate(report.files) if f.segments or f.below_floor
+                      or getattr(f, "repeats", None)), 0)
         if report.files:
             ft.selectRow(first)
         else:
@@ -329,24 +398,41 @@ class ResultsView(QWidget):
         if f is None:
             return
         name = api.safe_text(f.query_file, max_len=70)
-        if f.segments or f.below_floor:
+        if f.segments or f.below_floor or getattr(f, "weak", None):
             self.plot_title.setText(f"Where “{name}” matches your footage")
+        elif getattr(f, "repeats", None):
+            self.plot_title.setText(f"“{name}”: no match with your footage; it repeats other offered footage "
+                                    "(listed below)")
         else:
             self.plot_title.setText(f"“{name}”: no match with your footage")
 
+    @staticmethod
+    def segment_rows(f: Any) -> list[tuple[Any, str]]:
+        """``(segment, kind)`` for the stretches table: owned, below floor, weak evidence, repeats."""
+        if f is None:
+            return []
+        return ([(s, "owned") for s in f.segments] + [(s, "below") for s in f.below_floor]
+                + [(s, "weak") for s in getattr(f, "weak", [])]
+                + [(s, "repeat") for s in getattr(f, "repeats", [])])
+
     def _fill_segments(self, f: Any) -> None:
         st = self.seg_table
-        rows = [] if f is None else [(s, False) for s in f.segments] + [(s, True) for s in f.below_floor]
+        rows = self.segment_rows(f)
         st.setRowCount(len(rows))
-        for r, (s, below) in enumerate(rows):
+        for r, (s, kind) in enumerate(rows):
             st.setItem(r, 0, _item(f"{api.format_clock(s.query_start)}–{api.format_clock(s.query_end)}"))
-            owned = api.safe_text(s.corpus_file)
-            st.setItem(r, 1, _item(Path(owned).name, tip=owned))
+            other = api.safe_text(s.corpus_file)
+            where = "offered " if kind == "repeat" else "yours: "
+            st.setItem(r, 1, _item(where + Path(other).name, tip=other))
             st.setItem(r, 2, _item(f"{api.format_clock(s.corpus_start)}–{api.format_clock(s.corpus_end)}"))
-            st.setItem(r, 3, _item(_speed_text(s.speed)))
+            st.setItem(r, 3, _item(_speed_text(s)))
             st.setItem(r, 4, _item(s.variant.describe() or "none"))
-            st.setItem(r, 5, _item("no: below evidence floor" if below else "yes",
-                                   tip=api.describe_segment(s, below_floor=below)))
+            chance = api.chance_words(getattr(s, "chance", None))
+            short = chance.removeprefix("chance of a coincidence like this: ") if chance else "not measured"
+            st.setItem(r, 5, _item(short, tip=chance or "This report was made before chances were measured"))
+            tip = (api.describe_repeat(s) if kind == "repeat"
+                   else api.describe_segment(s, below_floor=(kind == "below")))
+            st.setItem(r, 6, _item(ROW_KINDS[kind], tip=tip))
         st.resizeColumnsToContents()
 
     # ------------------------------------------------------------------ owned-frame preview
@@ -359,8 +445,8 @@ class ResultsView(QWidget):
         owned = api.safe_text(segment.corpus_file)
         self.preview.setText("Decoding your frame…")
         self.preview_caption.setText(
-            f"Your file {Path(owned).name} at {api.format_clock(owned_s)} (matched to the offer at "
-            f"{api.format_clock(offered_s)}, difference {distance:.0f} of 256 bits). The manifest carries "
+            f"Your file {Path(owned).name} at {api.format_clock(owned_s)}, matched to the offer at "
+            f"{api.format_clock(offered_s)} ({api.distance_words(distance)} match). The manifest carries "
             "no pictures: this frame comes from your own copy.")
         job = Job(api.frame_at, segment.corpus_file, segment.corpus_stream, owned_s, parent=self,
                   with_progress=False, with_cancel=True, max_size=(480, 360))
@@ -383,9 +469,14 @@ class ResultsView(QWidget):
         self.preview_failed.emit(str(exc))
 
     # ------------------------------------------------------------------ export
+    def suggested_path(self, kind: str) -> Path:
+        """Where a save dialog starts: the Documents folder, a name from the offer's label."""
+        label = (self.report.manifest.get("label") if self.report is not None else None) or "offer"
+        return api.documents_dir() / api.file_name_for(str(label), f"-report.{kind}", fallback="offer")
+
     def choose_export(self, kind: str) -> None:
         filt, _ = EXPORT_KINDS[kind]
-        path, _ = QFileDialog.getSaveFileName(self, "Save the report", f"overlap-report.{kind}", filt)
+        path, _ = QFileDialog.getSaveFileName(self, "Save the report", str(self.suggested_path(kind)), filt)
         if path:
             self.export(kind, Path(path))
 
@@ -401,6 +492,7 @@ class ResultsView(QWidget):
             show_error(self, "The report could not be saved", exc)
             return None
         self.last_export = Path(written or path)
+        self.saved_note.set_saved(self.last_export, "Saved")
         self.exported.emit(str(self.last_export))
         return self.last_export
 
@@ -413,5 +505,4 @@ class ResultsView(QWidget):
             target = self.export("html", Path(tempfile.mkdtemp(prefix="overlap-report-")) / "report.html")
             if target is None:
                 return None
-        open_local_file(target)
-        return target
+        return target if open_or_explain(self.window(), target) else None

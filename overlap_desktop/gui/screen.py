@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
-                               QProgressBar, QPushButton, QStackedWidget, QVBoxLayout, QWidget)
+                               QProgressBar, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
+from overlap_desktop.gui.common import SealField, fmt_hours, fmt_size, headline_label, show_error
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.gui.workers import Job, eta_text
+from overlap_desktop.gui.workers import EtaEstimator, Job
 
 __all__ = ["ScreenOfferPage", "inspect_offer"]
+
+#: The next step when the library is empty (the button beside it goes there).
+ADD_FOOTAGE_FIRST = "Add your footage first: the folders of videos you own, in My library."
+
+
+#: Shown under the offer before comparing.
+COMPARE_HINT = ("Click “Compare with my library” to find out how much of this offer you already own. "
+                "Only fingerprints are compared; nothing leaves this computer.")
+
+
+def api_tip(term: str) -> str:
+    """The glossary's explanation of ``term`` (the same words as docs/glossary.md and the HTML report)."""
+    try:
+        return str(api.glossary_tip(term))
+    except AttributeError:  # an older core without the glossary
+        return ""
 
 
 def _first(d: dict[str, Any], *keys: str) -> Any:
@@ -93,16 +108,22 @@ class ScreenOfferPage(QWidget):
         self.report_index: Path | None = None
 
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(24, 18, 24, 18)
-        head = QHBoxLayout()
+        lay.setContentsMargins(16, 10, 16, 10)
+        lay.setSpacing(6)
+        # The title row shows while nothing is open; with an offer open, the offer's own box
+        # is the title and "Open manifest…" moves into it (height goes to the results).
+        self.title_row = QWidget()
+        head = QHBoxLayout(self.title_row)
+        head.setContentsMargins(0, 0, 0, 0)
         head.addWidget(headline_label("Screen an offer"), 1)
         self.open_button = QPushButton("Open manifest…")
         self.open_button.setAccessibleName("Open manifest")
         self.open_button.clicked.connect(self._choose)
         head.addWidget(self.open_button)
-        lay.addLayout(head)
+        lay.addWidget(self.title_row)
 
         self.stack = QStackedWidget()
+        self.stack.currentChanged.connect(lambda i: self.title_row.setVisible(i == 0))
         lay.addWidget(self.stack, 1)
 
         # Page 0: nothing open yet.
@@ -126,21 +147,24 @@ class ScreenOfferPage(QWidget):
         self.state.recent_changed.connect(self._fill_recent)
         self._fill_recent()
 
-        # Page 1: an offer.
+        # Page 1: an offer. The summary is a compact box (each value right beside its label),
+        # so the results below get the height.
         offer = QWidget()
         ol = QVBoxLayout(offer)
         ol.setContentsMargins(0, 0, 0, 0)
         self.summary_frame = QFrame()
         self.summary_frame.setFrameShape(QFrame.Shape.StyledPanel)
+        self.summary_frame.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         sl = QHBoxLayout(self.summary_frame)
-        # Two label/value pairs per row keep the summary short, leaving room for the results.
+        sl.setContentsMargins(10, 6, 10, 6)
         self.form = QGridLayout()
         self.form.setHorizontalSpacing(10)
+        self.form.setVerticalSpacing(4)
         self.form.setColumnStretch(1, 1)
         self.form.setColumnStretch(3, 1)
         self.fields: dict[str, QLabel] = {}
         layout_rows = ((0, 0, "label", "Offer"), (0, 2, "made", "Made"), (1, 0, "amount", "Footage"),
-                       (1, 2, "compat", "Can be compared"), (2, 0, "root", "Seal (Merkle root)"))
+                       (1, 2, "compat", "Can be compared"))
         for row, col, key, label in layout_rows:
             v = QLabel("–")
             # Values come from the seller's manifest: never let Qt render them as rich text.
@@ -148,14 +172,19 @@ class ScreenOfferPage(QWidget):
             v.setWordWrap(True)
             v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             v.setAccessibleName(label)
+            v.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
             name = QLabel(label + ":")
             name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
-            self.form.addWidget(name, row, col)
-            self.form.addWidget(v, row, col + 1, 1, 3 if key == "root" else 1)
+            self.form.addWidget(name, row, col, Qt.AlignmentFlag.AlignTop)
+            self.form.addWidget(v, row, col + 1, Qt.AlignmentFlag.AlignTop)
             self.fields[key] = v
-        self.fields["root"].setToolTip("A checksum over every fingerprint, file size and file digest in the "
-                                       "manifest: the seller cannot change the offer later without it "
-                                       "changing. Quote it in the purchase order.")
+        seal_name = QLabel("Seal:")
+        seal_name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        seal_name.setToolTip(api_tip("seal"))
+        self.seal = SealField()
+        self.form.addWidget(seal_name, 2, 0)
+        self.form.addWidget(self.seal, 2, 1, 1, 3)
+        self.form.setRowStretch(3, 1)  # extra height (a tall button column) goes below the facts
         sl.addLayout(self.form, 1)
         btns = QVBoxLayout()
         self.compare_button = QPushButton("Compare with my library")
@@ -166,8 +195,25 @@ class ScreenOfferPage(QWidget):
         self.cancel_button.setAccessibleName("Cancel comparison")
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.hide()
+        # When comparing is not possible yet: the next step in plain words, and a way there.
+        self.next_step = QLabel("")
+        self.next_step.setWordWrap(True)
+        self.next_step.setTextFormat(Qt.TextFormat.PlainText)
+        self.next_step.setAccessibleName("Next step")
+        self.next_step.setMaximumWidth(240)
+        self.next_step.hide()
+        self.library_button = QPushButton("Go to My library")
+        self.library_button.setAccessibleName("Go to My library")
+        self.library_button.clicked.connect(self._go_library)
+        self.library_button.hide()
+        self.open_other_button = QPushButton("Open another…")
+        self.open_other_button.setAccessibleName("Open another manifest")
+        self.open_other_button.clicked.connect(self._choose)
         btns.addWidget(self.compare_button)
         btns.addWidget(self.cancel_button)
+        btns.addWidget(self.open_other_button)
+        btns.addWidget(self.next_step)
+        btns.addWidget(self.library_button)
         btns.addStretch(1)
         sl.addLayout(btns)
         ol.addWidget(self.summary_frame)
@@ -176,11 +222,23 @@ class ScreenOfferPage(QWidget):
         self.progress_bar = QProgressBar()
         self.progress_bar.setAccessibleName("Comparison progress")
         self.progress_bar.hide()
+        self.progress_label.hide()
         ol.addWidget(self.progress_label)
         ol.addWidget(self.progress_bar)
         self.results_holder = QVBoxLayout()
         ol.addLayout(self.results_holder, 1)
+        # Before any results the space below the summary stays empty instead of stretching the box.
+        self.filler = QLabel(COMPARE_HINT)
+        self.filler.setWordWrap(True)
+        self.filler.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.filler.setEnabled(False)  # a hint, drawn quietly
+        self.results_holder.addWidget(self.filler, 1)
         self.stack.addWidget(offer)
+
+    def _say(self, text: str) -> None:
+        """Progress text under the summary; the line takes no height while there is nothing to say."""
+        self.progress_label.setText(text)
+        self.progress_label.setVisible(bool(text))
 
     def jobs(self) -> list[Job | None]:
         extra = self.results.jobs() if self.results is not None else []
@@ -213,10 +271,12 @@ class ScreenOfferPage(QWidget):
         self._clear_results()
         self.stack.setCurrentIndex(1)
         self.fields["label"].setText(f"Reading {path.name}…")
-        for k in ("amount", "root", "made", "compat"):
+        for k in ("amount", "made", "compat"):
             self.fields[k].setText("")
+        self.seal.set_seal("")
+        self._set_next_step(None)
         self.compare_button.setEnabled(False)
-        self.progress_label.setText("")
+        self._say("")
         job = Job(inspect_offer, path, self.state.index_path, config, parent=self, with_progress=False)
         job.succeeded.connect(self._on_inspected)
         job.failed.connect(lambda exc: self._on_open_failed(path, exc))
@@ -259,10 +319,10 @@ class ScreenOfferPage(QWidget):
             text += f" (the manifest itself is {fmt_size(float(size))})"
         self.fields["amount"].setText(text)
         root = _first(info, "root", "merkle_root") or "–"
-        self.fields["root"].setText(str(root))
+        self.seal.set_seal(str(root))
         made = []
         if _first(info, "created"):
-            made.append(f"on {info['created']}")
+            made.append(api.format_date(str(info["created"])))
         if _first(info, "creator"):
             made.append(f"with {info['creator']}")
         self.fields["made"].setText(api.safe_text(" ".join(made)) if made else "–")
@@ -275,14 +335,38 @@ class ScreenOfferPage(QWidget):
             self.fields["compat"].setText("No: " + summary["why"] + " Ask the seller for a manifest made "
                                           "with a current version of overlap.")
         else:
-            self.fields["compat"].setText(summary["why"])
+            self.fields["compat"].setText("Not yet: your library is empty." if self._library_empty(summary)
+                                          else summary["why"])
         self.compare_button.setEnabled(compat is True)
+        self._set_next_step(summary)
         self.inspected.emit(summary)
+
+    @staticmethod
+    def _library_empty(summary: dict[str, Any]) -> bool:
+        return summary.get("compatible") is None and "library is empty" in str(summary.get("why", ""))
+
+    def _set_next_step(self, summary: dict[str, Any] | None) -> None:
+        """Say why "Compare" is disabled and what to do, with a button to get there."""
+        empty = summary is not None and self._library_empty(summary)
+        self.next_step.setText(ADD_FOOTAGE_FIRST if empty else "")
+        self.next_step.setVisible(empty)
+        self.filler.setText("" if empty else COMPARE_HINT)
+        self.library_button.setVisible(empty)
+        self.compare_button.setToolTip(ADD_FOOTAGE_FIRST if empty else
+                                       "Check the offer's fingerprints against the footage you own")
+
+    def _go_library(self) -> None:
+        win = self.window()
+        if hasattr(win, "go"):
+            win.go("library")
 
     # ------------------------------------------------------------------ compare
     def compare(self) -> Job | None:
         """Compare the open manifest with the library in a worker."""
         if self.manifest_path is None:
+            return None
+        if self.summary is not None and self.summary.get("compatible") is not True:
+            self._set_next_step(self.summary)
             return None
         try:
             config = self.state.config()
@@ -299,13 +383,15 @@ class ScreenOfferPage(QWidget):
     def _start_long(self, job: Job, text: str) -> None:
         job.progress.connect(lambda p: self._on_progress(job, p))
         job.failed.connect(lambda exc: self._long_failed("The comparison stopped", exc))
-        job.cancelled.connect(lambda _e: self.progress_label.setText("Cancelled."))
+        job.cancelled.connect(lambda _e: self._say("Cancelled."))
         job.finished.connect(self._long_done)
-        self.progress_label.setText(text)
+        self._eta = EtaEstimator()
+        self._say(text)
         self.progress_bar.setRange(0, 0)
         self.progress_bar.show()
         self.compare_button.setEnabled(False)
         self.open_button.setEnabled(False)
+        self.open_other_button.setEnabled(False)
         self.cancel_button.show()
         self.cancel_button.setEnabled(True)
 
@@ -315,21 +401,22 @@ class ScreenOfferPage(QWidget):
             frac = max(0.0, min(1.0, float(p.done) / float(p.total)))
             self.progress_bar.setRange(0, 1000)
             self.progress_bar.setValue(int(frac * 1000))
-        eta = eta_text(frac, time.monotonic() - job.started_at)
+        eta = self._eta.update(frac)
         msg = p.message or {"compare": "Comparing with your library", "index": "Fingerprinting",
                             "search": "Searching your library"}.get(p.stage, "Working")
         if p.current:
             msg += f" — {Path(p.current).name}"
-        self.progress_label.setText(msg + (f" ({eta})" if eta else ""))
+        self._say(msg + (f" ({eta})" if eta else ""))
 
     def _long_failed(self, title: str, exc: BaseException) -> None:
-        self.progress_label.setText("Stopped because of a problem.")
+        self._say("Stopped because of a problem.")
         self._fail(title, exc)
 
     def _long_done(self) -> None:
         self.progress_bar.hide()
         self.cancel_button.hide()
         self.open_button.setEnabled(True)
+        self.open_other_button.setEnabled(True)
         self.compare_button.setEnabled(self.manifest_path is not None
                                       and (self.summary or {}).get("compatible") is True)
 
@@ -338,12 +425,13 @@ class ScreenOfferPage(QWidget):
             if job is not None and job.running:
                 job.cancel()
         self.cancel_button.setEnabled(False)
-        self.progress_label.setText("Cancelling…")
+        self._say("Cancelling…")
 
     # ------------------------------------------------------------------ results
     def _clear_results(self) -> None:
         if self.results is not None:
             self.results.hide()
+        self.filler.show()
 
     def show_report(self, report: Any, index_path: Path | None = None) -> None:
         """Show a finished comparison."""
@@ -353,10 +441,11 @@ class ScreenOfferPage(QWidget):
             from overlap_desktop.gui.results import ResultsView
 
             self.results = ResultsView(self)
-            self.results_holder.addWidget(self.results)
+            self.results_holder.addWidget(self.results, 1)
+        self.filler.hide()
         self.results.show()
         self.results.set_report(report)
-        self.progress_label.setText("")
+        self._say("")
         self.compared.emit(report)
 
     # ------------------------------------------------------------------ demo
@@ -372,8 +461,9 @@ class ScreenOfferPage(QWidget):
         self.stack.setCurrentIndex(1)
         self._clear_results()
         self.fields["label"].setText("Demo: making sample footage and a sample offer…")
-        for k in ("amount", "root", "made", "compat"):
+        for k in ("amount", "made", "compat"):
             self.fields[k].setText("")
+        self.seal.set_seal("")
         job = Job(run, out, parent=self)
         self._start_long(job, "Running the demo…")
         job.succeeded.connect(self._on_demo_done)
@@ -387,10 +477,14 @@ class ScreenOfferPage(QWidget):
             info = api.inspect_manifest(self.manifest_path)  # small file: quick on the UI thread
         except Exception:  # the summary is a nicety; the report below is what matters
             info = {"label": "Demo offer"}
-        self._on_inspected({"info": info, "compatible": True,
-                            "why": "The demo compares with its own sample library, not yours."},
-                           remember=False)
-        self.fields["compat"].setText("Yes. The demo compares the offer with its own sample library "
-                                      "(not yours).")
+        # "Compare with my library" must reflect *your* library (empty after a first demo), not
+        # the demo's sample library the report below was made with.
+        try:
+            mine = inspect_offer(self.manifest_path, self.state.index_path, self.state.config())
+        except Exception:  # a library problem is reported when comparing; the demo still shows
+            mine = {"info": info, "compatible": None, "why": ""}
+        self._on_inspected({"info": info, "compatible": mine.get("compatible"), "why": mine.get("why", ""),
+                            "library_files": mine.get("library_files", 0)}, remember=False)
+        self.fields["compat"].setText("The demo compared the offer with its own sample library (not yours).")
         report = result.report if result.report is not None else api.load_report_json(result.report_json)
         self.show_report(report, Path(result.index))

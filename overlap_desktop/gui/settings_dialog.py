@@ -31,7 +31,7 @@ __all__ = ["EDITABLE", "SettingsDialog", "write_user_config"]
 
 #: Keys the dialog edits, with the label a non-specialist reads.
 EDITABLE: tuple[tuple[str, str], ...] = (
-    ("index.path", "Library index folder"),
+    ("index.path", "Library folder (fingerprints)"),
     ("index.preset", "Detection of cropped copies"),
     ("index.crop_edges", "Also catch copies trimmed at the"),
     ("index.fps", "Fingerprints per second"),
@@ -39,9 +39,9 @@ EDITABLE: tuple[tuple[str, str], ...] = (
     ("index.threads", "Decoding threads"),
 )
 
-PRESET_WORDS = {"fast": "Standard (fastest, smallest index)",
-                "balanced": "More crops (bigger index)",
-                "thorough": "Most crops (biggest index, slowest)"}
+PRESET_WORDS = {"fast": "Standard (fastest, smallest library)",
+                "balanced": "More crops (bigger library)",
+                "thorough": "Most crops (biggest library, slowest)"}
 SIDES = ("top", "bottom", "left", "right")
 
 
@@ -150,9 +150,9 @@ class SettingsDialog(QDialog):
         c = self.config
 
         self.path_edit = QLineEdit(str(c["index.path"]))
-        self.path_edit.setAccessibleName("Library index folder")
+        self.path_edit.setAccessibleName("Library folder")
         browse = QPushButton("Browse…")
-        browse.setAccessibleName("Choose library index folder")
+        browse.setAccessibleName("Choose the library folder")
         browse.clicked.connect(self._browse)
         row = QHBoxLayout()
         row.addWidget(self.path_edit, 1)
@@ -177,7 +177,7 @@ class SettingsDialog(QDialog):
             cb = QCheckBox(side)
             cb.setAccessibleName(f"Catch copies with a strip cut off the {side}")
             cb.setToolTip(f"Also recognise copies whose {side} strip (e.g. a logo or overlay) was cut "
-                          "off. Makes the index bigger; applies to footage indexed from now on.")
+                          "off. Makes the library bigger; applies to footage indexed from now on.")
             cb.setChecked(side in tuple(c["index.crop_edges"] or ()))
             el.addWidget(cb)
             self.edge_boxes[side] = cb
@@ -238,7 +238,8 @@ class SettingsDialog(QDialog):
         self.resize(620, self.sizeHint().height())
 
     def _browse(self) -> None:
-        d = QFileDialog.getExistingDirectory(self, "Folder for the library index", self.path_edit.text())
+        d = QFileDialog.getExistingDirectory(self, "Folder for the library's fingerprints",
+                                             self.path_edit.text())
         if d:
             self.path_edit.setText(d)
 

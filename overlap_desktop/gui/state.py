@@ -110,3 +110,18 @@ class AppState(QObject):
         else:
             s.remove("library/unfinished")
         s.sync()
+
+    def unfinished_total(self) -> int | None:
+        """How many files the unfinished job's scan found (``None``: not known)."""
+        v = self.settings().value("library/unfinished_total")
+        try:
+            return int(v) if v not in (None, "") else None
+        except (TypeError, ValueError):
+            return None
+
+    def set_unfinished_total(self, n: int | None) -> None:
+        s = self.settings()
+        if n:
+            s.setValue("library/unfinished_total", int(n))
+        else:
+            s.remove("library/unfinished_total")

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLab
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget, QWizard, QWizardPage)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import fmt_size, headline_label, show_error
+from overlap_desktop.gui.common import (SavedNote, SealField, compact_rows, error_text, fit_to_screen,
+                                       fmt_size, headline_label, show_error)
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import RunPage
 from overlap_desktop.gui.workers import Job
@@ -28,7 +29,10 @@ STATUS_COLOURS = {"matched": "#1a9850", "altered": "#d73027", "missing": "#d7302
 
 
 def verdict_text(result: Any) -> str:
-    """One sentence for a :class:`~overlap_desktop.core.verify.VerifyResult`."""
+    """One sentence for a :class:`~overlap_desktop.core.verify.VerifyResult` (the core's words)."""
+    verdict = getattr(api, "verify_verdict", None)
+    if verdict is not None:
+        return str(verdict(result))
     n = len(result.entries)
     if result.ok:
         return f"The delivery matches the quote: all {n} files are exactly as quoted, nothing extra."
@@ -105,7 +109,7 @@ class _ManifestPage(_PathPage):
         try:
             self.info = api.inspect_manifest(self.path())
         except Exception as exc:
-            self.note.setText("This manifest cannot be used: " + str(exc))
+            self.note.setText(error_text(exc)[0])
             show_error(self, "This manifest cannot be used", exc)
             return False
         return True
@@ -144,9 +148,19 @@ class _ResultPage(QWizardPage):
         self.info.setWordWrap(True)
         self.info.setTextFormat(Qt.TextFormat.PlainText)  # shows the manifest label
         lay.addWidget(self.info)
+        self.seal = SealField()
+        lay.addWidget(self.seal)
+        # OS clutter (Thumbs.db, .DS_Store...) is never a failure: listed apart, in one line.
+        self.ignored = QLabel("")
+        self.ignored.setWordWrap(True)
+        self.ignored.setTextFormat(Qt.TextFormat.PlainText)
+        self.ignored.setAccessibleName("System files ignored")
+        self.ignored.hide()
+        lay.addWidget(self.ignored)
         self.table = QTableWidget(0, 3)
         self.table.setAccessibleName("Delivered files")
         self.table.setHorizontalHeaderLabels(["File", "Result", "Details"])
+        compact_rows(self.table)
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setStretchLastSection(True)
@@ -154,9 +168,11 @@ class _ResultPage(QWizardPage):
         row = QHBoxLayout()
         self.export_button = QPushButton("Save report…")
         self.export_button.setAccessibleName("Save verification report")
+        self.export_button.setToolTip("A readable report (HTML) to file with the purchase; JSON for machines")
         self.export_button.clicked.connect(self._choose_export)
         row.addWidget(self.export_button)
-        row.addStretch(1)
+        self.saved_note = SavedNote()
+        row.addWidget(self.saved_note, 1)
         lay.addLayout(row)
         self.setFinalPage(True)
         self.rows: list[tuple[str, str, str]] = []
@@ -169,9 +185,19 @@ class _ResultPage(QWizardPage):
         pal = "#1a9850" if r.ok else "#d73027"
         self.verdict.setStyleSheet(f"color: {pal};")
         label = api.safe_text(r.label) if r.label else Path(r.manifest).name
-        self.info.setText(f"Quote: {label} — seal {r.root}\nDelivery folder: {r.data_dir}"
+        self.info.setText(f"Quote: {label}\nDelivery folder: {r.data_dir}"
                           + ("\nThe manifest hides file names, so files were matched by size and checksum."
-                             if r.anonymized else ""))
+                             if r.anonymized else "") + "\nSeal of the quote:")
+        self.seal.set_seal(str(r.root))
+        ignored = list(getattr(r, "ignored", []) or [])
+        names = ", ".join(api.safe_text(str(x.get("path", "")), max_len=60) for x in ignored[:6])
+        self.ignored.setText(f"System files ignored ({len(ignored)}): {names}"
+                             + (", …" if len(ignored) > 6 else "")
+                             + ". Files such as Thumbs.db or .DS_Store are made by the computer, not the "
+                               "seller."
+                             if ignored else "")
+        self.ignored.setVisible(bool(ignored))
+        self.saved_note.hide()
         rows: list[tuple[str, str, str]] = []
         for e in r.entries:
             detail = e.reason or ""
@@ -198,22 +224,38 @@ class _ResultPage(QWizardPage):
                 self.table.setItem(i, col, it)
         self.table.resizeColumnsToContents()
 
-    def _choose_export(self) -> None:
-        p, _ = QFileDialog.getSaveFileName(self, "Save the verification report", "verification.json",
-                                           "Report for machines (*.json)")
-        if p:
-            self.export(Path(p))
+    def suggested_path(self) -> Path:
+        """The Documents folder and a name from the quote's label."""
+        r = self.wiz.verify_result()
+        label = (r.label if r is not None and r.label else "delivery")
+        return api.documents_dir() / api.file_name_for(str(label), "-verification.html", fallback="delivery")
 
-    def export(self, path: Path) -> Path | None:
-        """Write the result's JSON form (``VerifyResult.to_dict()``)."""
+    def _choose_export(self) -> None:
+        p, chosen = QFileDialog.getSaveFileName(self, "Save the verification report",
+                                                str(self.suggested_path()),
+                                                "Report for people (*.html);;Report for machines (*.json)")
+        if p:
+            self.export(Path(p), "json" if ("json" in chosen or p.lower().endswith(".json")) else "html")
+
+    def export(self, path: Path, kind: str | None = None) -> Path | None:
+        """Write the verification report: HTML for people (default) or JSON (``overlap.verify``)."""
         r = self.wiz.verify_result()
         if r is None:
             return None
+        kind = kind or ("json" if path.suffix.lower() == ".json" else "html")
+        if path.suffix.lower() != "." + kind:
+            path = path.with_name(path.name + "." + kind)
         try:
-            path.write_text(json.dumps(r.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            writer = getattr(api, "write_verify_html" if kind == "html" else "write_verify_json", None)
+            if writer is not None:
+                path = Path(writer(r, path))
+            else:  # an older core: its JSON form only
+                text = json.dumps(r.to_dict(), indent=2, ensure_ascii=False) + "\n"
+                path.write_text(text, encoding="utf-8")
         except OSError as exc:
             show_error(self, "The report could not be saved", exc)
             return None
+        self.saved_note.set_saved(path, "Saved")
         return path
 
 
@@ -246,7 +288,7 @@ class VerifyWizard(QWizard):
             self.setPage(pid, page)
         if manifest is not None:
             self.manifest_page.edit.setText(str(manifest))
-        self.resize(760, 540)
+        fit_to_screen(self, (800, 600))
 
     def verify_result(self) -> Any:
         """The :class:`~overlap_desktop.core.verify.VerifyResult`, once hashing finished."""

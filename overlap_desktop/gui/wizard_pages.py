@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QListWidget, QP
                                QVBoxLayout, QWizardPage)
 
 from overlap_desktop.gui.common import error_text, show_error
-from overlap_desktop.gui.workers import Job, eta_text
+from overlap_desktop.gui.workers import EtaEstimator, Job
 
 __all__ = ["FolderListPage", "RunPage"]
 
@@ -23,7 +22,7 @@ class FolderListPage(QWizardPage):
         super().__init__(parent)
         self.setTitle(title)
         self.setSubTitle(subtitle)
-        lay = QVBoxLayout(self)
+        lay = self.lay = QVBoxLayout(self)
         self.list = QListWidget()
         self.list.setAccessibleName("Chosen folders")
         lay.addWidget(self.list, 1)
@@ -83,6 +82,7 @@ class RunPage(QWizardPage):
         self.job: Job | None = None
         self.result: Any = None
         self._ok = False
+        self._eta = EtaEstimator()
         self.lay = QVBoxLayout(self)
         self.status = QLabel("")
         self.status.setWordWrap(True)
@@ -97,6 +97,13 @@ class RunPage(QWizardPage):
         self.cancel_button.setAccessibleName("Stop")
         self.cancel_button.clicked.connect(self.cancel)
         row.addWidget(self.cancel_button)
+        # After a stop or a problem: carry on from here (finished work is kept), no Back/Next dance.
+        self.continue_button = QPushButton("Continue")
+        self.continue_button.setAccessibleName("Continue")
+        self.continue_button.setToolTip("Carry on where it stopped; finished work is kept")
+        self.continue_button.clicked.connect(self.start)
+        self.continue_button.hide()
+        row.addWidget(self.continue_button)
         for label in (self.status, self.current):
             label.setTextFormat(Qt.TextFormat.PlainText)  # file names and error text
         self.lay.addWidget(self.status)
@@ -136,6 +143,8 @@ class RunPage(QWizardPage):
         job.cancelled.connect(self._cancelled)
         job.finished.connect(lambda: self.cancel_button.setEnabled(False))
         self.job = job
+        self._eta = EtaEstimator()
+        self.continue_button.hide()
         self.status.setText(self.running_text())
         self.bar.setRange(0, 0)
         self.bar.show()
@@ -154,8 +163,7 @@ class RunPage(QWizardPage):
             frac = max(0.0, min(1.0, float(p.done) / float(p.total)))
             self.bar.setRange(0, 1000)
             self.bar.setValue(int(frac * 1000))
-        started = self.job.started_at if self.job is not None else time.monotonic()
-        eta = eta_text(frac, time.monotonic() - started)
+        eta = self._eta.update(frac)
         text = self.running_text()
         if p.unit == "files" and p.total:
             text += f" file {min(int(p.done) + 1, int(p.total))} of {int(p.total)}"
@@ -182,13 +190,16 @@ class RunPage(QWizardPage):
         self.bar.hide()
         self.cancel_button.hide()
         self.status.setText("Stopped because of a problem: " + error_text(exc)[0]
-                            + "\nGo back to change your choices, or try again.")
+                            + "\nGo back to change your choices, or click Continue to try again.")
+        self.continue_button.show()
         show_error(self, self.title() or "A problem", exc)
         self.error.emit(error_text(exc)[0])
 
     def _cancelled(self, _exc: BaseException) -> None:
         self.bar.hide()
-        self.status.setText("Stopped. Finished work was kept; go back and forward to continue.")
+        self.status.setText("Stopped. Finished work was kept: click Continue to carry on from here.")
+        self.continue_button.setText("Continue")
+        self.continue_button.show()
 
     def isComplete(self) -> bool:  # noqa: N802 - Qt API
         return self._ok

@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 from overlap_desktop import api
 from overlap_desktop.errors import Cancelled
 
-__all__ = ["Job", "Worker", "eta_text", "wait_all"]
+__all__ = ["EtaEstimator", "Job", "Worker", "eta_text", "wait_all"]
 
 #: Minimum seconds between two progress signals (~10 updates per second).
 PROGRESS_INTERVAL_S = 0.1
@@ -242,3 +242,32 @@ def eta_text(fraction: float | None, elapsed_s: float) -> str:
     if left < 90 * 60:
         return f"about {int(round(left / 60.0))} min left"
     return f"about {left / 3600.0:.1f} h left"
+
+
+class EtaEstimator:
+    """Time left from the rate of *this* run's progress, not from the share already done.
+
+    A resumed job starts with most of its work counted as done (finished files are
+    skipped in a moment), so "elapsed × left / done" would promise "a few seconds"
+    at 36%. The rate is measured from the first progress report onwards instead.
+
+    Args:
+        clock: Seconds, monotonic (replaced in tests).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._start: tuple[float, float] | None = None
+
+    def update(self, fraction: float | None) -> str:
+        """Record ``fraction`` done (0..1) now and return the estimate (``""`` if unknown yet)."""
+        if fraction is None:
+            return ""
+        now = self._clock()
+        if self._start is None or fraction < self._start[1]:
+            self._start = (now, fraction)
+            return ""
+        t0, f0 = self._start
+        if fraction - f0 <= 0.01:
+            return ""
+        return eta_text((fraction - f0) / (1.0 - f0) if f0 < 1.0 else 1.0, now - t0)

@@ -39,13 +39,23 @@ def _qsettings(tmp_path: Path) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _user_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user data folder (vendor workspaces) and Documents of this test, never the real ones."""
+    home = tmp_path / "user"
+    (home / "Documents").mkdir(parents=True)
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_DOCUMENTS_DIR", str(home / "Documents"))
+    return home
+
+
+@pytest.fixture(autouse=True)
 def _no_external_open(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record instead of opening a browser / file manager."""
     opened: list[str] = []
     from overlap_desktop.gui import common
 
     monkeypatch.setattr(common, "open_local_file", lambda p: opened.append(str(p)) or True)
-    for mod in ("results", "export_wizard"):
+    for mod in ("export_wizard",):
         m = __import__(f"overlap_desktop.gui.{mod}", fromlist=["open_local_file"])
         monkeypatch.setattr(m, "open_local_file", lambda p: opened.append(str(p)) or True)
     return opened

@@ -67,7 +67,7 @@ def test_export_wizard_end_to_end(qtbot: Any, state: Any, footage: dict[str, Pat
     assert Path(summary.path) == saved and saved.is_file()
     info = api.inspect_manifest(saved)
     assert info["label"] == "Q3 kitchen teleop" and info["anonymized"] and info["files"] == 3
-    assert summary.root in wiz.save.summary.text()
+    assert wiz.save.seal.text() == summary.root
     assert "does not contain" in wiz.save.contains.text()
     assert wiz.save.isComplete() and wiz.save.isFinalPage()
     assert wiz.button(QWizard.WizardButton.FinishButton).isEnabled()
@@ -89,7 +89,7 @@ def test_verify_wizard_exact_and_altered_delivery(qtbot: Any, state: Any, offer_
     wiz.next()
     qtbot.waitUntil(lambda: wiz.currentId() == vw.PAGE_RESULT, timeout=60_000)
     assert wiz.verify_result().ok
-    assert "matches the quote" in wiz.result_page.verdict.text()
+    assert wiz.result_page.verdict.text().startswith("Every quoted file is present and exact")
     statuses = {wiz.result_page.table.item(r, 1).text() for r in range(wiz.result_page.table.rowCount())}
     assert statuses == {"As quoted"}
 
@@ -109,11 +109,11 @@ def test_verify_wizard_exact_and_altered_delivery(qtbot: Any, state: Any, offer_
     qtbot.waitUntil(lambda: wiz2.currentId() == vw.PAGE_RESULT, timeout=60_000)
     r = wiz2.verify_result()
     assert not r.ok
-    assert "does NOT match" in wiz2.result_page.verdict.text()
+    assert wiz2.result_page.verdict.text().startswith("Quoted files are altered or missing")
     table = wiz2.result_page.table
     by_name = {table.item(i, 0).text(): table.item(i, 1).text() for i in range(table.rowCount())}
     assert by_name == {"offer-copy.mp4": "Altered", "offer-new.mp4": "Missing", "bonus.mp4": "Not quoted"}
-    out = wiz2.result_page.export(tmp_path / "verify.json")
+    out = wiz2.result_page.export(tmp_path / "verify.json", "json")
     assert out is not None
     data = json.loads(out.read_text())
     assert data["ok"] is False and data["summary"]["missing"] == 1

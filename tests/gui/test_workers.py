@@ -81,7 +81,10 @@ def test_job_runs_in_a_thread_and_finishes(qtbot: Any) -> None:
 
 def test_messages_are_plain_with_details_on_request(qtbot: Any) -> None:
     msg, detail = error_text(ManifestError("not a manifest (bad magic)", path="x.ovlm"))
-    assert msg == "x.ovlm: not a manifest (bad magic)" and "Traceback" not in msg
+    # What happened and what to do first; the format-level reason only behind "Details".
+    assert msg.startswith("x.ovlm: This manifest file is damaged or incomplete") and "send it again" in msg
+    assert "magic" not in msg and "Traceback" not in msg
+    assert "bad magic" in detail
     try:
         raise ZeroDivisionError("boom")
     except ZeroDivisionError as exc:
