@@ -52,6 +52,7 @@ from overlap_desktop.core.readers._images import (
     ConfigurableReader,
     topic_frames,
 )
+from overlap_desktop.core.frames import noting_gaps
 from overlap_desktop.core.readers._bounded import Budget, BudgetBook
 from overlap_desktop.core.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
@@ -465,7 +466,8 @@ class McapReader(ConfigurableReader):
             if topic not in topics:
                 raise MediaError(f"no image topic {topic!r} in this recording", path=path)
             kind = topics[topic][0]
-            yield from _topic_frames(reader, path, topic, kind, settings, cancel, errors)
+            yield from noting_gaps(_topic_frames(reader, path, topic, kind, settings, cancel, errors),
+                                   extra=stream.extra, path=path, what=f"topic {topic}")
 
 
 def _topic_frames(reader: Any, path: Path, topic: str, kind: str, settings: ReaderSettings,

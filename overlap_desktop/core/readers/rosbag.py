@@ -41,6 +41,7 @@ from overlap_desktop.core.readers._images import (
     topic_frames,
 )
 from overlap_desktop.core.fsutil import file_kind, is_regular_file, read_regular
+from overlap_desktop.core.frames import noting_gaps
 from overlap_desktop.core.readers._bounded import Budget, BudgetBook, count_stream
 from overlap_desktop.core.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
@@ -230,8 +231,9 @@ class RosbagReader(ConfigurableReader):
             kind = image_kind(conns[0].msgtype) or "raw"
             items = ((int(log_time), lambda conn=conn, raw=raw: _decode(reader, conn, raw, kind, settings))
                      for conn, log_time, raw in reader.messages(connections=conns))
-            yield from topic_frames(items, path=path, topic=topic, kind=kind, settings=settings, cancel=cancel,
-                                    errors=errors, corrupt="corrupt recording data")
+            yield from noting_gaps(topic_frames(items, path=path, topic=topic, kind=kind, settings=settings,
+                                                cancel=cancel, errors=errors, corrupt="corrupt recording data"),
+                                   extra=stream.extra, path=path, what=f"topic {topic}")
 
 
 def _image_topics(reader: Any) -> dict[str, list[Any]]:
