@@ -312,7 +312,7 @@ def noting_gaps(frames: Iterable[TimedFrame], *, extra: dict[str, object] | None
                 "first_at_s": round((first_at or 0) / NS_PER_S, 3)}
         if extra is not None:
             extra["timing_gaps"] = info
-        where = f" {what}" if what else ""
-        _log.warning("%s:%s: %d gap(s) in the frame times, longest %.1f s (first after %.3f s); each was "
+        where = f": {what}" if what else ""
+        _log.warning("%s%s: %d gap(s) in the frame times, longest %.1f s (first after %.3f s); each was "
                      "sampled for at most %g s and the rest skipped", path, where, count,
                      longest / NS_PER_S, (first_at or 0) / NS_PER_S, MAX_HOLD_S)

@@ -272,5 +272,84 @@ def rosbag2_mcap_bomb(folder: Path, bomb: Callable[[Path], Path]) -> Path:
     return folder
 
 
+def zstd_declaring(frame: bytes, declared: int) -> bytes:
+    """A zstd frame (written with a 4-byte content size field) re-labelled as ``declared``
+    bytes: a one-shot ``zstandard.decompress`` allocates the label up front."""
+    fhd = frame[4]
+    assert fhd >> 6 == 2, "expected a 4-byte frame content size field"
+    at = 5 + (0 if fhd & 0x20 else 1)  # the window descriptor is absent in single-segment frames
+    return frame[:at] + struct.pack("<I", declared) + frame[at + 4:]
+
+
+# --------------------------------------------------------------------------- videos
+
+
+def _mjpeg_packets(n: int, w: int, h: int, shade: int = 0) -> list[bytes]:
+    import av
+
+    ctx = av.CodecContext.create("mjpeg", "w")
+    ctx.width, ctx.height, ctx.pix_fmt = w, h, "yuvj420p"
+    from fractions import Fraction
+
+    ctx.time_base = Fraction(1, 10)
+    out: list[bytes] = []
+    for i in range(n):
+        img = np.full((h, w, 3), (shade + 40 * i) % 256, np.uint8)
+        img[: h // 2, : w // 2] = 255 - img[0, 0]
+        frame = av.VideoFrame.from_ndarray(img, format="rgb24").reformat(format="yuvj420p")
+        frame.pts = i
+        out += [bytes(p) for p in ctx.encode(frame)]
+    out += [bytes(p) for p in ctx.encode(None)]
+    return out
+
+
+def mux_packets(path: Path, codec: str, packets: Sequence[bytes], *, size: tuple[int, int],
+                pts_ms: Sequence[int] | None = None, pix_fmt: str = "yuvj420p") -> Path:
+    """Mux already-encoded ``packets`` into ``path`` (time base 1 ms; ``pts_ms`` per packet,
+    default 100 ms apart)."""
+    import av
+    from fractions import Fraction
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tb = Fraction(1, 1000)
+    pts = list(pts_ms) if pts_ms is not None else [100 * i for i in range(len(packets))]
+    with av.open(str(path), "w") as c:
+        st = c.add_stream(codec, rate=10)
+        st.width, st.height = size
+        st.pix_fmt = pix_fmt
+        st.time_base = tb
+        for data, t in zip(packets, pts):
+            pkt = av.Packet(data)
+            pkt.stream = st
+            pkt.pts = pkt.dts = t
+            pkt.time_base = tb
+            c.mux(pkt)
+    return path
+
+
+def mjpeg_size_switch(path: Path, big: tuple[int, int] = (16400, 16)) -> Path:
+    """An MJPEG .mkv: ten 64x48 frames, three frames of size ``big``, ten 64x48 frames."""
+    small = _mjpeg_packets(10, 64, 48)
+    return mux_packets(path, "mjpeg", small + _mjpeg_packets(3, *big) + _mjpeg_packets(10, 64, 48, 100),
+                       size=(64, 48))
+
+
+HOURS_1000_MS = 1000 * 3600 * 1000
+
+
+def video_time_gap(path: Path) -> Path:
+    """A tiny MJPEG .mkv with frames at 0 s, 1 s and 1000 h."""
+    return mux_packets(path, "mjpeg", _mjpeg_packets(3, 64, 48), size=(64, 48),
+                       pts_ms=[0, 1000, HOURS_1000_MS])
+
+
+def mcap_time_gap(path: Path) -> Path:
+    """An MCAP of three 16x12 RawImage messages at 0 s, 1 s and 1000 h."""
+    rng = np.random.default_rng(3)
+    ns = [0, 1_000_000_000, HOURS_1000_MS * 1_000_000]
+    return mcap_images(path, [(t, json_raw_image(16, 12, t, rng.integers(0, 255, 16 * 12 * 3, np.uint8).tobytes()))
+                              for t in ns])
+
+
 def crc(data: bytes) -> int:
     return zlib.crc32(data)
