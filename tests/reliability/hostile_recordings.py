@@ -115,7 +115,13 @@ def _s(text: str | bytes) -> bytes:
 _SCHEMA = json.dumps({"type": "object", "title": "foxglove.RawImage"}).encode()
 
 
-def _schema_channel() -> bytes:
+def _schema_channel(ros2: bool = False) -> bytes:
+    if ros2:  # what rosbag2 writes: a ROS 2 Image topic in CDR
+        from tests.fixtures_recordings import ROS2_IMAGE_DEF
+
+        schema = _rec(0x03, struct.pack("<H", 1) + _s("sensor_msgs/msg/Image") + _s("ros2msg") + _s(ROS2_IMAGE_DEF))
+        channel = _rec(0x04, struct.pack("<HH", 1, 1) + _s("/camera/image_raw") + _s("cdr") + struct.pack("<I", 0))
+        return schema + channel
     schema = _rec(0x03, struct.pack("<H", 1) + _s("foxglove.RawImage") + _s("jsonschema") + _s(_SCHEMA))
     channel = _rec(0x04, struct.pack("<HH", 1, 1) + _s("/camera") + _s("json") + struct.pack("<I", 0))
     return schema + channel
@@ -151,12 +157,12 @@ class Chunk:
         self.messages = list(messages)
 
 
-def write_mcap(path: Path, chunks: Sequence[Chunk], *, summary: bool = True) -> Path:
+def write_mcap(path: Path, chunks: Sequence[Chunk], *, summary: bool = True, profile: str = "") -> Path:
     """Write an MCAP with the RawImage JSON channel and ``chunks``; ``summary=False`` leaves
-    out the summary (readers must then scan the file)."""
+    out the summary (readers must then scan the file); ``profile`` goes in the header."""
     out = bytearray(b"\x89MCAP0\r\n")
-    out += _rec(0x01, _s("") + _s("overlap-hostile-tests"))
-    out += _schema_channel()
+    out += _rec(0x01, _s(profile) + _s("overlap-hostile-tests"))
+    out += _schema_channel(profile == "ros2")
     indexes = []
     total_msgs = 0
     for ch in chunks:
@@ -180,7 +186,7 @@ def write_mcap(path: Path, chunks: Sequence[Chunk], *, summary: bool = True) -> 
     summary_start = 0
     if summary:
         summary_start = len(out)
-        out += _schema_channel()
+        out += _schema_channel(profile == "ros2")
         for ix in indexes:
             out += _rec(0x08, ix)
         counts = struct.pack("<HQ", 1, total_msgs)
@@ -263,7 +269,8 @@ def rosbag1_bomb(path: Path, compression: str, make: Callable[[], bytes]) -> Pat
 
 
 def rosbag2_mcap_bomb(folder: Path, bomb: Callable[[Path], Path]) -> Path:
-    """A rosbag2 folder (mcap storage) whose data file is replaced by ``bomb(path)``."""
+    """A rosbag2 folder (mcap storage) whose data file is replaced by ``bomb(path)`` (which
+    should write the ``ros2`` profile, or rosbags refuses the file before reading a chunk)."""
     from tests.fixtures_recordings import footage, write_rosbag2
 
     write_rosbag2(folder, footage(seconds=0.3), storage="mcap", with_jpeg=False)
