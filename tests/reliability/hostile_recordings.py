@@ -24,7 +24,7 @@ GiB = 1024 * MiB
 # --------------------------------------------------------------------------- compressed zeros
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bz2_zero_stream(size: int) -> bytes:
     return bz2.compress(bytes(size), 9)
 
@@ -39,7 +39,7 @@ def bz2_zeros(total: int, piece: int = 64 * MiB) -> bytes:
     return b"".join(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def zstd_zeros(total: int, *, prefix: bytes = b"", declare_size: bool = True) -> bytes:
     """One zstd frame expanding to ``prefix`` + zeros (``total`` bytes in all); the frame
     header states the size when ``declare_size``."""
@@ -314,8 +314,9 @@ def mux_packets(path: Path, codec: str, packets: Sequence[bytes], *, size: tuple
                 pts_ms: Sequence[int] | None = None, pix_fmt: str = "yuvj420p") -> Path:
     """Mux already-encoded ``packets`` into ``path`` (time base 1 ms; ``pts_ms`` per packet,
     default 100 ms apart)."""
-    import av
     from fractions import Fraction
+
+    import av
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tb = Fraction(1, 1000)

@@ -82,9 +82,10 @@ def _mcap() -> object:
 
 
 def _bag() -> object:
-    from overlap_desktop.core.readers.rosbag import RosbagReader
     from rosbags.highlevel import AnyReader  # noqa: F401 - imported before tracing starts
     from rosbags.typesys import Stores, get_typestore
+
+    from overlap_desktop.core.readers.rosbag import RosbagReader
 
     get_typestore(Stores.LATEST)  # builds its types once, outside the traced read
     return RosbagReader(settings=ReaderSettings(limits=TIGHT))
@@ -286,7 +287,7 @@ def _index(path: Path, idx: Path, timeout: float = 60.0) -> subprocess.Completed
     """``overlap index`` in a subprocess under 2 GiB of address space; the timeout turns a
     hang into a failure."""
     try:
-        return subprocess.run(_cli("index", str(path), "--index", str(idx), "-q"), env=_env(), text=True,
+        return subprocess.run(_cli("index", str(path), "--index", str(idx), "-q"), env=_env(), text=True, check=False,
                               capture_output=True, timeout=timeout, preexec_fn=_limit_memory, cwd=str(path.parent))
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"overlap index {path.name} did not finish within {timeout:.0f} s (hung?); "
@@ -375,10 +376,10 @@ def test_ctrl_c_stops_overlap_index_on_a_folder_with_a_fifo(tmp_path: Path) -> N
     try:
         time.sleep(3.0)  # interpreter start-up and the first items (or the whole run)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
+        _, err = proc.communicate()
         pytest.fail(f"overlap index ignored Ctrl-C for 30 s; stderr: {err[-2000:]}")
     assert proc.returncode in (130, 0), (proc.returncode, err[-2000:])
     assert "Traceback" not in err

@@ -31,7 +31,7 @@ from pathlib import Path
 from overlap_desktop.core.readers.base import ReaderLimits
 from overlap_desktop.errors import MediaError
 
-__all__ = ["Budget", "RATIO", "RECORDS_PER_BYTE", "RECORD_FLOOR", "STEP", "TOTAL_FLOOR", "mib"]
+__all__ = ["RATIO", "RECORDS_PER_BYTE", "RECORD_FLOOR", "STEP", "TOTAL_FLOOR", "Budget", "mib"]
 
 #: Largest piece produced by one decompression step.
 STEP = 1 << 20
@@ -157,7 +157,7 @@ class Budget:
                 step(bytes(data), sink)
             except MediaError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - each codec raises its own error types
+            except Exception as exc:
                 raise MediaError(f"corrupt {comp}-compressed data in {what}: {exc}", path=self.path) from exc
             out = bytes(buf)
             del buf
@@ -293,6 +293,6 @@ def count_stream(budget: Budget, path: Path, compression: str, what: str) -> int
         step(data, sink)
     except MediaError:
         raise
-    except Exception as exc:  # noqa: BLE001 - each codec raises its own error types
+    except Exception as exc:
         raise MediaError(f"corrupt {compression}-compressed data in {what}: {exc}", path=budget.path) from exc
     return total
