@@ -279,6 +279,19 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "overlap_desktop", *args]
 
 
+#: Runs the CLI like ``python -m overlap_desktop`` and prints the process's peak RSS on exit.
+_MEASURED = ("import atexit, resource, runpy, sys\n"
+             "atexit.register(lambda: sys.stderr.write("
+             "f'peak_rss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'))\n"
+             "sys.argv = ['overlap'] + sys.argv[1:]\n"
+             "runpy.run_module('overlap_desktop', run_name='__main__')\n")
+
+
+def _peak_rss_mib(stderr: str) -> float | None:
+    m = re.search(r"peak_rss_kib=(\d+)", stderr)
+    return int(m.group(1)) / 1024 if m else None
+
+
 def _limit_memory() -> None:  # runs in the child before exec
     resource.setrlimit(resource.RLIMIT_AS, (2 * GiB, 2 * GiB))
 
@@ -287,7 +300,8 @@ def _index(path: Path, idx: Path, timeout: float = 60.0) -> subprocess.Completed
     """``overlap index`` in a subprocess under 2 GiB of address space; the timeout turns a
     hang into a failure."""
     try:
-        return subprocess.run(_cli("index", str(path), "--index", str(idx), "-q"), env=_env(), text=True, check=False,
+        return subprocess.run([sys.executable, "-c", _MEASURED, "index", str(path), "--index", str(idx), "-q"],
+                              env=_env(), text=True, check=False,
                               capture_output=True, timeout=timeout, preexec_fn=_limit_memory, cwd=str(path.parent))
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"overlap index {path.name} did not finish within {timeout:.0f} s (hung?); "
@@ -392,13 +406,13 @@ def _cli_inputs(tmp: Path) -> Iterator[tuple[str, Path, int, str]]:
     """(name, path, expected exit status, pattern in the output), default reader caps."""
     z64 = H.zstd_zeros(64 * MiB, declare_size=True)
     yield ("mcap zstd frame claiming 4 GiB", H.write_mcap(tmp / "a.mcap", [H.Chunk("zstd", H.zstd_declaring(z64, 4 * GiB - 1), 1024)]),
-           4, r"a\.mcap: corrupt (zstd-)?compressed data in the chunk at byte \d+")
+           4, r"a\.mcap: corrupt or truncated MCAP .*corrupt (zstd-)?compressed data in the chunk at byte \d+")
     hidden = H.zstd_zeros(64 * MiB, declare_size=False) * 64  # 64 frames: 4 GiB of zeros
     yield ("mcap zstd hiding its size, 4 GiB, chunk says 300 MiB",
            H.write_mcap(tmp / "b.mcap", [H.Chunk("zstd", hidden, 300 * MiB)], summary=False),
-           4, r"b\.mcap: corrupt compressed data in a chunk: it expands past the 314572800 bytes it declares")
+           4, r"b\.mcap: corrupt or truncated MCAP .*corrupt compressed data in a chunk: it expands past the 314572800 bytes it declares")
     yield ("mcap lz4 claiming 3 GiB", H.mcap_lz4_bomb(tmp / "c.mcap", 3 * GiB),
-           4, r"c\.mcap: corrupt lz4-compressed data in the chunk")
+           4, r"c\.mcap: corrupt or truncated MCAP .*corrupt lz4-compressed data in the chunk")
     yield ("mcap 9 chunks of 64 MiB", H.mcap_chunk_flood(tmp / "d.mcap", 9, 64 * MiB),
            4, r"d\.mcap: its compressed data expands past 512 MiB in total")
     yield ("mcap 1.1 million empty records", H.mcap_record_flood(tmp / "e.mcap", RECORD_FLOOR + 100_000),
@@ -406,11 +420,11 @@ def _cli_inputs(tmp: Path) -> Iterator[tuple[str, Path, int, str]]:
     yield ("ROS 1 bag bz2 4 GiB", H.rosbag1_bomb(tmp / "f.bag", "bz2", lambda: H.bz2_zeros(4 * GiB)),
            4, r"f\.bag: the chunk at byte \d+ expands past the limit of 320 MiB per chunk")
     yield ("ROS 1 bag lz4 claiming 3 GiB", H.rosbag1_bomb(tmp / "g.bag", "lz4", lambda: H.lz4_declaring(bytes(1000), 3 * GiB)),
-           4, r"g\.bag: corrupt lz4-compressed data in the chunk")
+           4, r"g\.bag: corrupt recording.*corrupt lz4-compressed data in the chunk")
     yield ("rosbag2 mcap storage bomb",
            H.rosbag2_mcap_bomb(tmp / "h_bag2", lambda p: H.write_mcap(
                p, [H.Chunk("zstd", hidden, 1024)], profile="ros2")),
-           4, r"h_bag2: corrupt (zstd-)?compressed data in the chunk")
+           4, r"h_bag2: cannot open the recording: corrupt (zstd-)?compressed data in the chunk")
     yield ("video frames at 0 s, 1 s, 1000 h", H.video_time_gap(tmp / "i.mkv"), 0, r"Indexed 1 file")
     yield ("mcap messages at 0 s, 1 s, 1000 h", H.mcap_time_gap(tmp / "j.mcap"), 0, r"Indexed 1 file")
     yield ("MJPEG 64x48 switching to 16400x16", H.mjpeg_size_switch(tmp / "k.mkv"),
@@ -436,5 +450,7 @@ def test_every_hostile_recording_through_the_cli_under_2_gib(tmp_path: Path) -> 
         assert "Traceback" not in out and "internal error" not in out, (name, out[-3000:])
         assert proc.returncode == status, (name, proc.returncode, out[-3000:])
         assert re.search(pattern, out), (name, out[-3000:])
-        rows.append(f"  {name}: {size} B, exit {proc.returncode}, {took:.1f} s")
+        peak = _peak_rss_mib(proc.stderr)
+        assert peak is not None and peak < 2048, (name, peak)
+        rows.append(f"  {name}: {size} B, exit {proc.returncode}, {took:.1f} s, peak RSS {peak:.0f} MiB")
     print("hostile recordings through the CLI (RLIMIT_AS 2 GiB):\n" + "\n".join(rows))

@@ -17,8 +17,11 @@ at most :data:`STEP` bytes, and refused as soon as it passes one of three caps:
   must walk every record of a chunk: ``max(RECORD_FLOOR, RECORDS_PER_BYTE x file size)``,
   because a chunk of nine-byte empty records costs seconds of Python per 64 MiB.
 
-Refusals are :class:`~overlap_desktop.errors.MediaError` naming the file, with the
-numbers, so a user can tell a damaged file from an over-tight cap.
+Refusals at a cap are :class:`~overlap_desktop.errors.MediaError` naming the file, with
+the numbers, so a user can tell a damaged file from an over-tight cap. Corrupt data (a
+codec error, a chunk expanding past the size it declares) raises :class:`CorruptData`, a
+``ValueError`` the readers report like any other damaged data (with the topic and how far
+reading got).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from pathlib import Path
 from overlap_desktop.core.readers.base import ReaderLimits
 from overlap_desktop.errors import MediaError
 
-__all__ = ["RATIO", "RECORDS_PER_BYTE", "RECORD_FLOOR", "STEP", "TOTAL_FLOOR", "Budget", "mib"]
+__all__ = ["RATIO", "RECORDS_PER_BYTE", "RECORD_FLOOR", "STEP", "TOTAL_FLOOR", "Budget", "CorruptData", "mib"]
 
 #: Largest piece produced by one decompression step.
 STEP = 1 << 20
@@ -51,6 +54,10 @@ _ZSTD_MAX_WINDOW = 1 << 27
 def mib(n: int) -> str:
     """``n`` bytes in MiB for messages (``"320 MiB"``)."""
     return f"{n / (1024 * 1024):.0f} MiB"
+
+
+class CorruptData(ValueError):
+    """Compressed data that is damaged or lies about its size (the message says where)."""
 
 
 class Budget:
@@ -127,8 +134,8 @@ class Budget:
             The decompressed bytes.
 
         Raises:
-            MediaError: over a cap, an unknown compression, corrupt data, or a size other
-                than ``declared``.
+            MediaError: over a cap.
+            CorruptData: an unknown compression, corrupt data, or a size other than ``declared``.
         """
         if declared is not None:
             self.check_declared(declared, what)
@@ -139,31 +146,31 @@ class Budget:
         else:
             step = _STEPPERS.get(comp)
             if step is None:
-                raise MediaError(f"{what} uses compression {compression!r}, which is not supported "
-                                 "(supported: zstd, lz4, bz2)", path=self.path)
+                raise CorruptData(f"{what} uses compression {compression!r}, which is not supported "
+                                  "(supported: zstd, lz4, bz2)")
             cap = self.chunk_cap if declared is None else min(self.chunk_cap, declared)
             buf = bytearray()
 
             def sink(piece: bytes) -> None:
                 if len(buf) + len(piece) > cap:
                     if declared is not None and declared < self.chunk_cap:
-                        raise MediaError(f"corrupt compressed data in {what}: it expands past the "
-                                         f"{declared} bytes it declares", path=self.path)
+                        raise CorruptData(f"corrupt compressed data in {what}: it expands past the "
+                                          f"{declared} bytes it declares")
                     raise self._refuse(f"{what} expands past the limit of {mib(self.chunk_cap)} per chunk")
                 self._take(len(piece), what)
                 buf.extend(piece)
 
             try:
                 step(bytes(data), sink)
-            except MediaError:
+            except (MediaError, CorruptData):
                 raise
-            except Exception as exc:
-                raise MediaError(f"corrupt {comp}-compressed data in {what}: {exc}", path=self.path) from exc
+            except Exception as exc:  # noqa: BLE001 - each codec raises its own error types
+                raise CorruptData(f"corrupt {comp}-compressed data in {what}: {exc}") from exc
             out = bytes(buf)
             del buf
         if declared is not None and len(out) != declared:
-            raise MediaError(f"corrupt compressed data in {what}: it expands to {len(out)} bytes, not the "
-                             f"{declared} it declares", path=self.path)
+            raise CorruptData(f"corrupt compressed data in {what}: it expands to {len(out)} bytes, not the "
+                              f"{declared} it declares")
         return out
 
     def decompressor(self, compression: str, what: str = "a chunk") -> Callable[[bytes], bytes]:
