@@ -279,6 +279,25 @@ def rosbag2_mcap_bomb(folder: Path, bomb: Callable[[Path], Path]) -> Path:
     return folder
 
 
+def rosbag2_file_mode_bomb(folder: Path, data: bytes) -> Path:
+    """A rosbag2 folder (sqlite3) saying ``compression_mode: file`` whose one data file is
+    ``data`` (rosbags decompresses such files whole into a temporary folder when opening)."""
+    from tests.fixtures_recordings import footage, write_rosbag2
+
+    write_rosbag2(folder, footage(seconds=0.3), with_jpeg=False)
+    (db,) = folder.glob("*.db3")
+    db.unlink()
+    name = db.name + ".zstd"
+    (folder / name).write_bytes(data)
+    meta = folder / "metadata.yaml"
+    text = meta.read_text()
+    text = text.replace("compression_format: ''", "compression_format: zstd")
+    text = text.replace("compression_mode: ''", "compression_mode: FILE")
+    text = text.replace(f"- {db.name}", f"- {name}").replace(f"path: {db.name}", f"path: {name}")
+    meta.write_text(text)
+    return folder
+
+
 def zstd_declaring(frame: bytes, declared: int) -> bytes:
     """A zstd frame (written with a 4-byte content size field) re-labelled as ``declared``
     bytes: a one-shot ``zstandard.decompress`` allocates the label up front."""

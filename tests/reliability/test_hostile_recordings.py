@@ -179,6 +179,17 @@ def test_rosbag2_mcap_storage_bomb_is_refused_before_rosbags_opens_it(tmp_path: 
     assert str(folder) in msg
 
 
+def test_rosbag2_file_compression_bomb_is_measured_before_rosbags_unpacks_it(tmp_path: Path) -> None:
+    """``compression_mode: file``: rosbags would write the whole decompressed file to disk."""
+    pytest.importorskip("rosbags")
+    folder = H.rosbag2_file_mode_bomb(tmp_path / "bag2", H.zstd_zeros(64 * MiB, declare_size=False) * 10)
+    reader = _bag()
+    msg, _ = _refused_within(lambda: _read_all(reader, folder),
+                             rf"expands past {TOTAL_FLOOR // MiB} MiB in total .* while decompressing "
+                             r"bag2\.db3\.zstd", TIGHT_PEAK)
+    assert str(folder) in msg
+
+
 def test_honest_recordings_still_read_under_the_new_decompression(tmp_path: Path) -> None:
     """The caps do not refuse ordinary chunked recordings (zstd, lz4, none; ROS 1 bz2 and lz4)."""
     from tests.fixtures_recordings import footage, mcap_raw_footage, write_rosbag1
@@ -425,6 +436,8 @@ def _cli_inputs(tmp: Path) -> Iterator[tuple[str, Path, int, str]]:
            H.rosbag2_mcap_bomb(tmp / "h_bag2", lambda p: H.write_mcap(
                p, [H.Chunk("zstd", hidden, 1024)], profile="ros2")),
            4, r"h_bag2: cannot open the recording: corrupt (zstd-)?compressed data in the chunk")
+    yield ("rosbag2 compression_mode file, 4 GiB",
+           H.rosbag2_file_mode_bomb(tmp / "m_bag2", hidden), 4, r"m_bag2: .*expands past 512 MiB in total")
     yield ("video frames at 0 s, 1 s, 1000 h", H.video_time_gap(tmp / "i.mkv"), 0, r"Indexed 1 file")
     yield ("mcap messages at 0 s, 1 s, 1000 h", H.mcap_time_gap(tmp / "j.mcap"), 0, r"Indexed 1 file")
     yield ("MJPEG 64x48 switching to 16400x16", H.mjpeg_size_switch(tmp / "k.mkv"),

@@ -331,13 +331,17 @@ class McapReader(ConfigurableReader):
     # ------------------------------------------------------------------ Reader protocol
 
     def can_open(self, path: Path) -> bool:
+        from overlap_desktop.core.fsutil import is_regular_file, read_regular
+
         path = Path(path)
-        if not path.is_file():
+        if not is_regular_file(path):
             return False
         if path.suffix.lower() == ".mcap":
             return True
-        with open(path, "rb") as fh:
-            return fh.read(len(MCAP_MAGIC)) == MCAP_MAGIC
+        try:
+            return read_regular(path, len(MCAP_MAGIC)) == MCAP_MAGIC
+        except OSError:
+            return False
 
     def streams(self, path: Path) -> list[StreamInfo]:
         path = Path(path)
@@ -498,8 +502,10 @@ class _open:
         self.fh: Any = None
 
     def __enter__(self) -> Any:
+        from overlap_desktop.core.fsutil import open_regular
+
         try:
-            self.fh = open(self.path, "rb")
+            self.fh = open_regular(self.path)  # never a FIFO or device: they block or never end
         except OSError as exc:
             raise MediaError(f"cannot open: {exc.strerror or exc}", path=self.path) from exc
         head = self.fh.read(len(MCAP_MAGIC))
