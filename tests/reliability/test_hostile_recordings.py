@@ -136,6 +136,27 @@ def test_mcap_chunk_over_the_cap_is_refused_from_its_declared_size(tmp_path: Pat
                                 2 * MiB)
 
 
+def test_mcap_index_naming_one_big_message_many_times_copies_it_once(tmp_path: Path) -> None:
+    """A message index listing the same 3 MiB message 50,000 times (an 800 KB file)."""
+    from overlap_desktop.core.readers.mcap import McapReader
+
+    pad = 3 * MiB
+    msg = H.message_record(0, H.json_raw_image(2, 2, 0) + b" " * pad)  # JSON ignores trailing blanks
+    chunk = H.Chunk("zstd", H.zstd_zeros(len(msg), prefix=msg), len(msg), [(0, 0)] * 50_000)
+    p = H.write_mcap(tmp_path / "dup.mcap", [chunk])
+    assert p.stat().st_size < 1_000_000
+    reader = McapReader(settings=ReaderSettings(limits=TIGHT))
+    tracemalloc.start()
+    try:
+        n = _read_all(reader, p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert n == 1
+    # The chunk, its copy, the message and its decoding; 50,000 copies would be 150 GB.
+    assert peak < 6 * pad, f"traced peak {peak / MiB:.1f} MiB"
+
+
 def test_mcap_record_flood_is_refused_by_the_record_budget(tmp_path: Path) -> None:
     """A summary-less MCAP whose chunk is over a million empty records (costly to walk)."""
     from overlap_desktop.core.readers.mcap import McapReader
@@ -185,7 +206,7 @@ def test_rosbag2_file_compression_bomb_is_measured_before_rosbags_unpacks_it(tmp
     folder = H.rosbag2_file_mode_bomb(tmp_path / "bag2", H.zstd_zeros(64 * MiB, declare_size=False) * 10)
     reader = _bag()
     msg, _ = _refused_within(lambda: _read_all(reader, folder),
-                             rf"expands past {TOTAL_FLOOR // MiB} MiB in total .* while decompressing "
+                             rf"expands past {TOTAL_FLOOR // MiB} MiB in total .* while reading "
                              r"bag2\.db3\.zstd", TIGHT_PEAK)
     assert str(folder) in msg
 

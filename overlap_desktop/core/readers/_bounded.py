@@ -110,12 +110,21 @@ class Budget:
             raise self._refuse(f"its compressed data holds over {self.record_cap} records ("
                                f"{RECORDS_PER_BYTE} per byte of a {self.file_bytes}-byte file)")
 
+    def charge(self, n: int, what: str) -> None:
+        """Count ``n`` bytes copied out of decompressed data (messages) against the total:
+        message indexes pointing many times at one big message cost copies, not decompression.
+
+        Raises:
+            MediaError: the file's total is passed.
+        """
+        self._take(n, what)
+
     def _take(self, n: int, what: str) -> None:
         self.used += n
         if self.used > self.total_cap:
             raise self._refuse(f"its compressed data expands past {mib(self.total_cap)} in total "
                                f"(the limit for a {self.file_bytes}-byte file is {RATIO} times its size, "
-                               f"at least {mib(TOTAL_FLOOR)}) while decompressing {what}")
+                               f"at least {mib(TOTAL_FLOOR)}) while reading {what}")
 
     # ------------------------------------------------------------------ decompression
 

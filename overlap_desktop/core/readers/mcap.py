@@ -711,8 +711,16 @@ class _McapFile:
             return [m for m in self._walk(memoryview(data), {}, {}, ids, where)]
         out = []
         mv = memoryview(data)
-        for log_time, off in sorted(offsets):
-            out.append(self._message_at(mv, off, where))
+        taken = 0
+        # One message per offset, and together no more than the chunk holds: indexes pointing
+        # many times at one big message (or at overlapping ones) would otherwise multiply it.
+        for off, _ in sorted({off: t for t, off in offsets}.items(), key=lambda kv: (kv[1], kv[0])):
+            item = self._message_at(mv, off, where)
+            taken += len(item[2].data)
+            if taken > len(data):
+                raise McapParseError(f"{where}: its message index points at overlapping messages")
+            self.budget.charge(len(item[2].data), where)
+            out.append(item)
         return out
 
     def _message_index(self, offset: int, cid: int) -> list[tuple[int, int]]:

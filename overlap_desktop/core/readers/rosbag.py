@@ -229,11 +229,20 @@ class RosbagReader(ConfigurableReader):
                 raise MediaError(f"no image topic {topic!r} in this recording", path=path)
             conns = topics[topic]
             kind = image_kind(conns[0].msgtype) or "raw"
+            budget = self._budgets.get(path, settings.limits, _data_bytes(path))
             items = ((int(log_time), lambda conn=conn, raw=raw: _decode(reader, conn, raw, kind, settings))
-                     for conn, log_time, raw in reader.messages(connections=conns))
+                     for conn, log_time, raw in _charged(reader.messages(connections=conns), budget))
             yield from noting_gaps(topic_frames(items, path=path, topic=topic, kind=kind, settings=settings,
                                                 cancel=cancel, errors=errors, corrupt="corrupt recording data"),
                                    extra=stream.extra, path=path, what=f"topic {topic}")
+
+
+def _charged(messages: Iterator[tuple[Any, int, bytes]], budget: Budget) -> Iterator[tuple[Any, int, bytes]]:
+    """Count every message's bytes against the file's budget (each one is a copy out of its
+    chunk: an index naming one big message many times must not cost unbounded copying)."""
+    for conn, log_time, raw in messages:
+        budget.charge(len(raw), "its messages")
+        yield conn, log_time, raw
 
 
 def _image_topics(reader: Any) -> dict[str, list[Any]]:
@@ -376,6 +385,11 @@ def _bound_decompression(reader: Any, budget: Budget) -> None:
         return
     names = {id(fn): name for name, fn in r1.decompressors.items()}
     for sub in getattr(reader, "readers", []):
+        indexes = getattr(sub, "indexes", None)
+        if isinstance(indexes, dict):
+            # An index listing one message many times would make rosbags copy it each time.
+            for cid, entries in list(indexes.items()):
+                indexes[cid] = sorted(set(entries))
         chunks = getattr(sub, "chunks", None)
         if isinstance(chunks, dict):
             for pos, chunk in list(chunks.items()):
