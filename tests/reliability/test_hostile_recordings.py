@@ -157,6 +157,15 @@ def test_mcap_index_naming_one_big_message_many_times_copies_it_once(tmp_path: P
     assert peak < 6 * pad, f"traced peak {peak / MiB:.1f} MiB"
 
 
+def test_mcap_damaged_message_index_falls_back_to_walking_the_chunk(tmp_path: Path) -> None:
+    """Message indexes are only a shortcut: a wrong one does not lose a healthy chunk."""
+    recs = [H.message_record(t, H.json_raw_image(2, 2, t)) for t in (0, 100_000_000)]
+    raw = b"".join(recs)
+    chunk = H.Chunk("", raw, len(raw), [(0, 3), (100_000_000, 7)])  # offsets inside records
+    p = H.write_mcap(tmp_path / "badindex.mcap", [chunk])
+    assert _read_all(_mcap(), p) == 2
+
+
 def test_mcap_record_flood_is_refused_by_the_record_budget(tmp_path: Path) -> None:
     """A summary-less MCAP whose chunk is over a million empty records (costly to walk)."""
     from overlap_desktop.core.readers.mcap import McapReader

@@ -696,28 +696,45 @@ class _McapFile:
         return data
 
     def _chunk_messages(self, ci: Any, ids: set[int]) -> list[tuple[Any, Any, Any]]:
-        """Messages of channels ``ids`` in one indexed chunk, in log-time order."""
+        """Messages of channels ``ids`` in one indexed chunk, in log-time order.
+
+        The chunk's message indexes say where the messages are; when they are missing or
+        damaged (the chunk itself may be fine) the chunk is walked instead, as the ``mcap``
+        library always does, with its records counted against the budget.
+        """
         where = f"the chunk at byte {ci.chunk_start_offset}"
-        offsets: list[tuple[int, int]] = []
+        offsets: list[tuple[int, int]] | None = []
         wanted = [cid for cid in ids if cid in ci.message_index_offsets]
-        for cid in wanted:
-            offsets.extend(self._message_index(ci.message_index_offsets[cid], cid))
-        if ci.message_index_offsets and not offsets:
+        try:
+            for cid in wanted:
+                offsets.extend(self._message_index(ci.message_index_offsets[cid], cid))  # type: ignore[union-attr]
+        except (McapParseError, struct.error) as exc:
+            log.debug("%s: %s: damaged message index (%s); walking the chunk", self.path, where, exc)
+            offsets = None
+        if ci.message_index_offsets and offsets == []:
             return []
         chunk = self._read_chunk(ci.chunk_start_offset)
         data = self._decompress(chunk, where)
-        if not ci.message_index_offsets:
-            # No message indexes: walk the chunk (records counted against the budget).
-            return [m for m in self._walk(memoryview(data), {}, {}, ids, where)]
+        if offsets is not None and ci.message_index_offsets:
+            try:
+                return self._indexed(memoryview(data), offsets, ids, where)
+            except McapParseError as exc:
+                log.debug("%s: %s: %s; walking the chunk", self.path, where, exc)
+        return sorted(self._walk(memoryview(data), {}, {}, ids, where), key=lambda m: m[2].log_time)
+
+    def _indexed(self, mv: memoryview, offsets: list[tuple[int, int]], ids: set[int],
+                 where: str) -> list[tuple[Any, Any, Any]]:
+        """The messages at ``offsets`` (from message indexes) of a decompressed chunk."""
         out = []
-        mv = memoryview(data)
         taken = 0
         # One message per offset, and together no more than the chunk holds: indexes pointing
         # many times at one big message (or at overlapping ones) would otherwise multiply it.
         for off, _ in sorted({off: t for t, off in offsets}.items(), key=lambda kv: (kv[1], kv[0])):
             item = self._message_at(mv, off, where)
+            if item[2].channel_id not in ids:
+                raise McapParseError(f"{where}: its message index points at another channel's message")
             taken += len(item[2].data)
-            if taken > len(data):
+            if taken > len(mv):
                 raise McapParseError(f"{where}: its message index points at overlapping messages")
             self.budget.charge(len(item[2].data), where)
             out.append(item)
