@@ -97,13 +97,14 @@ MCAP_BOMBS: dict[str, tuple[Callable[[Path], Path], str]] = {
     # The frame header states 512 MiB; the chunk says 1 KiB (the old check trusted the chunk).
     "zstd, frame declares its size": (
         lambda p: H.mcap_zstd_bomb(p, 512 * MiB, declare_frame_size=True),
-        r"corrupt compressed data in the chunk at byte \d+: it expands past the 1024 bytes it declares"),
+        r"corrupt compressed data in the chunk at byte \d+: its zstd frame states 536870912 bytes, the chunk "
+        r"declares 1024"),
     "zstd, frame hides its size": (
         lambda p: H.mcap_zstd_bomb(p, 512 * MiB, declare_frame_size=False),
         r"corrupt compressed data in the chunk at byte \d+: it expands past the 1024 bytes it declares"),
     "zstd, no summary (scanned)": (
         lambda p: H.mcap_zstd_bomb(p, 512 * MiB, declare_frame_size=True, summary=False),
-        r"corrupt compressed data in a chunk: it expands past the 1024 bytes it declares"),
+        r"corrupt compressed data in a chunk: its zstd frame states 536870912 bytes, the chunk declares 1024"),
     # python-lz4's one-shot decompress allocates what the frame header claims (3 GiB).
     "lz4, frame claims 3 GiB": (
         lambda p: H.mcap_lz4_bomb(p, 3 * GiB),
@@ -320,10 +321,19 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "overlap_desktop", *args]
 
 
-#: Runs the CLI like ``python -m overlap_desktop`` and prints the process's peak RSS on exit.
+#: Runs the CLI like ``python -m overlap_desktop`` and prints the process's peak RSS on exit:
+#: VmHWM (this program's own high-water mark) where Linux gives it, else ru_maxrss (which
+#: also counts the forking parent's size, an upper bound).
 _MEASURED = ("import atexit, resource, runpy, sys\n"
-             "atexit.register(lambda: sys.stderr.write("
-             "f'peak_rss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'))\n"
+             "def _peak():\n"
+             "    try:\n"
+             "        for line in open('/proc/self/status'):\n"
+             "            if line.startswith('VmHWM:'):\n"
+             "                return int(line.split()[1])\n"
+             "    except OSError:\n"
+             "        pass\n"
+             "    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+             "atexit.register(lambda: sys.stderr.write(f'peak_rss_kib={_peak()}\\n'))\n"
              "sys.argv = ['overlap'] + sys.argv[1:]\n"
              "runpy.run_module('overlap_desktop', run_name='__main__')\n")
 

@@ -129,18 +129,19 @@ class Budget:
     # ------------------------------------------------------------------ decompression
 
     def decompress(self, data: bytes | bytearray | memoryview, compression: str, *,
-                   declared: int | None = None, what: str = "a chunk") -> bytes:
+                   declared: int | None = None, what: str = "a chunk") -> bytes | bytearray:
         """Decompress ``data`` in bounded steps under the per-chunk and per-pass caps.
 
         Args:
             data: Compressed bytes.
             compression: ``"zstd"``, ``"lz4"`` (frame format), ``"bz2"``, or ``""`` / ``"none"``.
             declared: The uncompressed size the container states, if any: a result of
-                another size is corrupt data.
+                another size is corrupt data. Known and under the cap, it is allocated once
+                and filled in place (no growing, no final copy).
             what: Named in errors (``"chunk at offset 1234"``).
 
         Returns:
-            The decompressed bytes.
+            The decompressed bytes (a ``bytearray`` when ``declared`` was given).
 
         Raises:
             MediaError: over a cap.
@@ -150,24 +151,41 @@ class Budget:
             self.check_declared(declared, what)
         comp = compression.strip().lower()
         if comp in ("", "none"):
-            out = bytes(data)
+            out: bytes | bytearray = bytes(data)
             self._take(len(out), what)
         else:
             step = _STEPPERS.get(comp)
             if step is None:
                 raise CorruptData(f"{what} uses compression {compression!r}, which is not supported "
                                   "(supported: zstd, lz4, bz2)")
-            cap = self.chunk_cap if declared is None else min(self.chunk_cap, declared)
-            buf = bytearray()
+            if declared is not None:
+                fast = _one_shot(bytes(data) if not isinstance(data, bytes) else data, comp, declared, what)
+                # Another length (e.g. only the first of several frames): the stepped path decides.
+                if fast is not None and len(fast) == declared:
+                    self._take(len(fast), what)
+                    return fast
+                del fast
+            cap = self.chunk_cap if declared is None else declared
+            # A declared size (checked against the cap above) is allocated once, zero pages
+            # that only cost memory as they are written; otherwise the buffer grows piece by piece.
+            buf = bytearray(declared) if declared is not None else bytearray()
+            view = memoryview(buf) if declared is not None else None
+            pos = 0
 
             def sink(piece: bytes) -> None:
-                if len(buf) + len(piece) > cap:
-                    if declared is not None and declared < self.chunk_cap:
+                nonlocal pos
+                n = len(piece)
+                if pos + n > cap:
+                    if declared is not None:
                         raise CorruptData(f"corrupt compressed data in {what}: it expands past the "
                                           f"{declared} bytes it declares")
                     raise self._refuse(f"{what} expands past the limit of {mib(self.chunk_cap)} per chunk")
-                self._take(len(piece), what)
-                buf.extend(piece)
+                self._take(n, what)
+                if view is not None:
+                    view[pos:pos + n] = piece
+                else:
+                    buf.extend(piece)
+                pos += n
 
             try:
                 step(bytes(data), sink)
@@ -175,6 +193,14 @@ class Budget:
                 raise
             except Exception as exc:  # noqa: BLE001 - each codec raises its own error types
                 raise CorruptData(f"corrupt {comp}-compressed data in {what}: {exc}") from exc
+            finally:
+                if view is not None:
+                    view.release()
+            if declared is not None:
+                if pos != declared:
+                    raise CorruptData(f"corrupt compressed data in {what}: it expands to {pos} bytes, not the "
+                                      f"{declared} it declares")
+                return buf
             out = bytes(buf)
             del buf
         if declared is not None and len(out) != declared:
@@ -183,11 +209,53 @@ class Budget:
         return out
 
     def decompressor(self, compression: str, what: str = "a chunk") -> Callable[[bytes], bytes]:
-        """``decompress`` as a one-argument function (for libraries that take one)."""
-        return lambda data: self.decompress(data, compression, what=what)
+        """``decompress`` as a one-argument function returning ``bytes`` (for libraries)."""
+        return lambda data: bytes(self.decompress(data, compression, what=what))
 
 
 # --------------------------------------------------------------------------- codecs
+
+
+def _one_shot(data: bytes, comp: str, declared: int, what: str) -> bytes | None:
+    """Decompress in one call when that cannot allocate more than ``declared`` (already
+    checked against the cap): the frame states exactly that size (zstd, lz4) or, for zstd,
+    states none (the output is then capped at ``declared``). ``None``: take the stepped path.
+
+    One call is about four times faster than stepping through zstd's streaming API, and
+    healthy chunks always qualify; a frame stating another size is corrupt at once.
+
+    Raises:
+        CorruptData: the frame states a size other than ``declared``, or is corrupt.
+    """
+    try:
+        if comp == "zstd":
+            import zstandard
+
+            try:
+                stated = zstandard.frame_content_size(data[:18])
+            except zstandard.ZstdError:
+                return None  # let the stepped path describe the damage
+            if stated not in (-1, declared):
+                raise CorruptData(f"corrupt compressed data in {what}: its zstd frame states {stated} bytes, the "
+                                  f"chunk declares {declared}")
+            dctx = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
+            try:
+                return dctx.decompress(data, max_output_size=declared)
+            except zstandard.ZstdError:
+                return None  # the stepped path says how it went wrong (e.g. longer than declared)
+        if comp == "lz4":
+            import lz4.frame
+
+            info = lz4.frame.get_frame_info(data)
+            if int(info.get("content_size") or 0) != declared or declared == 0:
+                return None  # unstated or different: stepped (bounded) path
+            out = lz4.frame.decompress(data)
+            return out if isinstance(out, bytes) else bytes(out)
+    except CorruptData:
+        raise
+    except Exception as exc:  # noqa: BLE001 - each codec raises its own error types
+        raise CorruptData(f"corrupt {comp}-compressed data in {what}: {exc}") from exc
+    return None
 #
 # Each stepper feeds the output to ``sink`` in pieces of at most STEP bytes; ``sink``
 # raises to stop. Concatenated frames / streams are all decoded, like the one-shot
