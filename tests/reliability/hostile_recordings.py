@@ -279,6 +279,39 @@ def rosbag2_mcap_bomb(folder: Path, bomb: Callable[[Path], Path]) -> Path:
     return folder
 
 
+def rosbag2_compressed(folder: Path, mode: str, seconds: float = 1.0) -> Path:
+    """An honest rosbag2 folder (sqlite3) written with zstd ``mode`` "MESSAGE" or "FILE"."""
+    from rosbags.rosbag2 import Writer
+    from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
+
+    from tests.fixtures_recordings import footage, write_rosbag2
+
+    orig = Writer.__init__
+
+    def init(self: Writer, path: Path, *a: object, **k: object) -> None:
+        orig(self, path, *a, **k)  # type: ignore[arg-type]
+        self.set_compression(CompressionMode[mode], CompressionFormat.ZSTD)
+
+    Writer.__init__ = init  # type: ignore[method-assign]
+    try:
+        return write_rosbag2(folder, footage(seconds=seconds), with_jpeg=False)
+    finally:
+        Writer.__init__ = orig  # type: ignore[method-assign]
+
+
+def rosbag2_message_mode_bomb(folder: Path, data: bytes) -> Path:
+    """A rosbag2 folder with ``compression_mode: message`` whose every message is ``data``."""
+    import sqlite3
+
+    rosbag2_compressed(folder, "MESSAGE", seconds=0.3)
+    (db,) = folder.glob("*.db3")
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("UPDATE messages SET data = ?", (data,))
+    con.close()
+    return folder
+
+
 def rosbag2_file_mode_bomb(folder: Path, data: bytes) -> Path:
     """A rosbag2 folder (sqlite3) saying ``compression_mode: file`` whose one data file is
     ``data`` (rosbags decompresses such files whole into a temporary folder when opening)."""

@@ -221,6 +221,17 @@ def test_rosbag2_file_compression_bomb_is_measured_before_rosbags_unpacks_it(tmp
     assert str(folder) in msg
 
 
+def test_rosbag2_message_compression_bombs_are_skipped_within_the_caps(tmp_path: Path) -> None:
+    """``compression_mode: message``: every message is a zstd frame of 512 MiB (rosbags would
+    decompress each whole); each is refused at the message cap, so the topic has nothing."""
+    pytest.importorskip("rosbags")
+    folder = H.rosbag2_message_mode_bomb(tmp_path / "bag2", H.zstd_zeros(512 * MiB))
+    reader = _bag()
+    msg, _ = _refused_within(lambda: _read_all(reader, folder),
+                             r"compressed message declares 536870912 bytes, over the limit of 4194304", TIGHT_PEAK)
+    assert str(folder) in msg
+
+
 def test_honest_recordings_still_read_under_the_new_decompression(tmp_path: Path) -> None:
     """The caps do not refuse ordinary chunked recordings (zstd, lz4, none; ROS 1 bz2 and lz4)."""
     from tests.fixtures_recordings import footage, mcap_raw_footage, write_rosbag1
@@ -243,6 +254,9 @@ def test_honest_recordings_still_read_under_the_new_decompression(tmp_path: Path
             mp.setattr(Writer, "__init__", init)
             p = write_rosbag1(tmp_path / f"ok_{comp}.bag", frames, with_jpeg=False, with_other=False)
         assert _read_all(_bag(), p) == len(frames)
+    for mode in ("MESSAGE", "FILE"):
+        folder = H.rosbag2_compressed(tmp_path / f"ok_{mode}", mode)
+        assert _read_all(_bag(), folder) == len(frames)
 
 
 # --------------------------------------------------------------------------- item 4: timing gaps
@@ -478,6 +492,9 @@ def _cli_inputs(tmp: Path) -> Iterator[tuple[str, Path, int, str]]:
            4, r"h_bag2: cannot open the recording: corrupt (zstd-)?compressed data in the chunk")
     yield ("rosbag2 compression_mode file, 4 GiB",
            H.rosbag2_file_mode_bomb(tmp / "m_bag2", hidden), 4, r"m_bag2: .*expands past 512 MiB in total")
+    yield ("rosbag2 compression_mode message, frames claiming 4 GiB",
+           H.rosbag2_message_mode_bomb(tmp / "n_bag2", H.zstd_declaring(z64, 4 * GiB - 1)), 4,
+           r"n_bag2: .*compressed message declares 4294967295 bytes, over the limit")
     yield ("video frames at 0 s, 1 s, 1000 h", H.video_time_gap(tmp / "i.mkv"), 0, r"Indexed 1 file")
     yield ("mcap messages at 0 s, 1 s, 1000 h", H.mcap_time_gap(tmp / "j.mcap"), 0, r"Indexed 1 file")
     yield ("MJPEG 64x48 switching to 16400x16", H.mjpeg_size_switch(tmp / "k.mkv"),

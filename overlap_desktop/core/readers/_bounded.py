@@ -354,29 +354,29 @@ class BudgetBook:
 
 
 def count_stream(budget: Budget, path: Path, compression: str, what: str) -> int:
-    """Decompress the file ``path`` in bounded steps, keeping nothing, and return its
+    """Decompress the zstd file ``path`` in bounded steps, keeping nothing, and return its
     decompressed size; the bytes count against ``budget``'s total (used before a library
     decompresses a whole file to disk, as rosbags does for rosbag2 ``compression_mode: file``).
+    Input and output are both streamed, so a large honest file costs no memory.
 
     Raises:
-        MediaError: over the budget, or corrupt data.
+        MediaError: over the budget, or not zstd.
+        CorruptData: corrupt data.
     """
-    step = _STEPPERS.get(compression)
-    if step is None:
+    if compression != "zstd":
         raise MediaError(f"{what} uses compression {compression!r}, which is not supported", path=budget.path)
+    import zstandard
+
     total = 0
-
-    def sink(piece: bytes) -> None:
-        nonlocal total
-        total += len(piece)
-        budget._take(len(piece), what)
-
-    with open(path, "rb") as fh:
-        data = fh.read(budget.file_bytes + 1)
     try:
-        step(data, sink)
-    except MediaError:
-        raise
-    except Exception as exc:
-        raise MediaError(f"corrupt {compression}-compressed data in {what}: {exc}", path=budget.path) from exc
-    return total
+        with open(path, "rb") as fh:
+            dctx = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
+            with dctx.stream_reader(fh, read_across_frames=True) as reader:
+                while True:
+                    piece = reader.read(STEP)
+                    if not piece:
+                        return total
+                    total += len(piece)
+                    budget._take(len(piece), what)
+    except zstandard.ZstdError as exc:
+        raise CorruptData(f"corrupt zstd-compressed data in {what}: {exc}") from exc

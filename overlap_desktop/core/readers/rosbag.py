@@ -397,6 +397,8 @@ def _bound_decompression(reader: Any, budget: Budget) -> None:
                 if name is None:
                     raise MediaError("this ROS bag uses a chunk compression overlap cannot bound", path=budget.path)
                 chunks[pos] = chunk._replace(decompressor=budget.decompressor(name, f"the chunk at byte {pos}"))
-        meta = getattr(sub, "metadata", None)
-        if meta is not None and getattr(meta, "compression_mode", None) == "message":
-            sub.metadata = meta._replace(compression_mode=None)
+        # rosbag2: the reader's storage object holds the metadata its messages() consults.
+        for holder in (sub, getattr(sub, "storage", None)):
+            meta = getattr(holder, "metadata", None)
+            if meta is not None and getattr(meta, "compression_mode", None) == "message":
+                holder.metadata = meta._replace(compression_mode=None)
