@@ -25,6 +25,12 @@ Bad messages: a message that cannot be decoded (unknown encoding, data shorter t
 counted*; the count is logged when the topic ends, and a topic where no message
 decodes raises :class:`~overlap_desktop.errors.MediaError` naming the file, the topic
 and the first problem. A corrupt chunk or truncated file raises ``MediaError``.
+
+Chunks: the ``mcap`` library only parses the file's structure; every chunk is
+decompressed here under the caps of :mod:`overlap_desktop.core.readers._bounded` (per
+chunk, per file, records walked), so a few kilobytes that expand to gigabytes are refused
+instead of allocated. Messages are located through the chunks' message indexes when they
+are sound (the chunk is walked otherwise).
 """
 
 from __future__ import annotations
