@@ -14,9 +14,10 @@ Two things live here:
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,15 +32,21 @@ __all__ = [
     "LowSampleRateWarning",
     "MAX_HOLD_S",
     "check_sample_rate",
+    "first_grid_index_at",
     "grid_time_ns",
+    "noting_gaps",
     "sample_on_grid",
     "scale_rgb",
 ]
 
+_log = logging.getLogger(__name__)
+
 #: Below this sampling rate arbitrary trims and speed changes are detected less reliably.
 SAMPLE_FPS_FLOOR = 4.0
 
-#: Longest time the last frame is held to reach a stated stream duration (seconds).
+#: Longest time a frame is held on the grid: to reach a stated stream duration after the
+#: last frame, and across a gap between two frames inside a stream (seconds). Beyond it the
+#: grid skips ahead, so a gap of 1000 hours costs nothing instead of 1000 hours of samples.
 MAX_HOLD_S = 1.0
 
 #: The swscale filter every reader uses to scale frames. Area averaging is the right
@@ -173,8 +180,17 @@ def grid_time_ns(k: int, fps: float) -> int:
     return int(round(k * NS_PER_S / fps))
 
 
+def first_grid_index_at(t_ns: int, fps: float) -> int:
+    """Smallest grid index ``k`` whose time ``grid_time_ns(k, fps)`` is ``>= t_ns``."""
+    k = max(0, int(t_ns * fps // NS_PER_S) - 1)
+    while grid_time_ns(k, fps) < t_ns:
+        k += 1
+    return k
+
+
 def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: float | None = None,
-                   cancel: CancelCallback | None = None) -> Iterator[GridSample]:
+                   cancel: CancelCallback | None = None,
+                   on_gap: Callable[[int, int], None] | None = None) -> Iterator[GridSample]:
     """Pick the frame shown at each grid point ``k / fps`` (k = 0, 1, ...).
 
     The frame shown at time ``g`` is the last frame whose presentation time is
@@ -190,11 +206,18 @@ def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: floa
     (exclusive) when that is known and longer, since the last frame stays on screen
     until the stream ends (at most :data:`MAX_HOLD_S` more).
 
+    A gap between two frames is held the same way: the earlier frame fills at most
+    :data:`MAX_HOLD_S` of grid points, then the grid resumes at the later frame (grid
+    indexes and times jump). Holding a frame across a damaged or hostile timestamp (a
+    frame at 1000 h after one at 1 s) would otherwise produce millions of samples.
+
     Args:
         frames: Frames in presentation order.
         fps: Grid rate in samples per second.
         duration_s: Stream duration, if known.
         cancel: Polled between frames.
+        on_gap: Called with ``(start_ns, length_ns)`` (times from the first frame) for
+            every gap longer than :data:`MAX_HOLD_S` whose grid points were skipped.
 
     Yields:
         :class:`GridSample` in grid order.
@@ -205,6 +228,7 @@ def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: floa
     """
     if not (fps > 0 and math.isfinite(fps)):
         raise ValueError(f"sampling rate must be a positive number, not {fps!r}")
+    max_hold = int(MAX_HOLD_S * NS_PER_S)
     t0: int | None = None
     prev: TimedFrame | None = None
     prev_t = 0
@@ -219,10 +243,17 @@ def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: floa
         if t0 is None:
             t0 = t_abs
         t = max(t_abs - t0, prev_t)  # non-monotonic times: never step backwards
-        # Every grid point strictly before this frame's time shows the previous frame.
-        while prev is not None and next_g < t:
+        # Every grid point strictly before this frame's time shows the previous frame, for
+        # at most MAX_HOLD_S; the points of a longer gap are skipped.
+        hold_end = t if prev is None else min(t, prev_t + max_hold)
+        while prev is not None and next_g < hold_end:
             yield GridSample(k, next_g, prev, prev_no)
             k += 1
+            next_g = grid_time_ns(k, fps)
+        if prev is not None and next_g < t:
+            if on_gap is not None:
+                on_gap(prev_t, t - prev_t)
+            k = first_grid_index_at(t, fps)
             next_g = grid_time_ns(k, fps)
         prev, prev_t, prev_no = frame, t, n
     if prev is None:
@@ -242,3 +273,46 @@ def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: floa
         yield GridSample(k, next_g, prev, prev_no)
         k += 1
         next_g = grid_time_ns(k, fps)
+
+
+def noting_gaps(frames: Iterable[TimedFrame], *, extra: dict[str, object] | None, path: object,
+                what: str = "") -> Iterator[TimedFrame]:
+    """Pass ``frames`` through, noting gaps longer than :data:`MAX_HOLD_S` between them.
+
+    The sampler skips the grid points of such gaps (:func:`sample_on_grid`); this is where
+    readers *say* so: when the stream ends, ``extra["timing_gaps"]`` (the stream's
+    :class:`~overlap_desktop.core.types.StreamInfo` extra) gets the number of gaps, the
+    total and longest length and where the first one starts, and a warning naming the file
+    is logged.
+
+    Args:
+        frames: A reader's frames, in presentation order.
+        extra: The stream's ``extra`` dict to fill (``None``: log only).
+        path: The file, for the log line.
+        what: The stream, for the log line (``"topic /cam"``).
+    """
+    limit = int(MAX_HOLD_S * NS_PER_S)
+    last: int | None = None
+    count = 0
+    total = longest = 0
+    first_at: int | None = None
+    for frame in frames:
+        t = int(frame.t_ns)
+        if last is not None and t - last > limit:
+            count += 1
+            total += t - last
+            longest = max(longest, t - last)
+            if first_at is None:
+                first_at = last
+        if last is None or t > last:
+            last = t
+        yield frame
+    if count:
+        info = {"count": count, "total_s": round(total / NS_PER_S, 3), "longest_s": round(longest / NS_PER_S, 3),
+                "first_at_s": round((first_at or 0) / NS_PER_S, 3)}
+        if extra is not None:
+            extra["timing_gaps"] = info
+        where = f": {what}" if what else ""
+        _log.warning("%s%s: %d gap(s) in the frame times, longest %.1f s (first after %.3f s); each was "
+                     "sampled for at most %g s and the rest skipped", path, where, count,
+                     longest / NS_PER_S, (first_at or 0) / NS_PER_S, MAX_HOLD_S)

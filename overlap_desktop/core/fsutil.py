@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import time
 import uuid
 from pathlib import Path
+from typing import BinaryIO
 
 from overlap_desktop.errors import InputError, OverlapError
 
-__all__ = ["STALE_TEMP_SECONDS", "atomic_write_bytes"]
+__all__ = ["STALE_TEMP_SECONDS", "NotRegularFileError", "atomic_write_bytes", "file_kind", "is_regular_file",
+           "open_regular", "read_regular"]
 
 #: A temporary file of a killed writer older than this is removed by the next successful
 #: write to the same destination (younger ones may belong to a writer still running).
@@ -127,3 +131,78 @@ def _remove_stale_temps(folder: Path, name: str) -> None:
                 os.unlink(entry.path)
         except OSError:
             continue
+
+
+# --------------------------------------------------------------------------- regular files only
+
+
+class NotRegularFileError(OSError):
+    """A path that should be a regular file is a FIFO, a device, a socket or a folder.
+
+    Reading a FIFO blocks until a writer appears (forever, and a blocked ``open`` cannot be
+    interrupted from another thread); ``/dev/zero`` never ends. Media readers and hashing
+    therefore only ever read regular files.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], kind: str) -> None:
+        super().__init__(errno.EINVAL, f"not a regular file (it is {kind})", os.fspath(path))
+        self.kind = kind
+
+
+def file_kind(mode: int) -> str:
+    """Plain words for a file type (``"a FIFO (named pipe)"``, ``"a device"``...)."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return "not a regular file"
+
+
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` (symlinks followed) is a regular file; never blocks or raises."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open ``path`` for reading in binary mode, refusing anything but a regular file.
+
+    The file is opened non-blocking (so a FIFO swapped in after a check cannot block the
+    ``open``) and its type is checked on the open descriptor, so there is no window
+    between check and use.
+
+    Raises:
+        NotRegularFileError: ``path`` is a FIFO, device, socket or folder.
+        OSError: it cannot be opened.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+                 | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(path, file_kind(mode))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The bytes of a regular file (at most ``limit``), refusing FIFOs and devices.
+
+    Raises:
+        NotRegularFileError: not a regular file.
+        OSError: unreadable.
+    """
+    with open_regular(path) as fh:
+        return fh.read() if limit is None else fh.read(limit)

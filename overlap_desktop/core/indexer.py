@@ -227,8 +227,12 @@ def _item_stat(path: Path) -> tuple[int, int]:
 
 
 def _sha256_file(path: str, stop: threading.Event) -> str:
+    from overlap_desktop.core.fsutil import open_regular
+
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    # Regular files only: a FIFO would block this thread in open() for ever (and the job's
+    # pool.shutdown(wait=True) with it, Ctrl-C included); /dev/zero would never end.
+    with open_regular(path) as fh:
         while not stop.is_set():
             block = fh.read(_HASH_CHUNK)
             if not block:
@@ -240,6 +244,8 @@ def _sha256_file(path: str, stop: threading.Event) -> str:
 def sha256_item(path: Path, stop: threading.Event | None = None) -> str:
     """SHA-256 of a file's bytes; for a folder, of the sorted list of
     ``relative path, size, sha256`` lines of the files in it."""
+    from overlap_desktop.core.fsutil import is_regular_file
+
     stop = stop or threading.Event()
     if not path.is_dir():
         return _sha256_file(str(path), stop)
@@ -249,6 +255,9 @@ def sha256_item(path: Path, stop: threading.Event | None = None) -> str:
         for n in sorted(names):
             full = os.path.join(dirpath, n)
             rel = os.path.relpath(full, path).replace(os.sep, "/")
+            if not is_regular_file(full):  # FIFO, device, socket, dangling link: named, never read
+                h.update(f"{rel}\tnot a regular file\n".encode())
+                continue
             h.update(f"{rel}\t{os.path.getsize(full)}\t{_sha256_file(full, stop)}\n".encode())
     return h.hexdigest()
 

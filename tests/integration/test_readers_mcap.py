@@ -341,12 +341,7 @@ def test_indexer_passes_its_config_to_the_reader(tmp_path: Path, few: list[np.nd
 
 
 def test_chunk_declaring_a_huge_size_is_refused_before_decompression(tmp_path: Path, few: list[np.ndarray]) -> None:
-    from overlap_desktop.core.readers import mcap as mcap_mod
-
     p = mcap_raw_footage(tmp_path / "x.mcap", frames=few)
-    tight = McapReader(settings=ReaderSettings(limits=ReaderLimits(max_message_bytes=1000)))
-    assert mcap_mod._record_cap(tight.settings().limits) == 64 * 1024 * 1024
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(mcap_mod, "_record_cap", lambda limits: 10_000)
-        with pytest.raises(MediaError, match="chunk declares .* over the limit"):
-            tight.streams(p)
+    tight = McapReader(settings=ReaderSettings(limits=ReaderLimits(max_chunk_bytes=10_000)))
+    with pytest.raises(MediaError, match="chunk at byte .* declares .* over the limit"):
+        tight.streams(p)

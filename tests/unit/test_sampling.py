@@ -38,14 +38,18 @@ def frames_at(times_s: list[float], offset_s: float = 0.0) -> list[FakeFrame]:
     return [FakeFrame(int(round((t + offset_s) * NS_PER_S)), i) for i, t in enumerate(times_s)]
 
 
-def brute_force(times_ns: list[int], fps: float, end_ns: int) -> list[int]:
-    """Index of the last frame with time <= g for each grid time g <= end."""
+def brute_force(times_ns: list[int], fps: float, end_ns: int, *, hold_ns: int | None = None) -> list[int]:
+    """Index of the last frame with time <= g for each grid time g <= end (with ``hold_ns``:
+    only grid times less than ``hold_ns`` after that frame)."""
     t0 = times_ns[0]
     rel = [t - t0 for t in times_ns]
     out = []
     k = 0
     while grid_time_ns(k, fps) <= end_ns:
-        out.append(bisect.bisect_right(rel, grid_time_ns(k, fps)) - 1)
+        g = grid_time_ns(k, fps)
+        i = bisect.bisect_right(rel, g) - 1
+        if hold_ns is None or g - rel[i] < hold_ns:
+            out.append(i)
         k += 1
     return out
 
@@ -65,13 +69,16 @@ def test_vfr_timestamps_pick_frame_on_screen() -> None:
     gaps = rng.choice([1 / 60, 1 / 30, 1 / 10, 0.7, 2.0], size=80)
     times = np.concatenate(([0.0], np.cumsum(gaps))).tolist()
     frames = frames_at(times)
-    samples = list(sample_on_grid(frames, 4.0))
+    gaps_seen: list[tuple[int, int]] = []
+    samples = list(sample_on_grid(frames, 4.0, on_gap=lambda a, n: gaps_seen.append((a, n))))
     ns = [f.t_ns for f in frames]
-    assert [s.frame.label for s in samples] == brute_force(ns, 4.0, ns[-1])
-    # A 2 s gap holds one frame over 8 grid points; frame_no tells the caller so.
+    # A frame is held at most MAX_HOLD_S (1 s): a 2 s gap shows it on 4 grid points, then the
+    # grid resumes at the next frame; frame_no tells the caller the held points are one frame.
+    assert [s.frame.label for s in samples] == brute_force(ns, 4.0, ns[-1], hold_ns=NS_PER_S)
     held = [s for s in samples if s.frame.label == samples[-1].frame.label]
     assert len({s.frame_no for s in held}) == 1
-    assert [s.t_ns for s in samples] == [grid_time_ns(k, 4.0) for k in range(len(samples))]
+    assert [s.t_ns for s in samples] == [grid_time_ns(s.k, 4.0) for s in samples]
+    assert len(gaps_seen) == int(np.sum(gaps == 2.0))
 
 
 def test_first_pts_not_zero_is_relative() -> None:

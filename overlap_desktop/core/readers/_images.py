@@ -305,7 +305,10 @@ def compressed_size(data: bytes | memoryview, fmt: str) -> tuple[int, int] | Non
     Raises:
         ImageError: the header is cut short.
     """
-    b = bytes(data[:65536]) if fmt == "jpeg" else bytes(data[:64])
+    # A JPEG's frame header may follow large APP segments (EXIF, ICC): hop through the
+    # whole buffer (segment lengths only; cheap) rather than giving up after 64 KiB, so the
+    # size is always checked before the decoder allocates a picture.
+    b = bytes(data) if fmt == "jpeg" else bytes(data[:64])
     try:
         if fmt == "png":
             w, h = struct.unpack(">II", b[16:24])
@@ -362,6 +365,8 @@ def compressed_to_rgb(data: bytes | memoryview, declared: str = "", *,
     if size is not None:
         check_dimensions(size[0], size[1], limits)
     ctx = av.CodecContext.create(_CODEC_FOR_FORMAT[fmt], "r")
+    # FFmpeg refuses a picture over the cap before allocating it (a header we could not read).
+    ctx.options = {"max_pixels": str(int(limits.max_pixels))}
     try:
         frames = list(ctx.decode(av.Packet(bytes(data))))
         if not frames:
@@ -713,6 +718,8 @@ class VideoDecoder:
             if name != "libdav1d":
                 raise
             self._ctx = av.CodecContext.create("av1", "r")
+        # Every picture, not only the first: FFmpeg refuses one over the cap before allocating it.
+        self._ctx.options = {"max_pixels": str(int(limits.max_pixels))}
         self._limits = limits
         self.decoded = 0
 

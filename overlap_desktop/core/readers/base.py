@@ -25,13 +25,18 @@ class ReaderLimits:
         max_pixels: Largest accepted frame (width x height).
         max_message_bytes: Largest accepted single message / packet payload.
         max_dimension: Largest accepted width or height.
+        max_chunk_bytes: Largest accepted decompressed chunk of a recording (MCAP, ROS bag).
+            A chunk holds at least one whole message, so by default this is the message
+            cap plus 64 MiB for the small messages beside it.
     """
 
     def __init__(self, *, max_pixels: int = 8192 * 8192, max_message_bytes: int = 256 * 1024 * 1024,
-                 max_dimension: int = 16384) -> None:
+                 max_dimension: int = 16384, max_chunk_bytes: int | None = None) -> None:
         self.max_pixels = max_pixels
         self.max_message_bytes = max_message_bytes
         self.max_dimension = max_dimension
+        self.max_chunk_bytes = (max_chunk_bytes if max_chunk_bytes is not None
+                                else max_message_bytes + 64 * 1024 * 1024)
 
 
 @runtime_checkable

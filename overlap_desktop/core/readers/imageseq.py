@@ -12,6 +12,10 @@ position in the sorted list is used instead.
 Frame rate: ``fps.txt`` in the folder (a single number), or ``image_fps`` under
 ``[readers]`` in an ``overlap.toml`` in the folder, else the ``readers.image_fps``
 setting (default 30).
+
+Only regular files are read: a FIFO or device in the folder (or a still symlinked to
+``/dev/zero``) would block or never end. Such entries are left out of the sequence
+and named in ``StreamInfo.extra["not_regular_files"]`` and a logged warning.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from overlap_desktop.core.readers._images import (
     compressed_to_rgb,
     ConfigurableReader,
 )
+from overlap_desktop.core.frames import noting_gaps
+from overlap_desktop.core.fsutil import is_regular_file, read_regular
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 
@@ -66,26 +72,35 @@ def _number(name: str) -> int | None:
 
 def sequence_files(folder: Path) -> list[Path]:
     """The numbered stills of ``folder`` in natural order (empty if it is not a sequence)."""
+    return _scan(folder)[0]
+
+
+def _scan(folder: Path) -> tuple[list[Path], list[str]]:
+    """Numbered stills in natural order, and the names of entries that are not regular files."""
     stills: list[Path] = []
+    odd: list[str] = []
     try:
         entries = list(folder.iterdir())
     except OSError:
-        return []
+        return [], []
     for p in entries:
         if p.name.startswith("."):
             continue
         if p.is_dir():
-            return []  # sub-folders may hold other media: leave the folder to the walker
+            return [], []  # sub-folders may hold other media: leave the folder to the walker
+        if not is_regular_file(p):
+            odd.append(p.name)  # FIFO, device, socket, dangling link: never read
+            continue
         suffix = p.suffix.lower()
         if suffix in IMAGE_SUFFIXES:
             if _number(p.name) is None:
-                return []
+                return [], []
             stills.append(p)
         elif suffix not in SIDECAR_SUFFIXES:
-            return []
+            return [], []
     if len(stills) < 2:
-        return []
-    return sorted(stills, key=lambda p: natural_key(p.name))
+        return [], []
+    return sorted(stills, key=lambda p: natural_key(p.name)), sorted(odd)
 
 
 def _times_ns(files: list[Path], fps: float) -> list[int]:
@@ -130,7 +145,7 @@ class ImageSequenceReader(ConfigurableReader):
         fps_txt = folder / "fps.txt"
         if fps_txt.is_file():
             try:
-                text = fps_txt.read_text(encoding="utf-8", errors="replace")[:_MAX_SIDECAR].strip()
+                text = read_regular(fps_txt, _MAX_SIDECAR).decode("utf-8", errors="replace").strip()
                 fps = float(text.split()[0]) if text else float("nan")
             except (OSError, ValueError) as exc:
                 raise MediaError(f"fps.txt does not hold a frame rate: {exc}", path=folder) from exc
@@ -138,8 +153,7 @@ class ImageSequenceReader(ConfigurableReader):
         toml = folder / "overlap.toml"
         if toml.is_file():
             try:
-                with open(toml, "rb") as fh:
-                    data = tomllib.load(fh)
+                data = tomllib.loads(read_regular(toml, _MAX_SIDECAR).decode("utf-8", errors="replace"))
             except (OSError, tomllib.TOMLDecodeError) as exc:
                 raise MediaError(f"overlap.toml is not readable: {exc}", path=folder) from exc
             value = data.get("readers", {}).get("image_fps") if isinstance(data.get("readers"), dict) else None
@@ -153,10 +167,14 @@ class ImageSequenceReader(ConfigurableReader):
 
     def streams(self, path: Path) -> list[StreamInfo]:
         folder = Path(path)
-        files = sequence_files(folder)
+        files, odd = _scan(folder)
         if not files:
             raise MediaError("not an image sequence (needs at least two numbered jpg/png images and no "
                              "sub-folders)", path=folder)
+        if odd:
+            log.warning("%s: left out %d entr%s that %s not a regular file (FIFO, device or dangling link): %s",
+                        folder, len(odd), "y" if len(odd) == 1 else "ies", "is" if len(odd) == 1 else "are",
+                        ", ".join(odd[:5]) + (" ..." if len(odd) > 5 else ""))
         settings = self.settings()
         fps, source = self.frame_rate(folder)
         first = files[0]
@@ -176,7 +194,8 @@ class ImageSequenceReader(ConfigurableReader):
             duration_s=times[-1] / 1e9 + 1.0 / fps,
             codec=fmt,
             rate_hint=fps,
-            extra={"images": len(files), "fps_source": source, "first": first.name, "last": files[-1].name},
+            extra={"images": len(files), "fps_source": source, "first": first.name, "last": files[-1].name,
+                   **({"not_regular_files": odd[:100]} if odd else {})},
         )]
 
     def frames(self, path: Path, stream: StreamInfo, *,
@@ -187,7 +206,12 @@ class ImageSequenceReader(ConfigurableReader):
             raise MediaError("not an image sequence (no numbered images left)", path=folder)
         settings = self.settings()
         fps, _ = self.frame_rate(folder)
-        limits = settings.limits
+        yield from noting_gaps(self._frames(folder, files, fps, settings.limits, cancel), extra=stream.extra,
+                               path=folder)
+
+    @staticmethod
+    def _frames(folder: Path, files: list[Path], fps: float, limits: Any,
+                cancel: CancelCallback | None) -> Iterator[TimedFrame]:
         for p, t in zip(files, _times_ns(files, fps)):
             check_cancel(cancel)
             try:
@@ -207,14 +231,14 @@ def _check_fps(fps: float, folder: Path, source: str) -> float:
 
 
 def _read_head(p: Path) -> bytes:
-    with open(p, "rb") as fh:
-        return fh.read(65536)
+    return read_regular(p, 65536)
 
 
 def _loader(p: Path, limits: Any) -> Any:
     def load() -> Any:
         try:
-            data = p.read_bytes()
+            # One byte over the cap is enough to refuse (the file may have grown since listing).
+            data = read_regular(p, limits.max_message_bytes + 1)
         except OSError as exc:
             raise ImageError(f"cannot read: {exc.strerror or exc}") from exc
         return compressed_to_rgb(data, p.suffix, limits=limits)

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from overlap_desktop.core.fsutil import is_regular_file, open_regular, read_regular
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
 
@@ -51,9 +52,11 @@ def _video_reader() -> Any:
 def _load_info(root: Path) -> dict[str, Any]:
     info_path = root / "meta" / "info.json"
     try:
-        if info_path.stat().st_size > _MAX_INFO_BYTES:
+        # Regular files only: a FIFO named info.json would block the read forever.
+        raw = read_regular(info_path, _MAX_INFO_BYTES + 1)
+        if len(raw) > _MAX_INFO_BYTES:
             raise MediaError("meta/info.json is implausibly large", path=root)
-        info = json.loads(info_path.read_text(encoding="utf-8"))
+        info = json.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise MediaError(f"cannot read meta/info.json: {exc.strerror or exc}", path=root) from exc
     except (ValueError, UnicodeDecodeError) as exc:
@@ -78,34 +81,38 @@ def read_episode_table(root: Path) -> tuple[list[dict[str, Any]], str | None]:
     Only scalar columns are kept.
     """
     root = Path(root)
-    parquet = sorted((root / "meta" / "episodes").glob("**/*.parquet")) if (root / "meta" / "episodes").is_dir() \
-        else []
+    parquet = sorted(p for p in (root / "meta" / "episodes").glob("**/*.parquet") if is_regular_file(p)) \
+        if (root / "meta" / "episodes").is_dir() else []
     jsonl = root / "meta" / "episodes.jsonl"
     if parquet:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            if not jsonl.is_file():
+            if not is_regular_file(jsonl):
                 return [], (f"episode table is parquet; install pyarrow to map matches to episodes "
                             f"({LEROBOT_EXTRA_HINT})")
         else:
             rows: list[dict[str, Any]] = []
             for p in parquet:
                 try:
-                    schema = pq.read_schema(p)
-                    wanted = [n for n in schema.names if n == "episode_index" or n == "length"
-                              or (n.startswith("videos/") and n.rsplit("/", 1)[-1] in
-                                  ("chunk_index", "file_index", "from_timestamp", "to_timestamp"))]
-                    rows.extend(pq.read_table(p, columns=wanted).to_pylist())
+                    with open_regular(p) as fh:
+                        schema = pq.read_schema(fh)
+                        wanted = [n for n in schema.names if n == "episode_index" or n == "length"
+                                  or (n.startswith("videos/") and n.rsplit("/", 1)[-1] in
+                                      ("chunk_index", "file_index", "from_timestamp", "to_timestamp"))]
+                        fh.seek(0)
+                        rows.extend(pq.read_table(fh, columns=wanted).to_pylist())
                 except Exception as exc:  # noqa: BLE001 - pyarrow raises many types on bad files
                     return [], f"cannot read {p.relative_to(root)}: {exc}"
                 if len(rows) > _MAX_EPISODE_ROWS:
                     return [], "episode table is implausibly large"
             return rows, None
-    if jsonl.is_file():
+    if is_regular_file(jsonl):
+        import io
+
         rows = []
         try:
-            with open(jsonl, encoding="utf-8") as fh:
+            with io.TextIOWrapper(open_regular(jsonl), encoding="utf-8") as fh:
                 for n, line in enumerate(fh, 1):
                     if n > _MAX_EPISODE_ROWS:
                         return [], "episode table is implausibly large"
@@ -204,14 +211,14 @@ class LeRobotReader:
 
     def can_open(self, path: Path) -> bool:
         path = Path(path)
-        return path.is_dir() and (path / "meta" / "info.json").is_file() and (path / "videos").is_dir()
+        return path.is_dir() and is_regular_file(path / "meta" / "info.json") and (path / "videos").is_dir()
 
     def _video_files(self, root: Path, keys: list[str]) -> list[tuple[str, Path]]:
         videos = root / "videos"
         out: list[tuple[str, Path]] = []
         for p in sorted(videos.glob("**/*")):
-            if not p.is_file() or p.suffix.lower() not in VIDEO_SUFFIXES:
-                continue
+            if p.suffix.lower() not in VIDEO_SUFFIXES or not is_regular_file(p):
+                continue  # FIFOs and devices (even named .mp4) are never read
             parts = p.relative_to(videos).parts
             key = next((k for k in keys if k in parts), None)
             if key is None and not keys:
@@ -269,6 +276,9 @@ class LeRobotReader:
         if not inner:
             raise MediaError(f"{rel}: no video stream", path=root)
         yield from vr.frames(video, inner[0], cancel=cancel)
+        gaps = inner[0].extra.get("timing_gaps")
+        if gaps:
+            stream.extra["timing_gaps"] = gaps
 
 
 def _fps(info: dict[str, Any]) -> float | None:

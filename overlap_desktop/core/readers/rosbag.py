@@ -21,6 +21,8 @@ undecodable messages are skipped and counted, a topic with no decodable message 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +40,10 @@ from overlap_desktop.core.readers._images import (
     ConfigurableReader,
     topic_frames,
 )
+from overlap_desktop.core.fsutil import file_kind, is_regular_file, read_regular
+from overlap_desktop.core.frames import noting_gaps
+from overlap_desktop.core.readers._bounded import Budget, BudgetBook, count_stream
+from overlap_desktop.core.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError, MissingDependencyError
 
@@ -117,23 +123,40 @@ class RosbagReader(ConfigurableReader):
     description = "ROS 1 .bag files and rosbag2 folders (sqlite3 or mcap storage), image topics"
     extensions = (".bag",)
 
+    def __init__(self, *, config: Any | None = None, settings: ReaderSettings | None = None) -> None:
+        super().__init__(config=config, settings=settings)
+        self._budgets = BudgetBook()
+
     def can_open(self, path: Path) -> bool:
         path = Path(path)
         if path.is_dir():
-            return (path / "metadata.yaml").is_file()
-        if not path.is_file():
+            return is_regular_file(path / "metadata.yaml")
+        if not is_regular_file(path):
             return False
         if path.suffix.lower() == ".bag":
             return True
-        with open(path, "rb") as fh:
-            return fh.read(len(ROSBAG1_MAGIC)) == ROSBAG1_MAGIC
+        try:
+            return read_regular(path, len(ROSBAG1_MAGIC)) == ROSBAG1_MAGIC
+        except OSError:
+            return False
 
     @contextmanager
-    def _open(self, path: Path) -> Iterator[Any]:
+    def _open(self, path: Path, budget: Budget | None = None) -> Iterator[Any]:
         any_reader = _anyreader()
         from rosbags.typesys import Stores, get_typestore
 
         errors = _rosbags_errors()
+        limits = self.settings().limits
+        if budget is None:
+            budget = self._budgets.get(path, limits, _data_bytes(path))
+        if not getattr(budget, "prevalidated", False):
+            # rosbags decompresses rosbag2 data (whole files, MCAP chunks) without caps, some of
+            # it inside open(): check it all under our caps first, once per file.
+            try:
+                _prevalidate(path, limits, budget)
+            except (OSError, ValueError) as exc:
+                raise MediaError(f"cannot open the recording: {exc}", path=path) from exc
+            budget.prevalidated = True  # type: ignore[attr-defined]
         try:
             # Old rosbag2 files carry no message definitions; the standard ROS 2 types fill in.
             with _rosbags_sqlite_dialect():
@@ -143,6 +166,7 @@ class RosbagReader(ConfigurableReader):
             raise MediaError(f"cannot open the recording: {exc}", path=path) from exc
         except errors as exc:
             raise MediaError(f"cannot open the recording: {exc}", path=path) from exc
+        _bound_decompression(reader, budget)
         try:
             yield reader
         finally:
@@ -157,7 +181,8 @@ class RosbagReader(ConfigurableReader):
         errors = _rosbags_errors()
         out: list[StreamInfo] = []
         problems: list[str] = []
-        with self._open(path) as reader:
+        budget = self._budgets.start(path, settings.limits, _data_bytes(path))
+        with self._open(path, budget) as reader:
             topics = _image_topics(reader)
             if not topics:
                 raise MediaError("no image topic (sensor_msgs Image/CompressedImage or foxglove_msgs "
@@ -204,10 +229,20 @@ class RosbagReader(ConfigurableReader):
                 raise MediaError(f"no image topic {topic!r} in this recording", path=path)
             conns = topics[topic]
             kind = image_kind(conns[0].msgtype) or "raw"
+            budget = self._budgets.get(path, settings.limits, _data_bytes(path))
             items = ((int(log_time), lambda conn=conn, raw=raw: _decode(reader, conn, raw, kind, settings))
-                     for conn, log_time, raw in reader.messages(connections=conns))
-            yield from topic_frames(items, path=path, topic=topic, kind=kind, settings=settings, cancel=cancel,
-                                    errors=errors, corrupt="corrupt recording data")
+                     for conn, log_time, raw in _charged(reader.messages(connections=conns), budget))
+            yield from noting_gaps(topic_frames(items, path=path, topic=topic, kind=kind, settings=settings,
+                                                cancel=cancel, errors=errors, corrupt="corrupt recording data"),
+                                   extra=stream.extra, path=path, what=f"topic {topic}")
+
+
+def _charged(messages: Iterator[tuple[Any, int, bytes]], budget: Budget) -> Iterator[tuple[Any, int, bytes]]:
+    """Count every message's bytes against the file's budget (each one is a copy out of its
+    chunk: an index naming one big message many times must not cost unbounded copying)."""
+    for conn, log_time, raw in messages:
+        budget.charge(len(raw), "its messages")
+        yield conn, log_time, raw
 
 
 def _image_topics(reader: Any) -> dict[str, list[Any]]:
@@ -222,6 +257,10 @@ def _decode(reader: Any, conn: Any, raw: bytes, kind: str, settings: ReaderSetti
     if len(raw) > settings.limits.max_message_bytes:
         raise ImageError(f"message of {len(raw)} bytes is over the limit of "
                          f"{settings.limits.max_message_bytes}")
+    from overlap_desktop.core.readers.mcap import decompress_payload
+
+    # rosbag2 "compression_mode: message" payloads (left compressed by _bound_decompression).
+    raw = decompress_payload(raw, settings.limits)
     try:
         obj = reader.deserialize(raw, conn.msgtype)
     except Exception as exc:  # rosbags raises assorted types on malformed bytes
@@ -242,3 +281,124 @@ def _peek(reader: Any, conns: list[Any], kind: str, settings: ReaderSettings) ->
             if n + 1 >= _PEEK:
                 break
     raise problem or ImageError("the topic has no messages")
+
+
+# --------------------------------------------------------------------------- bounded decompression
+
+_MAX_METADATA = 1024 * 1024
+
+
+def _bag2_metadata(folder: Path) -> dict[str, Any] | None:
+    """``rosbag2_bagfile_information`` of a rosbag2 folder, or ``None`` if unreadable (rosbags
+    then reports the problem in its own words)."""
+    meta = folder / "metadata.yaml"
+    try:
+        text = read_regular(meta, _MAX_METADATA + 1)
+    except OSError as exc:
+        raise MediaError(f"metadata.yaml: cannot read: {exc.strerror or exc}", path=folder) from exc
+    if len(text) > _MAX_METADATA:
+        raise MediaError(f"metadata.yaml is over {_MAX_METADATA} bytes; it is not a rosbag2 description",
+                         path=folder)
+    try:
+        from ruamel.yaml import YAML
+
+        data = YAML(typ="safe").load(text)
+        info = data["rosbag2_bagfile_information"]
+    except Exception:  # noqa: BLE001 - malformed YAML: rosbags words the error
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _bag2_files(folder: Path, info: dict[str, Any]) -> list[Path]:
+    names = info.get("relative_file_paths") or []
+    if not isinstance(names, list):
+        return []
+    from pathlib import PurePath
+
+    return [folder / PurePath(str(x)).name for x in names]
+
+
+def _data_bytes(path: Path) -> int:
+    """Bytes of a bag file, or of the data files of a rosbag2 folder (the budget's base)."""
+    try:
+        if not path.is_dir():
+            return os.stat(path).st_size
+        total = 0
+        for entry in os.scandir(path):
+            if entry.is_file():
+                total += entry.stat().st_size
+        return total
+    except OSError:
+        return 0
+
+
+def _prevalidate(path: Path, limits: ReaderLimits, budget: Budget) -> None:
+    """Check a rosbag2 folder's data under our caps before rosbags opens it.
+
+    Every data file must be a regular file (a FIFO would block rosbags forever). With
+    ``compression_mode: file`` each file is decompressed in bounded steps, keeping nothing,
+    to bound what rosbags would write to disk. MCAP storage files have every chunk
+    decompressed and walked under the budget, so rosbags (which decompresses them whole,
+    some during ``open()``) only sees chunks we checked.
+
+    Raises:
+        MediaError: a cap is passed, or a data file is not a regular file.
+    """
+    if not path.is_dir():
+        return
+    info = _bag2_metadata(path)
+    if info is None:
+        return
+    mode = str(info.get("compression_mode") or "").lower()
+    storage = str(info.get("storage_identifier") or "")
+    for f in _bag2_files(path, info):
+        try:
+            st = os.stat(f)
+        except FileNotFoundError:
+            continue  # rosbags names missing files
+        if not stat.S_ISREG(st.st_mode):
+            raise MediaError(f"{f.name}: {file_kind(st.st_mode)} is not a regular file; only regular files "
+                             "are read", path=path)
+        if mode == "file":
+            count_stream(budget, f, "zstd", f.name)
+        elif storage == "mcap" or f.suffix == ".mcap":
+            from overlap_desktop.core.readers.mcap import McapParseError, _make_reader
+
+            with open(f, "rb") as fh:
+                try:
+                    _make_reader(fh, limits, f, budget).validate_all()
+                except McapParseError as exc:
+                    raise MediaError(f"{f.name}: corrupt MCAP data: {exc}", path=path) from exc
+
+
+def _bound_decompression(reader: Any, budget: Budget) -> None:
+    """Make an opened rosbags reader decompress through our caps.
+
+    ROS 1 chunks (bz2, lz4) get our bounded decompressor in place of rosbags' one-shot one
+    (each chunk is decompressed when first needed, at most one held at a time). rosbag2
+    per-message zstd is left to :func:`_decode` (capped per message). Only this reader
+    object is changed; nothing global.
+    """
+    try:
+        from rosbags.rosbag1 import reader as r1
+    except ImportError:  # pragma: no cover - rosbags layout changed
+        return
+    names = {id(fn): name for name, fn in r1.decompressors.items()}
+    for sub in getattr(reader, "readers", []):
+        indexes = getattr(sub, "indexes", None)
+        if isinstance(indexes, dict):
+            # An index listing one message many times would make rosbags copy it each time.
+            for cid, entries in list(indexes.items()):
+                indexes[cid] = sorted(set(entries))
+        chunks = getattr(sub, "chunks", None)
+        if isinstance(chunks, dict):
+            for pos, chunk in list(chunks.items()):
+                name = names.get(id(chunk.decompressor))
+                if name is None:
+                    raise MediaError("this ROS bag uses a chunk compression overlap cannot bound", path=budget.path)
+                chunks[pos] = chunk._replace(decompressor=budget.decompressor(name, f"the chunk at byte {pos}"))
+        # rosbag2: the reader's storage object holds the metadata its messages() consults.
+        for holder in (sub, getattr(sub, "storage", None)):
+            meta = getattr(holder, "metadata", None)
+            if meta is not None and getattr(meta, "compression_mode", None) == "message":
+                holder.metadata = meta._replace(compression_mode=None)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.frames import SCALE_INTERPOLATION
+from overlap_desktop.core.frames import SCALE_INTERPOLATION, noting_gaps
 from overlap_desktop.core.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, check_cancel
 from overlap_desktop.errors import MediaError
@@ -47,6 +47,8 @@ VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mkv", ".avi", ".mov", ".webm", ".ts", ".mt
                     ".mpg", ".mpeg", ".wmv", ".flv", ".3gp", ".ogv")
 
 _NS = 1_000_000_000
+#: Codecs whose every packet is a still image stating its own size (checked before decoding).
+_STILL_CODECS = ("mjpeg", "jpegls", "mjpegb")
 
 
 def _describe_open_failure(path: Path, exc: Exception) -> str:
@@ -172,6 +174,36 @@ class VideoReader:
 
         return max(streams, key=score)
 
+    def _cap_decoder(self, stream: Any) -> None:
+        """Make FFmpeg itself refuse pictures over the pixel cap, on every frame.
+
+        ``max_pixels`` is checked by FFmpeg whenever a frame's size is set, before the
+        picture is allocated, so a stream that switches mid-way from 64x48 to 16000x16000
+        fails that packet instead of allocating hundreds of megabytes.
+        """
+        ctx = stream.codec_context
+        if ctx is not None:
+            opts = dict(ctx.options or {})
+            opts["max_pixels"] = str(int(self.limits.max_pixels))
+            ctx.options = opts
+
+    def _check_frame_size(self, path: Path, w: int, h: int, t_s: float) -> None:
+        lim = self.limits
+        if w <= 0 or h <= 0 or w > lim.max_dimension or h > lim.max_dimension or w * h > lim.max_pixels:
+            raise MediaError(f"absurd frame size {w}x{h} at {t_s:.3f} s: the picture size changed mid-stream "
+                             f"(limit {lim.max_dimension} px per side, {lim.max_pixels} pixels)", path=path)
+
+    def _check_still_packet(self, path: Path, packet: Any, t_s: float) -> None:
+        """Read the size a still-image packet (MJPEG) declares and refuse it over the caps."""
+        from overlap_desktop.core.readers._images import ImageError, compressed_size
+
+        try:
+            size = compressed_size(bytes(packet), "jpeg")
+        except ImageError:
+            return  # not parseable: the decoder (with max_pixels) decides
+        if size is not None:
+            self._check_frame_size(path, size[0], size[1], t_s)
+
     def _check_stream(self, path: Path, stream: Any) -> None:
         ctx = stream.codec_context
         name = ctx.name if ctx is not None else None
@@ -205,9 +237,11 @@ class VideoReader:
                 raise MediaError(f"no video stream{what}", path=p)
             stream = self._choose(container, candidates)
             self._check_stream(p, stream)
+            self._cap_decoder(stream)
             rotation, first_ok = 0, False
             try:
                 for frame in container.decode(stream):
+                    self._check_frame_size(p, frame.width, frame.height, 0.0)
                     rotation = int(round(getattr(frame, "rotation", 0) or 0)) % 360
                     first_ok = True
                     break
@@ -244,10 +278,18 @@ class VideoReader:
                cancel: CancelCallback | None = None) -> Iterator[_AvFrame]:
         """Yield every decoded frame of ``stream`` in presentation order.
 
+        Every frame's size is checked against the caps (a stream may change size
+        mid-way); gaps in the frame times longer than ``MAX_HOLD_S`` are noted in
+        ``stream.extra["timing_gaps"]`` and logged.
+
         Raises:
-            MediaError: the stream is gone, or too damaged to use.
+            MediaError: the stream is gone, too damaged to use, or a frame is over the caps.
             Cancelled: when ``cancel()`` turns true.
         """
+        return noting_gaps(self._frames(path, stream, cancel=cancel), extra=stream.extra, path=path)
+
+    def _frames(self, path: Path, stream: StreamInfo, *,
+                cancel: CancelCallback | None = None) -> Iterator[_AvFrame]:
         import av
 
         p = Path(path)
@@ -259,6 +301,8 @@ class VideoReader:
             except (ValueError, IndexError):
                 raise MediaError(f"video stream {stream.key!r} not found", path=p) from None
             self._check_stream(p, st)
+            self._cap_decoder(st)
+            still = (st.codec_context.name or "") in _STILL_CODECS
             st.thread_type = "AUTO"
             if self.threads:
                 st.codec_context.thread_count = self.threads
@@ -282,6 +326,9 @@ class VideoReader:
                     errors += 1
                     break
                 packets += 1
+                if still and packet.size:
+                    pt = packet.pts if packet.pts is not None else packet.dts
+                    self._check_still_packet(p, packet, float(pt * tb) - (t0 or 0) / _NS if pt is not None else 0.0)
                 try:
                     decoded = packet.decode()
                 except av.error.FFmpegError as exc:
@@ -299,6 +346,7 @@ class VideoReader:
                         t = 0
                     if t0 is None:
                         t0 = t
+                    self._check_frame_size(p, frame.width, frame.height, (t - t0) / _NS)
                     last_t = t
                     produced += 1
                     yield _AvFrame(frame, t - t0, quarter_turns)
