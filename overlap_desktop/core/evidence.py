@@ -345,6 +345,71 @@ def _decoy_lines(slope: float, offset: float, rows_t: np.ndarray, c_end: float,
     return out
 
 
+def _calibrate(pair: _Pair, cal: np.ndarray, slope: float, offset: float, obs: float, n_states: int,
+               rng: np.random.Generator) -> tuple[float, float]:
+    """Mean and spread of the support chance gives along decoy lines of this pair.
+
+    With fewer than :data:`MIN_DECOYS` (an owned stream too short to place decoys
+    elsewhere) chance is assumed to give no support on average but a wide spread (a
+    typical state's support), so only much stronger evidence counts.
+    """
+    qt = pair.qt[cal]
+    decoys: list[float] = []
+    mu, sd = 0.0, NO_DECOY_SD * math.sqrt(n_states)
+    for ds, do in _decoy_lines(slope, offset, qt, pair.c_end, rng):
+        dpred = ds * qt + do
+        keep = cal[(dpred >= 0) & (dpred <= pair.c_end)]
+        if keep.size < 2:
+            continue
+        dsum, _, _ = pair.state_support(keep, ds, do)
+        decoys.append(dsum * cal.size / keep.size)
+        if len(decoys) >= MIN_DECOYS:
+            mu = float(np.mean(decoys))
+            sd = max(float(np.std(decoys, ddof=1)), MIN_SUPPORT_SD * math.sqrt(n_states))
+            # Far beyond any threshold already: more decoys would not change the verdict.
+            if len(decoys) >= 2 * MIN_DECOYS and (obs - mu) / sd >= Z_CERTAIN:
+                break
+    return mu, sd
+
+
+def _prior_penalty(slope: float, lo: float, hi: float) -> float:
+    """How much rarer than a normal-speed copy this line's speed is, a priori."""
+    penalty = 1.0
+    a_lo, a_hi = sorted((abs(lo), abs(hi)))
+    if slope < 0:
+        penalty *= REVERSED_PENALTY
+    if not a_lo <= 1.0 <= a_hi:
+        penalty *= ODD_SPEED_PENALTY
+    if not PLAUSIBLE_SPEEDS[0] <= abs(slope) <= PLAUSIBLE_SPEEDS[1]:
+        penalty *= IMPLAUSIBLE_SPEED_PENALTY
+    return penalty
+
+
+def _piece(pair: _Pair, seg: RawSegment, pr: np.ndarray, pj: np.ndarray, z: float,
+           params: MatchParams) -> RawSegment:
+    """The segment cut to the piece's rows: span (half a sample around its first and last
+    frame, stream edges kept), owned span on the line, frames and mean distance."""
+    query = pair.query
+    slope, offset = seg.speed, seg.offset
+    q_step = 1.0 / query.fps if query.fps > 0 else 1.0
+    t0, t1 = float(pair.qt[pr[0]]), float(pair.qt[pr[-1]])
+    first, last = int(pr[0]), int(pr[-1])
+    q0 = max(seg.query_start, 0.0 if first == 0 else t0 - 0.5 * q_step)
+    q1 = min(seg.query_end, (query.duration_s if last == len(query) - 1 and query.duration_s > 0
+                             else t1 + 0.5 * q_step))
+    c0 = float(np.clip(slope * q0 + offset, 0.0, pair.c_end))
+    c1 = float(np.clip(slope * q1 + offset, 0.0, pair.c_end))
+    d = pair.line(pr[pj], slope, offset)[0].astype(float)
+    acc = d <= max(params.accept_distance, params.extend_distance)
+    mean_d = float(d[acc].mean()) if acc.any() else float(d.mean())
+    pairs = seg.pairs
+    if pairs is not None and pairs.size:
+        pairs = pairs[(pairs[:, 0] >= q0 - 1e-6) & (pairs[:, 0] <= q1 + 1e-6)]
+    return replace(seg, query_start=q0, query_end=q1, corpus_start=c0, corpus_end=c1, frames=int(acc.sum()),
+                   judged=int(pr.size), mean_distance=mean_d, pairs=pairs,
+                   score=round(float(min(1.0, max(0.0, z / 10.0))), 4))
+
+
 def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: RawSegment,
                    fam: np.ndarray, params: MatchParams, *, searched_seconds: float,
                    exclude_identity: bool = False) -> list[tuple[RawSegment, Assessment]]:
@@ -362,87 +427,38 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
             diagonal out of the background too.
 
     Returns:
-        ``(piece, assessment)`` for every stretch with positive support; a piece
-        with ``assessment.chance > params.max_chance`` is weak evidence.
+        ``(piece, assessment)`` for every stretch with positive support that is a
+        ridge (see :meth:`_Pair.state_support`); a piece with
+        ``assessment.chance > params.max_chance`` is weak evidence.
     """
-    qt_all = query.times_ns / 1e9
     slope, offset = seg.speed, seg.offset
     pair = _Pair(query, corpus, np.asarray(fam, np.int64), exclude_identity)
-    pred = slope * qt_all + offset
-    inside = (qt_all >= seg.query_start - 1e-6) & (qt_all <= seg.query_end + 1e-6)
+    pred = slope * pair.qt + offset
+    inside = (pair.qt >= seg.query_start - 1e-6) & (pair.qt <= seg.query_end + 1e-6)
     inside &= (pred >= -0.5) & (pred <= pair.c_end + 0.5) & query.usable
     rows = np.flatnonzero(inside)
     if rows.size == 0:
         return []
     s, judged = pair.support(rows, slope, offset)
-    pieces = _max_pieces(s, params.min_frames)
     out: list[tuple[RawSegment, Assessment]] = []
     rng = np.random.default_rng(len(query) * 1_000_003 + len(corpus))
-    q_step = 1.0 / query.fps if query.fps > 0 else 1.0
-    for a, b in pieces:
-        pr = rows[a:b + 1]
-        ps, pj = s[a:b + 1], judged[a:b + 1]
-        n_j = int(pj.sum())
-        if n_j < params.min_frames:
+    for a, b in _max_pieces(s, params.min_frames):
+        pr, ps, pj = rows[a:b + 1], s[a:b + 1], judged[a:b + 1]
+        if int(pj.sum()) < params.min_frames:
             continue
         cal = _even(pr, CALIBRATION_ROWS)
         obs, n_states, n_ridge = pair.state_support(cal, slope, offset)
-        if n_states < params.min_frames:
+        if n_states < params.min_frames or n_ridge < params.min_frames or 2 * n_ridge < n_states:
+            # Too few distinct moments, or close along the line but not distinctly closer than
+            # to the rest of the two recordings on most of it: the same scene, not the same moment.
             continue
-        if n_ridge < params.min_frames or 2 * n_ridge < n_states:
-            # Close along the line, but not distinctly closer than to the rest of the two
-            # recordings on most of it: the same scene, not the same moment.
-            continue
-        decoys: list[float] = []
-        mu, sd = 0.0, NO_DECOY_SD * math.sqrt(n_states)
-        for k, (ds, do) in enumerate(_decoy_lines(slope, offset, qt_all[cal], pair.c_end, rng)):
-            dpred = ds * qt_all[cal] + do
-            keep = cal[(dpred >= 0) & (dpred <= pair.c_end)]
-            if keep.size < 2:
-                continue
-            dsum, _, _ = pair.state_support(keep, ds, do)
-            decoys.append(dsum * cal.size / keep.size)
-            if len(decoys) >= MIN_DECOYS:
-                mu = float(np.mean(decoys))
-                sd = max(float(np.std(decoys, ddof=1)), MIN_SUPPORT_SD * math.sqrt(n_states))
-                # Far beyond any threshold already: more decoys would not change the verdict.
-                if len(decoys) >= 2 * MIN_DECOYS and (obs - mu) / sd >= Z_CERTAIN:
-                    break
-        # With fewer than MIN_DECOYS (an owned stream too short to place decoys elsewhere)
-        # the defaults above apply: chance is assumed to give no support on average but a
-        # wide spread (a typical state's support), so only much stronger evidence counts.
+        mu, sd = _calibrate(pair, cal, slope, offset, obs, n_states, rng)
         z = (obs - mu) / sd
         p = 0.5 * math.erfc(z / math.sqrt(2.0))
-        t0, t1 = float(qt_all[pr[0]]), float(qt_all[pr[-1]])
-        lines = search_space_lines(t1 - t0, slope, searched_seconds, params)
-        d, _, _, c_at, _ = pair.line(pr[pj], slope, offset)
-        lo, hi = _speed_interval(qt_all[pr[pj]], pair.ct[np.clip(c_at, 0, len(corpus) - 1)],
+        lines = search_space_lines(float(pair.qt[pr[-1]] - pair.qt[pr[0]]), slope, searched_seconds, params)
+        c_at = pair.line(pr[pj], slope, offset)[3]
+        lo, hi = _speed_interval(pair.qt[pr[pj]], pair.ct[np.clip(c_at, 0, len(corpus) - 1)],
                                  slope, offset, corpus.fps)
-        penalty = 1.0
-        a_lo, a_hi = sorted((abs(lo), abs(hi)))
-        if slope < 0:
-            penalty *= REVERSED_PENALTY
-        if not a_lo <= 1.0 <= a_hi:
-            penalty *= ODD_SPEED_PENALTY
-        if not PLAUSIBLE_SPEEDS[0] <= abs(slope) <= PLAUSIBLE_SPEEDS[1]:
-            penalty *= IMPLAUSIBLE_SPEED_PENALTY
-        chance = max(MIN_CHANCE, min(1e12, lines * p * penalty))
-        # The piece's span: half a sample around its first and last frame (stream edges kept).
-        first, last = int(pr[0]), int(pr[-1])
-        q0 = max(seg.query_start, 0.0 if first == 0 else t0 - 0.5 * q_step)
-        q1 = min(seg.query_end, (query.duration_s if last == len(query) - 1 and query.duration_s > 0
-                                 else t1 + 0.5 * q_step))
-        c0 = float(np.clip(slope * q0 + offset, 0.0, pair.c_end))
-        c1 = float(np.clip(slope * q1 + offset, 0.0, pair.c_end))
-        dj = d.astype(float)
-        acc = dj <= max(params.accept_distance, params.extend_distance)
-        mean_d = float(dj[acc].mean()) if acc.any() else float(dj.mean())
-        pairs = seg.pairs
-        if pairs is not None and pairs.size:
-            pairs = pairs[(pairs[:, 0] >= q0 - 1e-6) & (pairs[:, 0] <= q1 + 1e-6)]
-        frames = int(acc.sum())
-        piece = replace(seg, query_start=q0, query_end=q1, corpus_start=c0, corpus_end=c1,
-                        frames=frames, judged=int(pr.size), mean_distance=mean_d, pairs=pairs,
-                        score=round(float(min(1.0, max(0.0, z / 10.0))), 4))
-        out.append((piece, Assessment(pr, ps, pj, chance, z, lo, hi)))
+        chance = max(MIN_CHANCE, min(1e12, lines * p * _prior_penalty(slope, lo, hi)))
+        out.append((_piece(pair, seg, pr, pj, z, params), Assessment(pr, ps, pj, chance, z, lo, hi)))
     return out
