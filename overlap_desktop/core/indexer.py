@@ -632,9 +632,11 @@ class _Run:
         """Hand ``job`` to the engine, first committing results while it has enough in flight."""
         while len(self.in_flight) >= engine.capacity:
             self.pump(engine, cancel, timeout=_PROGRESS_INTERVAL)
+        # Tracked before anything can raise: its row already says "running", and a cancel must set it
+        # back to pending (abort does that for everything in flight).
+        self.in_flight[job.path] = job
         check_cancel(cancel)  # a commit just made may have been the one the user cancelled after
         engine.submit(job)
-        self.in_flight[job.path] = job
 
     def pump(self, engine: Engine | None, cancel: CancelCallback | None, timeout: float = 0.0) -> None:
         """Check for a cancel; commit the outcomes that have arrived; report aggregate progress."""
