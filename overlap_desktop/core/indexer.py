@@ -25,15 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.core.types import (
-    CancelCallback,
-    Progress,
-    ProgressCallback,
-    StreamFingerprints,
-    StreamInfo,
-    Variant,
-    check_cancel,
-)
+from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, StreamFingerprints,
+                                        StreamInfo, Variant, check_cancel)
 from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, MediaError, OverlapError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
