@@ -143,8 +143,11 @@ def make_scale_corpus(root: Path, files: int, seconds: float) -> Path:
     return root
 
 
-def _index_with(corpus: Path, tmp: Path, name: str, *flags: str) -> float:
-    """Run `overlap index corpus FLAGS` in a fresh process and index: wall seconds.
+def _index_with(corpus: Path, tmp: Path, name: str, *flags: str) -> tuple[float, float]:
+    """Run `overlap index corpus FLAGS` in a fresh process and index: (wall, CPU seconds).
+
+    CPU counts the `overlap` process and its worker processes (reaped children), not a
+    Dask cluster's workers (see :func:`_cluster_cpu`).
 
     A separate `overlap` process, as a user runs it: worker processes start from the
     small CLI entry point, not from this script (which imports the footage generator).
@@ -157,13 +160,31 @@ def _index_with(corpus: Path, tmp: Path, name: str, *flags: str) -> float:
     idx = tmp / f"ix-{name}"
     shutil.rmtree(idx, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    import resource
+
     t = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-m", "overlap_desktop", "index", str(corpus), "--index", str(idx), "--json",
                           *flags], capture_output=True, text=True, env=env, check=False)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter() - t
     summary = json.loads(out.stdout or "{}")
     assert out.returncode == 0 and summary.get("indexed") == len(list(corpus.glob("*.mp4"))), out.stderr[-2000:]
-    return wall
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def _cluster_cpu(client) -> float:  # type: ignore[no-untyped-def]
+    """CPU seconds used so far by the cluster's worker processes (and this process: the scheduler)."""
+    import resource
+
+    def cpu() -> float:
+        import psutil
+
+        t = psutil.Process().cpu_times()
+        return float(t.user + t.system)
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return sum(client.run(cpu).values()) + me.ru_utime + me.ru_stime
 
 
 def _round_trip(engine, tmp: Path, n: int = 40) -> float:  # type: ignore[no-untyped-def]
@@ -220,17 +241,26 @@ def bench_scale(files: int = 8, seconds: float = 20.0, rounds: int = 2) -> None:
                     ("--workers 2", ("--workers", "2")),
                     ("Dask LocalCluster, 2 workers", ("--cluster", lc.scheduler_address))]
             walls: dict[str, list[float]] = {name: [] for name, _ in runs}
+            cpus: dict[str, list[float]] = {name: [] for name, _ in runs}
+            client = distributed.Client(lc, set_as_default=False)
             for r in range(rounds):
                 for name, flags in runs:
                     before = load()
-                    walls[name].append(_index_with(corpus, tmp, f"r{r}", *flags))
-                    print(f"  round {r + 1}: {name:30s} {walls[name][-1]:6.1f} s  (1-min load {before} -> {load()})")
+                    c0 = _cluster_cpu(client) if "--cluster" in flags else 0.0
+                    wall, cpu = _index_with(corpus, tmp, f"r{r}", *flags)
+                    cpu += (_cluster_cpu(client) - c0) if "--cluster" in flags else 0.0
+                    walls[name].append(wall)
+                    cpus[name].append(cpu)
+                    print(f"  round {r + 1}: {name:30s} wall {wall:6.1f} s, CPU {cpu:6.1f} s "
+                          f"(1-min load {before} -> {load()})")
+            client.close()
             serial = min(walls[runs[0][0]])
+            serial_cpu = min(cpus[runs[0][0]])
             footage_s = files * seconds
             for name, _ in runs:
-                w = min(walls[name])
-                print(f"{name:30s}: wall {w:6.1f} s, {footage_s / w:5.1f}x realtime, "
-                      f"speed-up over serial {serial / w:4.2f}x")
+                w, c = min(walls[name]), min(cpus[name])
+                print(f"{name:30s}: best wall {w:6.1f} s ({footage_s / w:5.1f}x realtime), speed-up over serial "
+                      f"{serial / w:4.2f}x; CPU {c:6.1f} s ({c / serial_cpu:4.2f}x serial's)")
             pool = ProcessEngine(2)
             try:
                 _round_trip(pool, tmp, 4)  # start the processes first

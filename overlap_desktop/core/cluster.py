@@ -79,8 +79,8 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Any:
     try:
         client = distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise UsageError(f"cannot reach the Dask scheduler at {address} ({exc}); check the address (tcp://HOST:8786), "
-                         "that `dask scheduler` is running there, and the firewall") from exc
+        raise UsageError(f"cannot reach the Dask scheduler at {address} ({exc}); check the address "
+                         "(tcp://HOST:8786), that `dask scheduler` is running there, and the firewall") from exc
     try:
         try:
             client.wait_for_workers(1, timeout=timeout)
@@ -90,14 +90,15 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Any:
         try:
             facts = client.run(_facts)
         except (ImportError, ModuleNotFoundError) as exc:
-            raise ConfigError(f"a worker of {address} cannot import overlap desktop ({exc}); install the same "
-                              "version with the 'cluster' extra on every worker") from exc
+            raise ConfigError(f"a worker of {address} cannot import overlap desktop ({exc}); install the "
+                              "same version with the 'cluster' extra on every worker") from exc
         mine = _facts()
         for worker, theirs in sorted(facts.items()):
             if tuple(theirs) != mine:
                 raise ConfigError(
                     f"worker {worker} runs overlap {theirs[0]} (fingerprints {theirs[1]}, {theirs[2]}), this "
-                    f"computer runs {mine[0]} ({mine[1]}, {mine[2]}); install the same version on every worker")
+                    f"computer runs {mine[0]} ({mine[1]}, {mine[2]}); install the same version on every "
+                    "worker")
     except BaseException:
         client.close()
         raise
@@ -132,7 +133,7 @@ def _dask_task(job: FileJob, cancel_name: str) -> FileOutcome:
 
 
 class DaskEngine:
-    """Fingerprint files on the workers of a Dask cluster (see :class:`~overlap_desktop.core.parallel.Engine`).
+    """Fingerprint files on the workers of a Dask cluster (an :class:`~overlap_desktop.core.parallel.Engine`).
 
     At most :attr:`capacity` files are in flight (twice the cluster's worker threads),
     so neither the scheduler nor this process piles up results; each result is fetched
@@ -153,8 +154,8 @@ class DaskEngine:
 
     def submit(self, job: FileJob) -> None:
         # A worker elsewhere checks first that it sees the writer's file at that path.
-        fut = self.client.submit(_dask_task, dataclasses.replace(job, remote=True), self._cancel_name, pure=False,
-                                 key=f"overlap-fingerprint-{uuid.uuid4().hex}")
+        fut = self.client.submit(_dask_task, dataclasses.replace(job, remote=True), self._cancel_name,
+                                 pure=False, key=f"overlap-fingerprint-{uuid.uuid4().hex}")
         self._futures[fut] = job
 
     def fractions(self) -> dict[str, float]:
@@ -180,9 +181,9 @@ class DaskEngine:
                 outcome = fut.result()
             except Exception as exc:  # noqa: BLE001 - KilledWorker, a result that could not travel...
                 name = type(exc).__name__
-                reason = (f"the Dask workers fingerprinting this file died too often ({exc}); the file may crash "
-                          "the decoder or need more memory than a worker has") if name == "KilledWorker" else (
-                          f"Dask task failed ({name}: {exc})")
+                reason = (f"the Dask workers fingerprinting this file died too often ({exc}); the file may "
+                          "crash the decoder or need more memory than a worker has"
+                          if name == "KilledWorker" else f"Dask task failed ({name}: {exc})")
                 outcome = FileOutcome(job.path, error=reason)
             finally:
                 fut.release()
@@ -242,7 +243,8 @@ class _Found:
 
 
 def collect_hits(index: Index, address: str, codes: np.ndarray, params: MatchParams,
-                 progress: ProgressCallback | None, cancel: CancelCallback | None, *, client: Any = None) -> Hits:
+                 progress: ProgressCallback | None, cancel: CancelCallback | None, *,
+                 client: Any = None) -> Hits:
     """The cluster version of compare's shard loop: same hits, in the same order.
 
     Each sealed shard is searched by a worker (which must see the index folder at the
@@ -284,9 +286,9 @@ def collect_hits(index: Index, address: str, codes: np.ndarray, params: MatchPar
                     except TimeoutError:
                         continue
                 if isinstance(found, str):
-                    raise UsageError(f"the index's shard folder {directory} is not visible to the Dask workers: "
-                                     f"{found}; for --cluster the index folder must be on storage every worker "
-                                     "mounts at the same path")
+                    raise UsageError(f"the index's shard folder {directory} is not visible to the Dask "
+                                     f"workers: {found}; for --cluster the index folder must be on storage "
+                                     "every worker mounts at the same path")
             for b, h in zip(range(0, codes.shape[0], QUERY_BATCH), found):
                 if directory:
                     h = _LiveShard(_Found(h), index).search()  # type: ignore[arg-type]

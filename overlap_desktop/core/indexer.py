@@ -25,15 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.core.types import (
-    CancelCallback,
-    Progress,
-    ProgressCallback,
-    StreamFingerprints,
-    StreamInfo,
-    Variant,
-    check_cancel,
-)
+from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, StreamFingerprints,
+                                        StreamInfo, Variant, check_cancel)
 from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, MediaError, OverlapError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -657,9 +650,11 @@ class _Run:
         """Hand ``job`` to the engine, first committing results while it has enough in flight."""
         while len(self.in_flight) >= engine.capacity:
             self.pump(engine, cancel, timeout=_PROGRESS_INTERVAL)
+        # Tracked before anything can raise: its row already says "running", and a cancel must set it
+        # back to pending (abort does that for everything in flight).
+        self.in_flight[job.path] = job
         check_cancel(cancel)  # a commit just made may have been the one the user cancelled after
         engine.submit(job)
-        self.in_flight[job.path] = job
 
     def pump(self, engine: Engine | None, cancel: CancelCallback | None, timeout: float = 0.0) -> None:
         """Check for a cancel; commit the outcomes that have arrived; report aggregate progress."""

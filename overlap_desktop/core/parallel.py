@@ -17,6 +17,7 @@ keeps at most :attr:`ProcessEngine.capacity` files in flight.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import queue as queue_mod
@@ -33,10 +34,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from overlap_desktop.core.types import CancelCallback, StreamFingerprints, StreamInfo, Variant
-from overlap_desktop.errors import Cancelled
+from overlap_desktop.errors import Cancelled, OverlapError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Engine", "FileJob", "FileOutcome", "ProcessEngine", "default_workers", "run_job"]
 
@@ -124,7 +127,8 @@ def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
     return out
 
 
-def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: CancelCallback | None) -> FileOutcome:
+def _run_job(job: FileJob, progress: Callable[[float], None] | None,
+             cancel: CancelCallback | None) -> FileOutcome:
     from overlap_desktop.core.indexer import _changed_since, _describe, _fingerprint_item, sha256_item
     from overlap_desktop.core.readers import available_readers
 
@@ -162,6 +166,8 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: Can
         hasher.join()
         raise
     except Exception as exc:  # noqa: BLE001 - a bad file never stops the job
+        if not isinstance(exc, OverlapError):
+            log.debug("unexpected error on %s", path, exc_info=True)
         hasher.join()
         out.error, out.sha256 = _describe(exc), sha[0]
         return out
@@ -185,8 +191,8 @@ def _check_visible(job: FileJob, where: str) -> str | None:
     try:
         seen = _item_stat(Path(job.path))
     except OSError as exc:
-        return (f"this worker ({where}) cannot see the file ({exc.strerror or exc}); every worker must see the "
-                "footage at the same path as the computer running `overlap index` (shared storage mounted at "
+        return (f"this worker ({where}) cannot see the file ({exc.strerror or exc}); every worker must "
+                "see the footage at the same path as the computer running `overlap index` (shared storage mounted at "
                 "the same place)")
     if seen != (job.size, job.mtime_ns):
         return (f"this worker ({where}) sees a different file at this path (size {seen[0]} bytes instead of "

@@ -30,22 +30,22 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Two single-threaded worker processes (with nannies, which restart a killed worker)."""
     home = tmp_path_factory.mktemp("dask-workers-cwd")
     old_cwd, old_pp = os.getcwd(), os.environ.get("PYTHONPATH")
-    # Workers import this checkout (not another installed copy) and start in an empty folder.
+    # Workers import this checkout (not another installed copy), also when a nanny restarts a killed
+    # one later (it inherits the environment then), and start in an empty folder.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), old_pp) if p)
     os.chdir(home)
     try:
         lc = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                       host="127.0.0.1", local_directory=str(home))
+        os.chdir(old_cwd)
+        yield lc.scheduler_address
+        lc.close()
     finally:
         os.chdir(old_cwd)
         if old_pp is None:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = old_pp
-    try:
-        yield lc.scheduler_address
-    finally:
-        lc.close()
 
 
 @pytest.fixture

@@ -191,7 +191,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-field", action="append", dest="eval_fields", metavar="NAME",
                    help="JSON field holding the evaluation text (repeatable; default: every string field)")
     p.add_argument("--cluster", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="search the index's shards on a Dask cluster (tcp://HOST:8786; alone: index.cluster); "
+                   help="search the index's shards on a Dask cluster (tcp://HOST:8786; alone: "
+                        "index.cluster); "
                         "its workers must see the index folder at the same path")
     add_output_arguments(p)
     add_floor_argument(p)
