@@ -355,7 +355,7 @@ def _run_dask(tasks: Iterable[Task], state: ScanState, address: str, on_result: 
         nthreads = max(1, sum(client.nthreads().values()))
         # One copy of the test tables per worker, not one per task.
         state_f = client.scatter(state, broadcast=True, hash=False)
-        ac = as_completed()
+        ac = as_completed(loop=client.loop)
         sizes: dict[str, int] = {}
         it = iter(tasks)
         inflight = 0
