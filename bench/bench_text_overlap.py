@@ -1,11 +1,17 @@
-"""Throughput of the text-overlap check, in MB/s of training text.
+"""Throughput and memory of the text-overlap scan, in MB/s of training text.
 
 Generates synthetic training text (random words from a 20k vocabulary, one document per
-line) with planted copies of some test examples, then runs the check with 1 worker and
-with one per core in the same run. Prints MB/s, the speed-up and recall of the planted
-examples.
+line, 60 words a line) with planted copies of some test examples, then scans it in one run:
 
-Usage: python bench/bench_text_overlap.py [--mb 200]
+- a plain read of the same bytes (the machine's I/O + memory speed right now: on a shared
+  machine the absolute figures move with the load, the ratios much less);
+- the scan in this process (``--workers 1``), with 2 worker processes, and on a 2-worker Dask
+  ``LocalCluster`` (separate processes) unless ``--no-cluster``;
+
+and prints MB/s, the ratio to the plain read, the speed-up over one worker, the peak RSS of
+the whole process tree (sampled every 0.1 s), and the recall of the planted examples.
+
+Usage: python bench/bench_text_overlap.py [--mb 1024] [--examples 2000] [--no-cluster]
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,47 +33,126 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from overlap_desktop.core.textoverlap import Document, text_overlap  # noqa: E402
 
 
+class PeakRss:
+    """Peak resident memory of this process and all its descendants, sampled in a thread."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._proc = psutil.Process()
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _total(self) -> int:
+        total = 0
+        for p in [self._proc, *self._proc.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except Exception:  # noqa: BLE001 - a process that just ended
+                continue
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._total())
+            time.sleep(0.1)
+
+    def __enter__(self) -> PeakRss:
+        self.base = self._total()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def generate(path: Path, mb: float, tests: list[str], rng: np.random.Generator, vocab: np.ndarray) -> set[int]:
+    """Write ``mb`` MB of text; returns the planted test examples (14 tokens of each, in
+    later copies of the base block, so every one is a match at n <= 14)."""
+    base_lines = [" ".join(row) for row in rng.choice(vocab, size=(16_000, 60))]
+    base = ("\n".join(base_lines) + "\n").encode()
+    long_enough = [i for i, t in enumerate(tests) if len(t.split()) >= 14]
+    planted = sorted(rng.choice(long_enough, size=50, replace=False).tolist())
+    target = int(mb * 1e6)
+    copies = max(1, -(-target // len(base)))
+    per_copy = -(-len(planted) // copies)
+    written, k = 0, 0
+    with open(path, "wb") as fh:
+        for c in range(copies):
+            lines = []
+            for _ in range(per_copy):
+                if k < len(planted):
+                    lines.append("prefix words " + " ".join(tests[planted[k]].split()[:14]) + " suffix")
+                    k += 1
+            block = ("\n".join(lines) + "\n").encode() if lines else b""
+            # A per-copy marker keeps the copies from being identical text.
+            fh.write(f"copy {c} of the base block\n".encode() + block + base)
+            written += len(base)
+            if written >= target:
+                break
+    return set(planted)
+
+
+def timed(label: str, size_mb: float, fn: Callable[[], Any], read_mbs: float,
+          one: float | None) -> tuple[Any, float]:
+    with PeakRss() as rss:
+        t0 = time.perf_counter()
+        r = fn()
+        dt = time.perf_counter() - t0
+    mbs = size_mb / dt
+    extra = f", {one and mbs / one:.2f}x one worker" if one else ""
+    print(f"{label}: {size_mb:.0f} MB in {dt:.1f} s = {mbs:.1f} MB/s ({mbs / read_mbs:.3f} of a plain read{extra}); "
+          f"peak RSS {rss.peak / 2**20:.0f} MiB (tree, before {rss.base / 2**20:.0f} MiB)")
+    return r, mbs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=float, default=200.0)
+    ap.add_argument("--mb", type=float, default=1024.0)
     ap.add_argument("--examples", type=int, default=2000)
+    ap.add_argument("--no-cluster", action="store_true")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     vocab = np.array([f"w{i}x{rng.integers(1e6)}" for i in range(20_000)])
     tests = [" ".join(rng.choice(vocab, size=int(rng.integers(10, 40)))) for _ in range(args.examples)]
-    long_enough = [i for i, t in enumerate(tests) if len(t.split()) >= 14]
-    planted = set(rng.choice(long_enough, size=50, replace=False).tolist())
+    docs = [Document(t, "test", str(i)) for i, t in enumerate(tests)]
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start "
+          f"(shared with other work: compare ratios, not absolute MB/s)")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.txt"
-        target = int(args.mb * 1e6)
-        with open(path, "w", encoding="utf-8") as fh:
-            written, k = 0, 0
-            actually: set[int] = set()
-            while written < target:
-                words = rng.choice(vocab, size=(2000, 60))
-                lines = [" ".join(row) for row in words]
-                if k < len(planted):
-                    actually.add(sorted(planted)[k])
-                    ex = tests[sorted(planted)[k]].split()
-                    lines[0] = "prefix words " + " ".join(ex[:14]) + " suffix"
-                    k += 1
-                block = "\n".join(lines) + "\n"
-                fh.write(block)
-                written += len(block)
+        t0 = time.perf_counter()
+        planted = generate(path, args.mb, tests, rng, vocab)
         size_mb = path.stat().st_size / 1e6
-        docs = [Document(t, "test", str(i)) for i, t in enumerate(tests)]
-        results = {}
-        for workers in (1, os.cpu_count() or 1):
-            t0 = time.perf_counter()
-            r = text_overlap(docs, [path], workers=workers)
-            dt = time.perf_counter() - t0
-            results[workers] = dt
-            found = set(r.matched_examples) & actually
-            print(f"workers={workers}: {size_mb:.0f} MB in {dt:.1f} s = {size_mb / dt:.1f} MB/s; n={r.n}; "
-                  f"planted found {len(found)}/{len(actually)}; other examples {len(set(r.matched_examples) - actually)}")
-        if len(results) > 1:
-            w = max(results)
-            print(f"speed-up with {w} workers: {results[1] / results[w]:.2f}x")
+        print(f"generated {size_mb:.0f} MB in {time.perf_counter() - t0:.0f} s")
+        t0 = time.perf_counter()
+        with open(path, "rb") as fh:
+            while fh.read(8 << 20):
+                pass
+        read_mbs = size_mb / (time.perf_counter() - t0)
+        print(f"plain read: {read_mbs:.0f} MB/s")
+
+        def report(r: Any) -> None:
+            found = set(r.matched_examples) & planted
+            print(f"    n={r.n}; planted found {len(found)}/{len(planted)}; "
+                  f"other examples {len(set(r.matched_examples) - planted)}")
+
+        r1, one = timed("workers=1", size_mb, lambda: text_overlap(docs, [path], workers=1), read_mbs, None)
+        report(r1)
+        r2, _ = timed("workers=2", size_mb, lambda: text_overlap(docs, [path], workers=2), read_mbs, one)
+        report(r2)
+        assert r2.to_dict() == r1.to_dict(), "2 workers must give the 1-worker result"
+        if not args.no_cluster:
+            from distributed import LocalCluster
+
+            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                              silence_logs=40) as cluster:
+                rc, _ = timed("LocalCluster(2 workers)", size_mb,
+                              lambda: text_overlap(docs, [path], cluster=cluster.scheduler_address),
+                              read_mbs, one)
+            report(rc)
+            assert rc.to_dict() == r1.to_dict(), "the cluster must give the 1-worker result"
 
 
 if __name__ == "__main__":

@@ -164,11 +164,14 @@ def test_huge_line_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_collision_cannot_fake_a_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even if every token hashed alike, matches are confirmed on the tokens themselves."""
-    monkeypatch.setattr(to, "_token_hash", lambda token, key=b"": 7)
+    from overlap_desktop.core.text import scan
+
+    monkeypatch.setattr(scan, "_token_hashes", lambda a, starts, lens, raw: np.full(starts.size, 7, np.uint64))
     train = tmp_path / "t.txt"
-    train.write_text("a b c d e f g h i\n", encoding="utf-8")
-    r = to.text_overlap(_docs(["z y x w v u t s r"]), [train], workers=1)
-    assert r.matched_examples == []
+    train.write_text("a b c d e f g h i\nz y x w v u t s r\n", encoding="utf-8")
+    r = to.text_overlap(_docs(["z y x w v u t s r", "q q q q q q q q q"]), [train], workers=1)
+    assert r.matched_examples == [0]
+    assert {m.train_locator for m in r.matches} == {"line 2"}
 
 
 def test_lerobot_tasks(tmp_path: Path) -> None:
