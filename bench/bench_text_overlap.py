@@ -3,13 +3,15 @@
 Generates synthetic training text (random words from a 20k vocabulary, one document per
 line, 60 words a line) with planted copies of some test examples, then scans it in one run:
 
-- a plain read of the same bytes (the machine's I/O + memory speed right now: on a shared
-  machine the absolute figures move with the load, the ratios much less);
+- a plain read of the same bytes, and a read that also splits them into words (the least
+  work any tokenizer does; on a shared machine absolute figures move with the load, ratios
+  to this baseline and MB per CPU-second much less);
 - the scan in this process (``--workers 1``), with 2 worker processes, and on a 2-worker Dask
   ``LocalCluster`` (separate processes) unless ``--no-cluster``;
 
-and prints MB/s, the ratio to the plain read, the speed-up over one worker, the peak RSS of
-the whole process tree (sampled every 0.1 s), and the recall of the planted examples.
+and prints MB/s (wall), the ratio to the read+split baseline, the speed-up over one worker,
+MB per CPU-second and the peak RSS of the whole process tree (both sampled every 0.1 s), and
+the recall of the planted examples.
 
 Usage: python bench/bench_text_overlap.py [--mb 1024] [--examples 2000] [--no-cluster]
 """
@@ -34,13 +36,17 @@ from overlap_desktop.core.textoverlap import Document, text_overlap  # noqa: E40
 
 
 class PeakRss:
-    """Peak resident memory of this process and all its descendants, sampled in a thread."""
+    """Peak resident memory and CPU time of this process and all its descendants, sampled in a
+    thread (CPU seconds are what a loaded, shared machine does not inflate much: they give the
+    throughput per core when the wall clock is shared with other work)."""
 
     def __init__(self) -> None:
         import psutil
 
         self._proc = psutil.Process()
         self.peak = 0
+        self.cpu_start: dict[int, float] = {}
+        self.cpu_last: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -49,9 +55,17 @@ class PeakRss:
         for p in [self._proc, *self._proc.children(recursive=True)]:
             try:
                 total += p.memory_info().rss
+                t = p.cpu_times()
+                self.cpu_last[p.pid] = t.user + t.system
+                self.cpu_start.setdefault(p.pid, 0.0 if self.started else t.user + t.system)
             except Exception:  # noqa: BLE001 - a process that just ended
                 continue
         return total
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds used by the tree while sampling."""
+        return sum(v - self.cpu_start.get(pid, 0.0) for pid, v in self.cpu_last.items())
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -59,13 +73,16 @@ class PeakRss:
             time.sleep(0.1)
 
     def __enter__(self) -> PeakRss:
+        self.started = False
         self.base = self._total()
+        self.started = True
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self._total()
 
 
 def generate(path: Path, mb: float, tests: list[str], rng: np.random.Generator, vocab: np.ndarray) -> set[int]:
@@ -103,8 +120,9 @@ def timed(label: str, size_mb: float, fn: Callable[[], Any], read_mbs: float,
         dt = time.perf_counter() - t0
     mbs = size_mb / dt
     extra = f", {one and mbs / one:.2f}x one worker" if one else ""
-    print(f"{label}: {size_mb:.0f} MB in {dt:.1f} s = {mbs:.1f} MB/s ({mbs / read_mbs:.3f} of a plain read{extra}); "
-          f"peak RSS {rss.peak / 2**20:.0f} MiB (tree, before {rss.base / 2**20:.0f} MiB)")
+    print(f"{label}: {size_mb:.0f} MB in {dt:.1f} s = {mbs:.1f} MB/s wall ({mbs / read_mbs:.2f} of the read+split "
+          f"baseline{extra}); {size_mb / rss.cpu:.1f} MB per CPU-second ({rss.cpu:.0f} CPU-s over the process "
+          f"tree); peak RSS {rss.peak / 2**20:.0f} MiB (tree, before {rss.base / 2**20:.0f} MiB)")
     return r, mbs
 
 
@@ -130,8 +148,15 @@ def main() -> None:
         with open(path, "rb") as fh:
             while fh.read(8 << 20):
                 pass
+        plain = size_mb / (time.perf_counter() - t0)
+        # The least any scan must do: read the bytes and split them into words (one C call a block).
+        t0, c0 = time.perf_counter(), time.process_time()
+        with open(path, "rb") as fh:
+            while block := fh.read(8 << 20):
+                block.split()
         read_mbs = size_mb / (time.perf_counter() - t0)
-        print(f"plain read: {read_mbs:.0f} MB/s")
+        print(f"plain read: {plain:.0f} MB/s; read + split into words: {read_mbs:.0f} MB/s wall, "
+              f"{size_mb / (time.process_time() - c0):.0f} MB per CPU-second")
 
         def report(r: Any) -> None:
             found = set(r.matched_examples) & planted
@@ -148,6 +173,12 @@ def main() -> None:
 
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                               silence_logs=40) as cluster:
+                # Workers import the scanner on their first task; a running cluster has done that.
+                t0 = time.perf_counter()
+                warm = Path(tmp) / "warm.txt"
+                warm.write_text(tests[0] + "\n", encoding="utf-8")
+                text_overlap(docs[:10], [warm], cluster=cluster.scheduler_address)
+                print(f"cluster warm-up (connect, first imports on the workers): {time.perf_counter() - t0:.1f} s")
                 rc, _ = timed("LocalCluster(2 workers)", size_mb,
                               lambda: text_overlap(docs, [path], cluster=cluster.scheduler_address),
                               read_mbs, one)
