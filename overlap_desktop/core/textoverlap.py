@@ -540,9 +540,17 @@ def text_overlap(test: Sequence[Path | str] | Sequence[Document], train: Sequenc
             check_cancel(cancel)
             planned = _sources.plan_tasks(sources, i)
             expected[i] = len(planned)
-            yield from planned
+            for task in planned:
+                stored = ckpt.finished_part(sources[i], task) if ckpt and len(planned) > 1 else None
+                if stored is None:
+                    yield task
+                else:
+                    on_bytes(task.size)
+                    on_result(stored, None)
 
-    def on_result(r: _fanout.TaskResult) -> None:
+    def on_result(r: _fanout.TaskResult, task: _sources.Task | None) -> None:
+        if ckpt and task is not None and expected.get(r.source, 0) > 1:
+            ckpt.add_part(sources[r.source], task, r)
         got = parts.setdefault(r.source, [])
         got.append(r)
         if len(got) == expected.get(r.source, -1):

@@ -225,3 +225,39 @@ def test_bad_compressed_and_parquet_inputs(tmp_path: Path) -> None:
     latin.write_bytes(b"ok line\n" * 10 + "caf\xe9\n".encode("latin-1"))
     with pytest.raises(InputError, match="line 11 is not UTF-8"):
         to.text_overlap(_docs(["a b c d e f g h i"]), [latin], workers=1)
+
+
+def test_resume_inside_one_large_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One big file split into byte ranges: an interrupted scan resumes at the first range that
+    was not finished, and line numbers still count from the start of the file."""
+    monkeypatch.setattr(sources, "BLOCK_BYTES", 4096)
+    tests = [" ".join(_words(16)) for _ in range(3)]
+    lines = _filler(300)
+    for i, at in enumerate((20, 150, 280)):
+        lines[at] = tests[i]
+    big = tmp_path / "big.txt"
+    big.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    full = to.text_overlap(_docs(tests), [big], workers=1).to_dict()
+    nparts = len(sources.plan_tasks(sources.expand_sources([big])[0], 0))
+    assert nparts > 10
+    ckpt = tmp_path / "job.ckpt"
+    scanned: list[int] = []
+    real = fanout.scan_task
+    stop_at = [nparts // 2]
+
+    def spy(task: sources.Task, state: fanout.ScanState, **kw: object) -> fanout.TaskResult:
+        if task.part == stop_at[0]:
+            stop_at[0] = -1
+            raise KeyboardInterrupt
+        scanned.append(task.part)
+        return real(task, state, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fanout, "scan_task", spy)
+    with pytest.raises(KeyboardInterrupt):
+        to.text_overlap(_docs(tests), [big], workers=1, checkpoint=ckpt)
+    assert scanned == list(range(nparts // 2))
+    scanned.clear()
+    again = to.text_overlap(_docs(tests), [big], workers=1, checkpoint=ckpt).to_dict()
+    assert scanned == list(range(nparts // 2, nparts))  # the first half came from the checkpoint
+    assert again == full
+    assert {m["train_locator"] for m in again["matches"]} == {"line 21", "line 151", "line 281"}

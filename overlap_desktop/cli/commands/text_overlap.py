@@ -61,8 +61,8 @@ def _byte_progress(ctx: CliContext, description: str) -> Iterator[Callable[[Prog
         yield lambda p: None
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, DownloadColumn, Progress as RichProgress, TextColumn,
-                               TimeRemainingColumn, TransferSpeedColumn)
+    from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+    from rich.progress import Progress as RichProgress
 
     console = Console(file=ctx.err, stderr=True)
     if not console.is_terminal:

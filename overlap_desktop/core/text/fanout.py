@@ -172,6 +172,7 @@ class Checkpoint:
         self.path = path
         self.job = job
         self.done: dict[str, dict[str, Any]] = {}
+        self.parts: dict[tuple[str, int, int], dict[str, Any]] = {}
         self._fh: Any = None
 
     def load(self) -> None:
@@ -190,7 +191,11 @@ class Checkpoint:
                         rec = json.loads(raw)
                     except (json.JSONDecodeError, RecursionError, UnicodeDecodeError):
                         break  # the tail of a write cut short by a crash
-                    if isinstance(rec, dict) and isinstance(rec.get("path"), str):
+                    if not isinstance(rec, dict) or not isinstance(rec.get("path"), str):
+                        continue
+                    if rec.get("kind") == "part":
+                        self.parts[(rec["path"], rec.get("start", -1), rec.get("end", -1))] = rec
+                    else:
                         self.done[rec["path"]] = rec
         except FileNotFoundError:
             return
@@ -209,6 +214,24 @@ class Checkpoint:
             return None
         return SourceResult(s, hits, counts)
 
+    def finished_part(self, s: Source, task: Task) -> TaskResult | None:
+        """The stored result of one byte range of a large file that was not finished as a whole
+        (so a single 100 GB file resumes near where it stopped, not at its start)."""
+        rec = self.parts.get((s.path, task.start, task.end))
+        if not rec or rec.get("size") != s.size or rec.get("mtime_ns") != s.mtime_ns:
+            return None
+        try:
+            hits = [(int(e), int(p), str(g), int(ln), str(w), int(t)) for e, p, g, ln, w, t in rec["hits"]]
+            counts = {int(k): int(v) for k, v in rec["counts"]}
+            return TaskResult(task.source, task.part, task.size, int(rec["lines"]), hits, counts)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def add_part(self, s: Source, task: Task, r: TaskResult) -> None:
+        self._write({"kind": "part", "path": s.path, "size": s.size, "mtime_ns": s.mtime_ns, "start": task.start,
+                     "end": task.end, "lines": r.lines, "hits": [list(h) for h in r.hits],
+                     "counts": [[k, v] for k, v in sorted(r.counts.items())]})
+
     def open(self) -> None:
         """Start writing: keep the loaded records (rewritten), drop anything else."""
         try:
@@ -216,7 +239,7 @@ class Checkpoint:
             tmp = self.path.with_name(self.path.name + ".tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps({"schema": CHECKPOINT_SCHEMA, "job": self.job}) + "\n")
-                for rec in self.done.values():
+                for rec in [*self.done.values(), *(r for r in self.parts.values() if r["path"] not in self.done)]:
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -226,10 +249,13 @@ class Checkpoint:
             raise InputError(f"cannot write the checkpoint: {exc.strerror or exc}", path=self.path) from exc
 
     def add(self, r: SourceResult) -> None:
+        self._write(r.to_json())
+
+    def _write(self, rec: dict[str, Any]) -> None:
         if self._fh is None:
             return
         try:
-            self._fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+            self._fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as exc:
@@ -282,7 +308,7 @@ def _dask_task(task: Task, state: ScanState) -> TaskResult:
 
 
 def run_tasks(tasks: Iterable[Task], state: ScanState, *, workers: int, cluster: str | None,
-              on_result: Callable[[TaskResult], None], on_bytes: Callable[[int], None],
+              on_result: Callable[[TaskResult, Task], None], on_bytes: Callable[[int], None],
               cancel: CancelCallback | None) -> None:
     """Run every task and hand each result to ``on_result`` (in completion order).
 
@@ -291,7 +317,7 @@ def run_tasks(tasks: Iterable[Task], state: ScanState, *, workers: int, cluster:
         state: Tokenizer and test n-grams.
         workers: Worker processes on this machine (1: in this process). Ignored with ``cluster``.
         cluster: Address of a Dask scheduler (``tcp://host:8786``), or None.
-        on_result: Receives each task's result.
+        on_result: Receives each task's result, with the task.
         on_bytes: Receives bytes on disk newly finished (for progress).
         cancel: Polled between blocks/tasks.
     """
@@ -311,7 +337,7 @@ def run_tasks(tasks: Iterable[Task], state: ScanState, *, workers: int, cluster:
 
             r = scan_task(task, state, on_block=step, mcap_documents=mcap)
             on_bytes(task.size - seen)
-            on_result(r)
+            on_result(r, task)
         return
     with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(state,)) as pool:
         pending: dict[Future[TaskResult], Task] = {}
@@ -329,18 +355,18 @@ def run_tasks(tasks: Iterable[Task], state: ScanState, *, workers: int, cluster:
             raise
 
 
-def _drain(pending: dict[Future[TaskResult], Task], on_result: Callable[[TaskResult], None],
+def _drain(pending: dict[Future[TaskResult], Task], on_result: Callable[[TaskResult, Task], None],
            on_bytes: Callable[[int], None], cancel: CancelCallback | None) -> None:
     done, _ = wait(list(pending), timeout=0.5, return_when=FIRST_COMPLETED)
     for fut in done:
         task = pending.pop(fut)
         r = fut.result()
         on_bytes(task.size)
-        on_result(r)
+        on_result(r, task)
     check_cancel(cancel)
 
 
-def _run_dask(tasks: Iterable[Task], state: ScanState, address: str, on_result: Callable[[TaskResult], None],
+def _run_dask(tasks: Iterable[Task], state: ScanState, address: str, on_result: Callable[[TaskResult, Task], None],
               on_bytes: Callable[[int], None], cancel: CancelCallback | None) -> None:
     try:
         from distributed import Client, as_completed
@@ -356,7 +382,7 @@ def _run_dask(tasks: Iterable[Task], state: ScanState, address: str, on_result: 
         # One copy of the test tables per worker, not one per task.
         state_f = client.scatter(state, broadcast=True, hash=False)
         ac = as_completed(loop=client.loop)
-        sizes: dict[str, int] = {}
+        submitted: dict[str, Task] = {}
         it = iter(tasks)
         inflight = 0
 
@@ -367,7 +393,7 @@ def _run_dask(tasks: Iterable[Task], state: ScanState, address: str, on_result: 
                 if task is None:
                     return
                 fut = client.submit(_dask_task, task, state_f, pure=False)
-                sizes[fut.key] = task.size
+                submitted[fut.key] = task
                 ac.add(fut)
                 inflight += 1
 
@@ -380,8 +406,9 @@ def _run_dask(tasks: Iterable[Task], state: ScanState, address: str, on_result: 
                 raise
             except Exception as exc:  # a worker died repeatedly, or a task could not be run there
                 raise InputError(f"the Dask cluster at {address} could not run a scan task: {exc}") from exc
-            on_bytes(sizes.pop(fut.key, 0))
-            on_result(r)
+            task = submitted.pop(fut.key)
+            on_bytes(task.size)
+            on_result(r, task)
             check_cancel(cancel)
             submit_more()
     finally:

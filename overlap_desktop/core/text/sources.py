@@ -25,6 +25,7 @@ from __future__ import annotations
 import bz2
 import codecs
 import gzip
+import itertools
 import json
 import lzma
 import os
@@ -184,7 +185,7 @@ def plan_tasks(sources: Sequence[Source], index: int) -> list[Task]:
         return [Task(index, 0, s.path, s.kind, s.codec, 0, -1, s.size)]
     cuts = _cut_points(s.path, s.size)
     return [Task(index, k, s.path, s.kind, s.codec, a, b, b - a)
-            for k, (a, b) in enumerate(zip(cuts, cuts[1:])) if b > a]
+            for k, (a, b) in enumerate(itertools.pairwise(cuts)) if b > a]
 
 
 # --------------------------------------------------------------------------- reading
