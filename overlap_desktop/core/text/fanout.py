@@ -96,7 +96,7 @@ def scan_task(task: Task, state: ScanState, *, on_block: Callable[[int], None] |
                 norm = _scan.normalize_lines(block.raw, state.tokenizer, fn)
             except _scan.BadLine as exc:
                 raise _bad_line(task, block.first_line, exc) from None
-            lines = block.first_line + block.raw.count(b"\n")
+            lines = block.first_line + block.newlines
         else:
             norm = _scan.normalize_docs(block.texts or [], state.tokenizer, fn)
         if len(table):

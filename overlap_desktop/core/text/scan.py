@@ -131,28 +131,31 @@ _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_MASK], dtype=np
 _LEN_SALT = np.uint64(0xD6E8FEB86659FD93)
 
 
-def _words_at(rows: np.ndarray, offsets: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """The (up to) 8 bytes at each offset as a little-endian uint64, bytes past ``lens`` zeroed."""
-    w = rows[offsets].view("<u8").ravel()
+def _words_at(words: np.ndarray, offsets: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The (up to) 8 bytes at each byte offset as a little-endian uint64, bytes past ``lens``
+    zeroed: two aligned 8-byte loads and shifts (numpy shifts by 64 give 0)."""
+    q = offsets >> 3
+    r = (offsets & 7).astype(np.uint64) << np.uint64(3)
+    w = (words[q] >> r) | (words[q + 1] << (np.uint64(64) - r))
     return w & _LOW_BYTES[np.minimum(lens, 8)]
 
 
 def _token_hashes(a: np.ndarray, starts: np.ndarray, lens: np.ndarray, raw: bytes) -> np.ndarray:
     """A 64-bit hash of every token's bytes.
 
-    Tokens are read 8 bytes at a time (one gather per 8 bytes of token instead of one per
-    byte): a strided view gives, for every byte offset, the 8 bytes starting there.
+    Tokens are read 8 bytes at a time (a gather per 8 bytes of token instead of one per byte).
     """
     if starts.size == 0:
         return np.empty(0, dtype=np.uint64)
-    padded = np.concatenate((a, np.zeros(8, dtype=np.uint8)))
-    rows = np.lib.stride_tricks.as_strided(padded, shape=(a.size, 8), strides=(1, 1), writeable=False)
+    padded = np.zeros(((a.size + 7) // 8 + 2) * 8, dtype=np.uint8)
+    padded[:a.size] = a
+    words = padded.view("<u8")
     with np.errstate(over="ignore"):
-        h = _words_at(rows, starts, lens) ^ (lens.astype(np.uint64) * _LEN_SALT)
+        h = _words_at(words, starts, lens) ^ (lens.astype(np.uint64) * _LEN_SALT)
         sel = np.flatnonzero(lens > 8)
         k = 8
         while sel.size and k < LONG_TOKEN:
-            h[sel] = _mix(h[sel]) * _P_BYTE + _words_at(rows, starts[sel] + k, lens[sel] - k)
+            h[sel] = _mix(h[sel]) * _P_BYTE + _words_at(words, starts[sel] + k, lens[sel] - k)
             k += 8
             sel = sel[lens[sel] > k]
         out = _mix(h)
@@ -194,16 +197,14 @@ def block_windows(norm: bytes, n: int) -> Windows:
     if not a.size:
         e = np.empty(0, dtype=np.int64)
         return Windows(np.empty(0, dtype=np.uint64), np.empty(0, dtype=bool), e, e, e)
-    # Normalised text has only two separators: space and newline.
-    word = (a != 0x20) & (a != 0x0A)
-    edge = np.empty(word.size, dtype=bool)
-    edge[0] = word[0]
-    np.greater(word[1:], word[:-1], out=edge[1:])
-    starts = np.flatnonzero(edge)
-    edge[-1] = word[-1]
-    np.greater(word[:-1], word[1:], out=edge[:-1])
-    ends = np.flatnonzero(edge) + 1
-    del word, edge
+    # Normalised text has only two separators: space and newline. With a separator on either
+    # side, the changes between word and separator alternate: token start, token end, ...
+    word = np.zeros(a.size + 2, dtype=bool)
+    np.not_equal(a, 0x20, out=word[1:-1])
+    word[1:-1] &= a != 0x0A
+    change = np.flatnonzero(word[1:] != word[:-1])
+    starts, ends = change[0::2], change[1::2]
+    del word, change
     line = np.searchsorted(np.flatnonzero(a == 0x0A), starts)
     th = _token_hashes(a, starts, ends - starts, norm)
     m = th.size - n + 1

@@ -101,6 +101,15 @@ def expand_sources(paths: Sequence[Path | str]) -> tuple[list[Source], int]:
     """
     out: list[Source] = []
     skipped = 0
+    seen: set[str] = set()
+
+    def add(f: Path) -> None:
+        # The same file named twice (or inside a folder also named) is scanned once.
+        real = os.path.realpath(f)
+        if real not in seen:
+            seen.add(real)
+            out.append(_source(f))
+
     for item in paths:
         p = Path(item)
         if p.is_dir():
@@ -113,9 +122,9 @@ def expand_sources(paths: Sequence[Path | str]) -> tuple[list[Source], int]:
                     if not f.is_file() or source_kind(f)[2] not in _TEXT_SUFFIXES:
                         skipped += 1
                         continue
-                    out.append(_source(f))
+                    add(f)
         elif p.is_file():
-            out.append(_source(p))
+            add(p)
         elif p.exists():
             raise InputError("is not a regular file or a folder", path=p)
         else:
@@ -201,6 +210,7 @@ class Block:
         locs: Per document in ``texts``: (line number or -1, locator text).
         first_line: For ``raw``: line number (0-based, within the task) of its first line.
         done: Bytes on disk of the task consumed so far (for progress).
+        newlines: For ``raw``: how many newlines it holds.
     """
 
     raw: bytes | None
@@ -208,6 +218,7 @@ class Block:
     locs: list[tuple[int, str]] | None
     first_line: int
     done: int
+    newlines: int = 0
 
 
 class _Counting:
@@ -367,8 +378,9 @@ def _text_blocks(task: Task) -> Iterator[Block]:
     for data, done in _line_chunks(task):
         if b"\x00" in data[:8192] and line0 == 0:
             raise InputError("looks like a binary file, not text (NUL bytes)", path=task.path)
-        yield Block(data, None, None, line0, done)
-        line0 += data.count(b"\n")
+        count = data.count(b"\n")
+        yield Block(data, None, None, line0, done, count)
+        line0 += count
 
 
 def _json_array_blocks(task: Task, fields: Sequence[str] | None) -> Iterator[Block]:
