@@ -191,6 +191,36 @@ class Windows:
         return int(np.searchsorted(self.line, line, side="left"))
 
 
+_POWERS: list[np.ndarray] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
+_R_GRAM = np.uint64(pow(int(_P_GRAM), -1, 1 << 64))  # P is odd, so it has an inverse mod 2**64
+
+
+def _powers(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """P**i and P**-i (mod 2**64) for i < size, kept between blocks."""
+    if _POWERS[0].size < size:
+        grow = max(size, 2 * _POWERS[0].size)
+        for i, base in enumerate((_P_GRAM, _R_GRAM)):
+            steps = np.full(grow, base, dtype=np.uint64)
+            steps[0] = 1
+            with np.errstate(over="ignore"):
+                _POWERS[i] = np.multiply.accumulate(steps, dtype=np.uint64)
+    return _POWERS[0], _POWERS[1]
+
+
+def _rolling(th: np.ndarray, n: int) -> np.ndarray:
+    """sum(th[j + k] * P**(n-1-k) for k < n) for every window start j, in O(1) passes.
+
+    With T[i] = th[i] * P**-i and C its running sum, the window sum is
+    (C[j+n] - C[j]) * P**(j+n-1): four array operations instead of 2n (numbers wrap mod 2**64).
+    """
+    m = th.size - n + 1
+    pw, inv = _powers(th.size + 1)
+    with np.errstate(over="ignore"):
+        c = np.zeros(th.size + 1, dtype=np.uint64)
+        np.cumsum(th * inv[:th.size], out=c[1:])
+        return (c[n:] - c[:m]) * pw[n - 1:n - 1 + m]
+
+
 def block_windows(norm: bytes, n: int) -> Windows:
     """Hash every n-gram of a normalised block (see the module notes)."""
     a = np.frombuffer(norm, dtype=np.uint8)
@@ -211,11 +241,7 @@ def block_windows(norm: bytes, n: int) -> Windows:
     if m <= 0:
         empty = np.empty(0, dtype=np.uint64)
         return Windows(empty, np.empty(0, dtype=bool), starts, ends, line)
-    acc = np.zeros(m, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for k in range(n):
-            acc = acc * _P_GRAM + th[k:k + m]
-    return Windows(acc, line[:m] == line[n - 1:], starts, ends, line)
+    return Windows(_rolling(th, n), line[:m] == line[n - 1:], starts, ends, line)
 
 
 #: One test n-gram occurrence: (example index, token position, the n-gram's normalised bytes).
