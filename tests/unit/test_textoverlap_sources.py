@@ -261,3 +261,20 @@ def test_resume_inside_one_large_file(tmp_path: Path, monkeypatch: pytest.Monkey
     assert scanned == list(range(nparts // 2, nparts))  # the first half came from the checkpoint
     assert again == full
     assert {m["train_locator"] for m in again["matches"]} == {"line 21", "line 151", "line 281"}
+
+
+def test_test_sets_can_be_compressed_or_parquet(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gz = tmp_path / "eval.jsonl.gz"
+    gz.write_bytes(gzip.compress(b'{"q": "first question", "id": 1}\n\n{"q": "second one"}\n'))
+    assert [(d.text, d.locator) for d in to.iter_documents(gz, fields=["q"])] == [
+        ("first question", "line 1 field q"), ("second one", "line 3 field q")]
+    pqf = tmp_path / "eval.parquet"
+    pq.write_table(pa.table({"q": ["a b", None, "c d"], "k": [1, 2, 3]}), pqf)
+    assert [(d.text, d.locator) for d in to.iter_documents(pqf)] == [("a b", "row 0 column q"),
+                                                                     ("c d", "row 2 column q")]
+    xz = tmp_path / "eval.txt.xz"
+    xz.write_bytes(lzma.compress("one\n\ntwo\n".encode()))
+    assert [(d.text, d.locator) for d in to.iter_documents(xz)] == [("one", "line 1"), ("two", "line 3")]
