@@ -5,11 +5,12 @@ pick the n-gram size n as a low percentile of the test examples' lengths (5th, c
 to [8, 13]), and report every test example that shares at least one n-gram with the
 training text, with the n-gram and where it occurs.
 
-Scale: n-grams are hashed to 64 bits with a rolling polynomial over per-token hashes
-(numpy, no Python loop per n-gram); the training text is streamed in chunks and
-checked against the sorted test hashes in worker processes on every core. Candidate
-hits are confirmed on the actual tokens, so a hash collision can never produce a
-false match.
+Scale: training sources (folders, text, JSONL/JSON, Parquet, compressed) are read as
+streams of blocks (:mod:`overlap_desktop.core.text.sources`); each block's n-grams are
+hashed in numpy and looked up in the test n-grams (:mod:`overlap_desktop.core.text.scan`),
+in worker processes or on a Dask cluster, with results merged in source order and
+finished sources checkpointed (:mod:`overlap_desktop.core.text.fanout`). Candidate hits are
+confirmed on the actual tokens, so a hash collision can never produce a false match.
 
 Privacy-preserving form: :func:`keyed_ngram_hashes` turns annotations into keyed
 64-bit n-gram hashes for several n at once (no raw text); a vendor's manifest can
@@ -21,23 +22,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+import platformdirs
 
+from overlap_desktop.core.text import fanout as _fanout
+from overlap_desktop.core.text import scan as _scan
+from overlap_desktop.core.text import sources as _sources
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
-from overlap_desktop.errors import InputError
+from overlap_desktop.errors import InputError, UsageError
+from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
 __all__ = [
     "TOKENIZERS",
     "Document",
     "NgramMatch",
+    "SourceSummary",
     "TextOverlapResult",
     "check_hashed_overlap",
     "choose_n",
@@ -53,8 +60,6 @@ __all__ = [
 MAX_LINE_BYTES = 64 * 1024 * 1024
 #: Training occurrences reported per test n-gram (all are counted as a match either way).
 MAX_OCCURRENCES = 5
-#: Bytes of training text handed to one worker task.
-CHUNK_BYTES = 8 * 1024 * 1024
 
 _NON_ALNUM = re.compile(r"[^\w\s]|_")
 
@@ -86,12 +91,37 @@ def tokenize(text: str, tokenizer: str = DEFAULT_TOKENIZER) -> list[str]:
         raise InputError(f"unknown tokenizer {tokenizer!r} (known: {', '.join(sorted(TOKENIZERS))})") from None
 
 
+def check_n_rule(percentile: float, min_n: int, max_n: int) -> None:
+    """Refuse n-choosing settings that cannot mean anything (NaN, 500th percentile, min > max).
+
+    Raises:
+        UsageError: naming the setting and the allowed range.
+    """
+    if not (isinstance(percentile, (int, float)) and math.isfinite(percentile) and 0 <= percentile <= 100):
+        raise UsageError(f"--percentile must be a number from 0 to 100 (got {percentile!r})")
+    if min_n < 1 or max_n < min_n:
+        raise UsageError(f"need 1 <= --min-n <= --max-n (got --min-n {min_n}, --max-n {max_n})")
+
+
 def choose_n(lengths: Sequence[int], *, percentile: float = 5.0, min_n: int = 8, max_n: int = 13) -> int:
     """The n-gram size: the ``percentile`` of test-example lengths (in tokens), clamped to
-    [``min_n``, ``max_n``]."""
+    [``min_n``, ``max_n``].
+
+    The percentile is overlapy's rule exactly, ``sorted(lengths)[int(N * p / 100)]`` (the
+    element at that rank, no interpolation), so a test set gets the same n as with the
+    reference implementation. An interpolating rule (``numpy.percentile``) differs on small
+    test sets (about one 20-example set in three) and is not more right for them: with so
+    few examples any percentile is a rank anyway, and the method is defined by the reference.
+    ``p = 100`` takes the longest example.
+
+    Raises:
+        UsageError: ``percentile`` outside 0..100 or not a number, or ``min_n``/``max_n`` unusable.
+    """
+    check_n_rule(percentile, min_n, max_n)
     if not lengths:
-        return max(1, min_n)
-    n = int(np.percentile(np.asarray(lengths, dtype=np.float64), percentile))
+        return min_n
+    ordered = sorted(lengths)
+    n = ordered[min(len(ordered) - 1, int(len(ordered) * percentile / 100))]
     return int(max(min_n, min(max_n, n)))
 
 
@@ -205,28 +235,13 @@ def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
                                  path=path) from exc
 
 
-def _json_fields(record: Any, fields: Sequence[str] | None) -> Iterator[tuple[str, str]]:
-    if isinstance(record, str):
-        yield "", record
-        return
-    if not isinstance(record, dict):
-        return
-    keys = fields if fields else [k for k, v in record.items() if isinstance(v, str)]
-    for k in keys:
-        v = record.get(k)
-        if isinstance(v, str):
-            yield k, v
-        elif isinstance(v, list):
-            for i, item in enumerate(v):
-                if isinstance(item, str):
-                    yield f"{k}[{i}]", item
-
-
 def iter_documents(path: Path, *, fields: Sequence[str] | None = None) -> Iterator[Document]:
     """Documents from a source, chosen by what ``path`` is.
 
     - ``*.jsonl`` / ``*.ndjson``: one document per string field of each record (``fields`` to
-      choose); ``*.json``: a list of strings or records.
+      choose); ``*.json``: a list of strings or records (read item by item).
+    - ``*.parquet``: string columns (``fields`` to choose); any text kind compressed as
+      ``.gz``, ``.zst``, ``.xz`` or ``.bz2``.
     - A LeRobot dataset folder (``meta/info.json``): task strings from ``meta/tasks.jsonl`` and
       episode descriptions from ``meta/episodes.jsonl`` where present.
     - ``*.mcap``: ``std_msgs/String`` messages (and other messages with a string ``data``).
@@ -244,28 +259,18 @@ def iter_documents(path: Path, *, fields: Sequence[str] | None = None) -> Iterat
             return
         raise InputError("is a folder, not a text, JSONL or dataset source", path=path)
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
+    kind, codec, _ = _sources.source_kind(path)
+    if codec or kind in ("json", "parquet"):
+        yield from _streamed_documents(path, fields)
+    elif suffix in (".jsonl", ".ndjson"):
         for lineno, line in _read_lines(path):
             if not line.strip():
                 continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"line {lineno} is not valid JSON: {exc.msg}", path=path) from exc
-            for k, text in _json_fields(rec, fields):
+            rec = _sources.loads(line, src, f"line {lineno}")
+            for k, text in _sources.json_fields(rec, fields):
                 yield Document(text, src, f"line {lineno}" + (f" field {k}" if k else ""))
-    elif suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"not a readable JSON file: {exc}", path=path) from exc
-        if not isinstance(data, list):
-            raise InputError("expected a JSON list of strings or records", path=path)
-        for i, rec in enumerate(data):
-            for k, text in _json_fields(rec, fields):
-                yield Document(text, src, f"item {i}" + (f" field {k}" if k else ""))
     elif suffix == ".mcap":
-        yield from _mcap_documents(path)
+        yield from mcap_documents(path)
     else:
         for lineno, line in _read_lines(path):
             if line.strip():
@@ -285,7 +290,30 @@ def _lerobot_documents(root: Path) -> Iterator[Document]:
                          "(parquet task tables are not read)", path=root)
 
 
-def _mcap_documents(path: Path) -> Iterator[Document]:
+def _streamed_documents(path: Path, fields: Sequence[str] | None) -> Iterator[Document]:
+    """Documents of a compressed, JSON-list or Parquet file, through the training-side readers
+    (bounded memory, the same clear errors)."""
+    src = str(path)
+    task = _sources.whole_file_task(path)
+    for block in _sources.read_task(task, fields, mcap_documents):
+        if block.raw is not None:
+            if b"\x00" in block.raw:
+                raise InputError("looks like a binary file, not text (NUL bytes)", path=path)
+            for k, raw in enumerate(block.raw.split(b"\n")):
+                try:
+                    line = raw.decode("utf-8").rstrip("\r")
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"line {block.first_line + k + 1} is not UTF-8 text ({exc.reason})",
+                                     path=path) from None
+                if line.strip():
+                    yield Document(line, src, f"line {block.first_line + k + 1}")
+            continue
+        for text, (line, loc) in zip(block.texts or [], block.locs or []):
+            where = " ".join(x for x in ((f"line {line + 1}" if line >= 0 else ""), loc) if x)
+            yield Document(text, src, where)
+
+
+def mcap_documents(path: Path) -> Iterator[Document]:
     try:
         from mcap.reader import make_reader
         from mcap_ros2.decoder import DecoderFactory as Ros2Decoder
@@ -331,6 +359,21 @@ class NgramMatch:
     train_position: int
 
 
+@dataclass(frozen=True, slots=True)
+class SourceSummary:
+    """A training file holding matches.
+
+    Attributes:
+        source: The file.
+        examples: Test examples with at least one n-gram in it.
+        occurrences: Test n-gram occurrences in it (all, not only the ones listed as matches).
+    """
+
+    source: str
+    examples: int
+    occurrences: int
+
+
 @dataclass(slots=True)
 class TextOverlapResult:
     """Which test examples share an n-gram with the training text.
@@ -342,8 +385,12 @@ class TextOverlapResult:
         too_short: Test examples shorter than n (cannot be checked; counted, never hidden).
         matched_examples: Sorted indices of examples with at least one shared n-gram.
         matches: Shared n-gram occurrences (up to :data:`MAX_OCCURRENCES` per test n-gram).
-        train_bytes: Bytes of training text read.
+        train_bytes: Bytes on disk of the training sources.
         example_text: The test examples' text (for reports), by index.
+        sources: Training files holding matches, in scan order.
+        files: Training files scanned (including resumed ones).
+        skipped_files: Files in training folders skipped as not text (images, binaries...).
+        resumed_files: Files whose result came from a checkpoint instead of a new scan.
     """
 
     n: int
@@ -354,6 +401,14 @@ class TextOverlapResult:
     matches: list[NgramMatch] = field(default_factory=list)
     train_bytes: int = 0
     example_text: list[str] = field(default_factory=list)
+    sources: list[SourceSummary] = field(default_factory=list)
+    files: int = 0
+    skipped_files: int = 0
+    resumed_files: int = 0
+
+    def write_json(self, path: Path) -> None:
+        """Write :meth:`to_dict` to ``path`` atomically (see :func:`write_result`)."""
+        write_result(self, path)
 
     @property
     def matched_percent(self) -> float:
@@ -369,6 +424,11 @@ class TextOverlapResult:
             "matched_examples": self.matched_examples,
             "matched_percent": round(self.matched_percent, 3),
             "train_bytes": self.train_bytes,
+            "train_files": self.files,
+            "skipped_files": self.skipped_files,
+            "resumed_files": self.resumed_files,
+            "sources": [{"source": s.source, "examples": s.examples, "occurrences": s.occurrences}
+                        for s in self.sources],
             "matches": [{
                 "example": mt.example, "position": mt.position, "ngram": mt.ngram,
                 "train_source": mt.train_source, "train_locator": mt.train_locator,
@@ -377,262 +437,156 @@ class TextOverlapResult:
         }
 
 
-def _scan_chunk(args: tuple[list[tuple[str, str, str]], str, int, np.ndarray,
-                    dict[int, list[tuple[int, int, tuple[str, ...]]]]]) -> list[NgramMatch]:
-    """Worker: tokenize a chunk of training documents and confirm hits on the tokens.
+def write_result(result: TextOverlapResult, path: Path) -> None:
+    """Write ``result`` as JSON atomically: ``path`` is the old file or the complete new one.
 
-    All documents of the chunk are hashed as one token array (windows that straddle two
-    documents are discarded), so numpy does the per-n-gram work for the whole chunk at once.
+    Raises:
+        InputError: naming ``path`` and the system's reason.
     """
-    docs, tokenizer, n, test_sorted, table = args
-    fn = TOKENIZERS[tokenizer]
-    per_doc = [fn(text) for text, _, _ in docs]
-    lens = np.fromiter((len(t) for t in per_doc), dtype=np.int64, count=len(per_doc))
-    flat = [tok for toks in per_doc for tok in toks]
-    if len(flat) < n:
-        return []
-    hashes = _windows(_TokenHasher()(flat), n)
-    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
-    doc_of = np.repeat(np.arange(len(per_doc)), lens)[: hashes.shape[0]]
-    pos = np.searchsorted(test_sorted, hashes)
-    pos[pos >= test_sorted.shape[0]] = 0
-    hit = np.nonzero(test_sorted[pos] == hashes)[0]
-    found: list[NgramMatch] = []
-    for j in hit.tolist():
-        d = int(doc_of[j])
-        off = j - int(starts[d])
-        toks = per_doc[d]
-        if off + n > len(toks):
-            continue  # the window runs into the next document
-        gram = tuple(toks[off:off + n])
-        for ex, p, tgram in table.get(int(hashes[j]), ()):
-            if tgram == gram:  # confirm on the tokens: a hash collision never reports a match
-                found.append(NgramMatch(ex, p, " ".join(gram), docs[d][1], docs[d][2], off))
-    return found
+    from overlap_desktop.core.fsutil import atomic_write_bytes
+
+    data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(path, data.encode("utf-8"), open_message="cannot write the result")
 
 
-_LINE_SOURCES = (".jsonl", ".ndjson")
-
-
-def _is_line_source(path: Path) -> bool:
-    """Plain text and JSONL are split into byte ranges that workers read themselves."""
-    return path.is_file() and path.suffix.lower() not in (".json", ".mcap")
-
-
-def _line_ranges(path: Path, cancel: CancelCallback | None) -> Iterator[tuple[int, int, int]]:
-    """(start byte, end byte, first line number) ranges of about CHUNK_BYTES, cut at newlines."""
-    with _open_text(path) as fh:
-        start, line = 0, 1
-        while True:
-            check_cancel(cancel)
-            fh.seek(start + CHUNK_BYTES)
-            tail = fh.read(MAX_LINE_BYTES + 1)
-            if not tail:
-                end = fh.seek(0, os.SEEK_END)
-            else:
-                nl = tail.find(b"\n")
-                if nl < 0:
-                    if len(tail) > MAX_LINE_BYTES:
-                        raise InputError(f"a line after line {line} is longer than "
-                                         f"{MAX_LINE_BYTES // (1024 * 1024)} MiB", path=path)
-                    end = start + CHUNK_BYTES + len(tail)
-                else:
-                    end = start + CHUNK_BYTES + nl + 1
-            if end <= start:
-                return
-            yield start, end, line
-            fh.seek(start)
-            line += fh.read(end - start).count(b"\n")
-            start = end
-
-
-def _read_range(path: Path, start: int, end: int, first_line: int,
-                fields: Sequence[str] | None) -> list[tuple[str, str, str]]:
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        data = fh.read(end - start)
-    is_json = path.suffix.lower() in _LINE_SOURCES
-    docs: list[tuple[str, str, str]] = []
-    src = str(path)
-    for k, raw in enumerate(data.split(b"\n")):
-        lineno = first_line + k
-        if len(raw) > MAX_LINE_BYTES:
-            raise InputError(f"line {lineno} is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB", path=path)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"line {lineno} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                             path=path) from exc
-        if not text.strip():
-            continue
-        if is_json:
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"line {lineno} is not valid JSON: {exc.msg}", path=path) from exc
-            for key, value in _json_fields(rec, fields):
-                docs.append((value, src, f"line {lineno}" + (f" field {key}" if key else "")))
-        else:
-            docs.append((text.rstrip("\r"), src, f"line {lineno}"))
-    return docs
-
-
-def _scan_range(args: tuple[str, int, int, int, Sequence[str] | None, str, int, np.ndarray,
-                    dict[int, list[tuple[int, int, tuple[str, ...]]]]]) -> tuple[list[NgramMatch], int]:
-    path, start, end, first_line, fields, tokenizer, n, test_sorted, table = args
-    docs = _read_range(Path(path), start, end, first_line, fields)
-    return _scan_chunk((docs, tokenizer, n, test_sorted, table)), end - start
-
-
-def _tasks(sources: Sequence[Path], fields: Sequence[str] | None,
-           cancel: CancelCallback | None) -> Iterator[tuple[str, Any]]:
-    """Work items: ("range", (path, start, end, line)) for line sources, ("docs", (batch, size)) otherwise."""
-    for src in sources:
-        src = Path(src)
-        if _is_line_source(src):
-            for start, end, line in _line_ranges(src, cancel):
-                yield "range", (str(src), start, end, line)
-            continue
-        batch: list[tuple[str, str, str]] = []
-        size = 0
-        for doc in iter_documents(src, fields=fields):
-            batch.append((doc.text, doc.source, doc.locator))
-            size += len(doc.text)
-            if size >= CHUNK_BYTES:
-                check_cancel(cancel)
-                yield "docs", (batch, size)
-                batch, size = [], 0
-        if batch:
-            yield "docs", (batch, size)
-
-
-_WORKER_STATE: tuple[Any, ...] = ()
-
-
-def _init_worker(state: tuple[Any, ...]) -> None:
-    """Receive the test-set tables once per worker process instead of once per task."""
-    global _WORKER_STATE
-    _WORKER_STATE = state
-
-
-def _run_task_in_worker(task: tuple[str, Any, Sequence[str] | None]) -> tuple[list[NgramMatch], int]:
-    return _run_task((*task, *_WORKER_STATE))
-
-
-def _run_task(args: tuple[str, Any, Sequence[str] | None, str, int, np.ndarray,
-                  dict[int, list[tuple[int, int, tuple[str, ...]]]]]) -> tuple[list[NgramMatch], int]:
-    kind, item, fields, tokenizer, n, test_sorted, table = args
-    if kind == "range":
-        path, start, end, line = item
-        return _scan_range((path, start, end, line, fields, tokenizer, n, test_sorted, table))
-    batch, size = item
-    return _scan_chunk((batch, tokenizer, n, test_sorted, table)), size
-
-
-def _task_size(task: tuple[Any, ...]) -> int:
-    kind, item = task[0], task[1]
-    if kind == "range":
-        path, start, end, line = item
-        _read_range(Path(path), start, end, line, task[2])  # validates the text
-        return int(end - start)
-    return int(item[1])
+def _examples(test: Sequence[Path | str] | Sequence[Document], fields: Sequence[str] | None) -> list[Document]:
+    examples: list[Document] = []
+    for item in test:
+        examples.extend([item] if isinstance(item, Document) else iter_documents(Path(item), fields=fields))
+    return examples
 
 
 def text_overlap(test: Sequence[Path | str] | Sequence[Document], train: Sequence[Path | str], *,
                  tokenizer: str = DEFAULT_TOKENIZER, n: int | None = None, percentile: float = 5.0,
                  min_n: int = 8, max_n: int = 13, fields: Sequence[str] | None = None,
-                 workers: int = 0, progress: ProgressCallback | None = None,
+                 workers: int = 0, cluster: str | None = None, checkpoint: Path | str | None = None,
+                 progress: ProgressCallback | None = None,
                  cancel: CancelCallback | None = None) -> TextOverlapResult:
     """Report every test example that shares an n-gram with the training text.
 
     Args:
         test: Test-set sources (paths) or already-built :class:`Document` s (one per example).
-        train: Training sources (paths; see :func:`iter_documents` for the kinds).
+        train: Training files and folders (see :mod:`overlap_desktop.core.text.sources`).
         tokenizer: A key of :data:`TOKENIZERS`.
         n: Force the n-gram size; by default :func:`choose_n` over the test examples.
         percentile, min_n, max_n: The n-choosing rule.
-        fields: JSON fields to read (default: every string field).
+        fields: JSON fields / Parquet columns to read (default: every string field).
         workers: Worker processes (0 = one per core; 1 = in this process).
-        progress: Receives bytes of training text read.
-        cancel: Polled between chunks.
+        cluster: Address of a Dask scheduler to scan on instead (``tcp://host:8786``).
+        checkpoint: File recording finished sources; an interrupted scan with the same
+            settings resumes from it, and it is removed when the scan completes. ``"auto"``:
+            a file in the user cache folder named after the settings and training paths.
+        progress: Receives bytes on disk of training sources finished, out of their total.
+        cancel: Polled between blocks (one worker) or tasks.
 
     Raises:
-        InputError: a source is unreadable or malformed.
-        Cancelled: ``cancel()`` turned true.
+        InputError: a source is unreadable or malformed, or a setting is out of range.
+        Cancelled: ``cancel()`` turned true (finished sources stay in the checkpoint).
     """
     if tokenizer not in TOKENIZERS:
         tokenize("", tokenizer)  # raises the clear error
-    examples: list[Document] = []
-    for item in test:
-        if isinstance(item, Document):
-            examples.append(item)
-        else:
-            examples.extend(iter_documents(Path(item), fields=fields))
-    toks = [tokenize(d.text, tokenizer) for d in examples]
+    check_n_rule(percentile, min_n, max_n)
+    if workers < 0:
+        raise UsageError(f"--workers must be 0 (one per core) or more (got {workers})")
+    examples = _examples(test, fields)
+    fn = TOKENIZERS[tokenizer]
+    lengths = [len(tokenize(d.text, tokenizer)) for d in examples]
     if n is None:
-        n = choose_n([len(t) for t in toks], percentile=percentile, min_n=min_n, max_n=max_n)
+        n = choose_n(lengths, percentile=percentile, min_n=min_n, max_n=max_n)
     if n < 1:
         raise InputError(f"n-gram size must be at least 1 (got {n})")
-    hasher = _TokenHasher()
-    table: dict[int, list[tuple[int, int, tuple[str, ...]]]] = {}
-    too_short = 0
-    for ex, t in enumerate(toks):
-        if len(t) < n:
-            too_short += 1
-            continue
-        for p, h in enumerate(_windows(hasher(t), n).tolist()):
-            table.setdefault(h, []).append((ex, p, tuple(t[p:p + n])))
-    test_sorted = np.array(sorted(table), dtype=np.uint64)
-    result = TextOverlapResult(n=n, tokenizer=tokenizer, examples=len(examples), too_short=too_short,
-                               example_text=[d.text for d in examples])
-    seen: dict[tuple[int, int], int] = {}
+    test_norm = _scan.normalize_docs([d.text for d in examples], tokenizer, fn)
+    table = _scan.TestTable(test_norm, n)
+    sources, skipped = _sources.expand_sources(train)
+    state = _fanout.ScanState(tokenizer, table, list(fields) if fields else None, MAX_OCCURRENCES)
+    result = TextOverlapResult(n=n, tokenizer=tokenizer, examples=len(examples),
+                               too_short=sum(1 for k in lengths if k < n),
+                               example_text=[d.text for d in examples], files=len(sources),
+                               skipped_files=skipped)
+    ckpt = None
+    if checkpoint is not None:
+        job = _fanout.job_digest(["text-overlap/2", tokenizer, str(n), json.dumps(sorted(fields or [])),
+                                  str(MAX_OCCURRENCES), test_norm])
+        if checkpoint == "auto":
+            where = _fanout.job_digest([job, *(os.path.abspath(t) for t in train)])[:24]
+            checkpoint = Path(platformdirs.user_cache_dir(APP_NAME, APP_AUTHOR)) / "text-overlap" / f"{where}.ckpt"
+        ckpt = _fanout.Checkpoint(Path(checkpoint), job)
+        ckpt.load()
+    finished: dict[int, _fanout.SourceResult] = {}
+    for i, s in enumerate(sources):
+        prev = ckpt.finished(s) if ckpt else None
+        if prev is not None:
+            finished[i] = prev
+    total = sum(s.size for s in sources)
+    done = sum(sources[i].size for i in finished)
+    result.resumed_files = len(finished)
+    if ckpt:
+        ckpt.open()
 
-    def absorb(found: list[NgramMatch]) -> None:
-        # Every occurrence is evidence, but a boilerplate phrase repeated a million times in the
-        # training text must not flood the report: keep the first few per test n-gram.
-        for mt in found:
-            key = (mt.example, mt.position)
-            k = seen.get(key, 0)
-            if k < MAX_OCCURRENCES:
-                seen[key] = k + 1
-                result.matches.append(mt)
-
-    done = 0
-    nworkers = workers or (os.cpu_count() or 1)
-
-    def advance(size: int) -> None:
+    def on_bytes(k: int) -> None:
         nonlocal done
-        done += size
+        done += k
         if progress:
-            progress(Progress("text-overlap", done, None, unit="bytes"))
-        check_cancel(cancel)
+            progress(Progress("text-overlap", done, total, unit="bytes"))
 
-    state = (tokenizer, n, test_sorted, table)
-    tasks = ((kind, item, fields) for kind, item in _tasks([Path(t) for t in train], fields, cancel))
-    if not test_sorted.size or nworkers <= 1:
-        # Nothing to look for still reads (and so validates) the training sources.
-        for task in tasks:
-            found, size = _run_task((*task, *state)) if test_sorted.size else ([], _task_size(task))
-            absorb(found)
-            advance(size)
-    else:
-        with ProcessPoolExecutor(max_workers=nworkers, initializer=_init_worker, initargs=(state,)) as pool:
-            pending: list[Any] = []
-            for task in tasks:
-                pending.append(pool.submit(_run_task_in_worker, task))
-                # Bounded look-ahead keeps memory flat on gigabytes of text.
-                while len(pending) >= 2 * nworkers:
-                    found, size = pending.pop(0).result()
-                    absorb(found)
-                    advance(size)
-            for fut in pending:
-                found, size = fut.result()
-                absorb(found)
-                advance(size)
-    result.train_bytes = done
+    on_bytes(0)
+    parts: dict[int, list[_fanout.TaskResult]] = {}
+    expected: dict[int, int] = {}
+
+    def tasks() -> Iterator[_sources.Task]:
+        for i in range(len(sources)):
+            if i in finished:
+                continue
+            check_cancel(cancel)
+            planned = _sources.plan_tasks(sources, i)
+            expected[i] = len(planned)
+            for task in planned:
+                stored = ckpt.finished_part(sources[i], task) if ckpt and len(planned) > 1 else None
+                if stored is None:
+                    yield task
+                else:
+                    on_bytes(task.size)
+                    on_result(stored, None)
+
+    def on_result(r: _fanout.TaskResult, task: _sources.Task | None) -> None:
+        if ckpt and task is not None and expected.get(r.source, 0) > 1:
+            ckpt.add_part(sources[r.source], task, r)
+        got = parts.setdefault(r.source, [])
+        got.append(r)
+        if len(got) == expected.get(r.source, -1):
+            sr = _fanout.merge_parts(sources[r.source], parts.pop(r.source), MAX_OCCURRENCES)
+            finished[r.source] = sr
+            if ckpt:
+                ckpt.add(sr)
+
+    nworkers = workers or (os.cpu_count() or 1)
+    try:
+        _fanout.run_tasks(tasks(), state, workers=nworkers, cluster=cluster, on_result=on_result,
+                          on_bytes=on_bytes, cancel=cancel)
+    finally:
+        if ckpt:
+            ckpt.close(remove=False)
+    _merge_sources(result, [finished[i] for i in sorted(finished)])
+    result.train_bytes = total
+    if ckpt:
+        ckpt.close(remove=True)
+    return result
+
+
+def _merge_sources(result: TextOverlapResult, done: Sequence[_fanout.SourceResult]) -> None:
+    """Fill ``result`` from per-source results, in source order (so the result does not depend
+    on which worker finished first)."""
+    per_gram: dict[tuple[int, int], int] = {}
+    for sr in done:
+        for ex, pos, gram, where, tpos in sr.hits:
+            k = per_gram.get((ex, pos), 0)
+            if k < MAX_OCCURRENCES:
+                per_gram[(ex, pos)] = k + 1
+                result.matches.append(NgramMatch(ex, pos, gram, sr.source.path, where, tpos))
+        if sr.counts:
+            result.sources.append(SourceSummary(sr.source.path, len(sr.counts), sum(sr.counts.values())))
     result.matches.sort(key=lambda mt: (mt.example, mt.position))
     result.matched_examples = sorted({mt.example for mt in result.matches})
-    return result
 
 
 def check_hashed_overlap(test: Sequence[Path | str] | Sequence[Document], hashed: dict[int, np.ndarray], *,
@@ -645,9 +599,7 @@ def check_hashed_overlap(test: Sequence[Path | str] | Sequence[Document], hashed
     were made for. Matches carry positions and the lab's own n-gram text (the lab owns the
     test set); nothing of the vendor's text is known beyond "this n-gram occurs".
     """
-    examples: list[Document] = []
-    for item in test:
-        examples.extend([item] if isinstance(item, Document) else iter_documents(Path(item), fields=fields))
+    examples = _examples(test, fields)
     toks = [tokenize(d.text, tokenizer) for d in examples]
     if not hashed:
         raise InputError("the manifest carries no text n-gram hashes")

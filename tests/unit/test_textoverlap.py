@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from overlap_desktop.core import textoverlap as to
-from overlap_desktop.errors import InputError
+from overlap_desktop.errors import InputError, UsageError
 
 TRAIN = ["A B A C D E F G", "A C F J K H E", "V L N M Q", "A B A C Ç T Z V E", "L M N O P"]
 TEST = ["B A B A C O Q W R", "O P Q F J K H", "W E R E", "I E T Z V E L", "K E K W"]
@@ -39,13 +39,65 @@ def test_reference_example(train_file: Path, workers: int) -> None:
     assert ex0 == [("line 1", 1, 0), ("line 4", 1, 0)]
 
 
+def _overlapy_n(lengths: list[int], p: float = 5.0, min_n: int = 8, max_n: int = 13) -> int:
+    """overlapy 0.0.1's rule, written out literally."""
+    n = sorted(lengths)[int(len(lengths) * p / 100)]
+    return min(max(n, min_n), max_n)
+
+
 def test_percentile_rule() -> None:
     assert to.choose_n([9, 7, 4, 7, 4], min_n=1) == 4
     assert to.choose_n([9, 7, 4, 7, 4]) == 8  # clamped up to the default minimum
     assert to.choose_n(list(range(20, 200))) == 13  # clamped down to the maximum
+    rng = np.random.default_rng(3)
+    for size in (1, 5, 20, 21, 99, 100, 500):
+        for _ in range(20):
+            lengths = rng.integers(1, 60, size=size).tolist()
+            for p in (0.0, 5.0, 12.5, 50.0, 99.9):  # 100: overlapy indexes past the end; we take the last
+                assert to.choose_n(lengths, percentile=p, min_n=1, max_n=1000) == _overlapy_n(lengths, p, 1, 1000)
     lengths = list(range(1, 101))
-    assert to.choose_n(lengths, min_n=1, max_n=1000) == int(np.percentile(lengths, 5))
-    assert to.choose_n(lengths, percentile=50, min_n=1, max_n=1000) == int(np.percentile(lengths, 50))
+    assert to.choose_n(lengths, min_n=1, max_n=1000) == 6  # rank 5 of 1..100; interpolation said 5
+    assert to.choose_n(lengths, percentile=100, min_n=1, max_n=1000) == 100
+
+
+@pytest.mark.parametrize("bad", [500.0, -1.0, float("nan"), float("inf")])
+def test_percentile_out_of_range_is_a_clear_error(bad: float) -> None:
+    with pytest.raises(UsageError, match="--percentile must be a number from 0 to 100"):
+        to.choose_n([10, 11, 12], percentile=bad)
+    with pytest.raises(UsageError, match="--percentile"):
+        to.text_overlap(_docs(["a b c"]), [], percentile=bad)
+
+
+def test_twenty_examples_where_the_rules_differ(tmp_path: Path) -> None:
+    """A 20-example test set on which overlapy's rank rule gives n = 11 and the interpolating
+    rule n = 10: we must give overlapy's n and exactly overlapy's matches (4, not 5)."""
+    rng = np.random.default_rng(7)
+    vocab = [f"word{i}" for i in range(5000)]
+    lengths = [10, 11] + rng.integers(12, 30, size=18).tolist()
+    words = rng.choice(vocab, size=sum(lengths), replace=False).tolist()
+    examples, k = [], 0
+    for ln in lengths:
+        examples.append(words[k:k + ln])
+        k += ln
+    assert int(np.percentile(lengths, 5)) == 10 and _overlapy_n(lengths) == 11
+    filler = [f"fill{i}" for i in range(400)]
+    lines = [" ".join(filler[i * 20:(i + 1) * 20]) for i in range(20)]
+    for ex in (2, 5, 9, 14):  # 11 tokens of these: a match at n = 10 and n = 11
+        lines[ex] = "before " + " ".join(examples[ex][1:12]) + " after"
+    lines[17] = "x " + " ".join(examples[17][3:13]) + " y"  # exactly 10 tokens: only n = 10 matches
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def overlapy(n: int) -> list[int]:
+        grams = {tuple(ln.split()[i:i + n]) for ln in lines for i in range(len(ln.split()) - n + 1)}
+        return [e for e, toks in enumerate(examples)
+                if any(tuple(toks[i:i + n]) in grams for i in range(len(toks) - n + 1))]
+
+    r = to.text_overlap(_docs([" ".join(e) for e in examples]), [train], workers=1)
+    assert r.n == 11
+    assert r.matched_examples == overlapy(11) == [2, 5, 9, 14]
+    r10 = to.text_overlap(_docs([" ".join(e) for e in examples]), [train], workers=1, n=10)
+    assert r10.matched_examples == overlapy(10) == [2, 5, 9, 14, 17]
 
 
 def test_default_tokenizer_lowercases_and_strips_punctuation() -> None:
@@ -112,11 +164,14 @@ def test_huge_line_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_collision_cannot_fake_a_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even if every token hashed alike, matches are confirmed on the tokens themselves."""
-    monkeypatch.setattr(to, "_token_hash", lambda token, key=b"": 7)
+    from overlap_desktop.core.text import scan
+
+    monkeypatch.setattr(scan, "_token_hashes", lambda a, starts, lens, raw: np.full(starts.size, 7, np.uint64))
     train = tmp_path / "t.txt"
-    train.write_text("a b c d e f g h i\n", encoding="utf-8")
-    r = to.text_overlap(_docs(["z y x w v u t s r"]), [train], workers=1)
-    assert r.matched_examples == []
+    train.write_text("a b c d e f g h i\nz y x w v u t s r\n", encoding="utf-8")
+    r = to.text_overlap(_docs(["z y x w v u t s r", "q q q q q q q q q"]), [train], workers=1)
+    assert r.matched_examples == [0]
+    assert {m.train_locator for m in r.matches} == {"line 2"}
 
 
 def test_lerobot_tasks(tmp_path: Path) -> None:
