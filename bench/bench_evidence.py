@@ -98,8 +98,10 @@ def report(queries: list, lab: Path, root: Path) -> None:
     true_e = [r[1] for r in rows if r[0]]
     false_e = [r[1] for r in rows if not r[0]]
     thr = MatchParams().max_chance
-    print(f"offers: {len(suite.NEGATIVES)} look-alikes + real {sum(1 for q in queries if 'real' in q.file)}, "
-          f"{len(suite.CONTROLS)} true copies; library {len(suite.LIB) + len(suite.LONG)} files")
+    real_neg = sum(1 for q in queries if Path(q.file).stem.startswith("neg-real-"))
+    real_ctl = sum(1 for q in queries if Path(q.file).stem.startswith("ctl-real-"))
+    print(f"offers: {len(suite.NEGATIVES) + real_neg} look-alikes ({real_neg} real), "
+          f"{len(suite.CONTROLS) + real_ctl} true copies ({real_ctl} real)")
     print(f"candidate lines verified: {len(rows)} ({len(true_e)} true, {len(false_e)} false)")
     print(f"largest chance count of a true copy : {max(true_e):.3g}" if true_e else "no true copy found")
     print(f"smallest chance count of a false line: {min(false_e):.3g}" if false_e else "no false line")
