@@ -82,7 +82,7 @@ re-encoded stretches of the two real clips). Measured on 2026-12-03:
 | true copies found, span within 1 s, speed within 3% | **5 of 5** generated; **2 of 2** real (placed within 1 s, trimmed to the moving stretches) |
 | self-dedupe of the ten episodes | no duplicates |
 | internal repeats reported among the 29 offered files | none |
-| candidate lines the matcher verified on this suite | 26: 5 true copies, 21 look-alikes |
+| candidate lines the matcher verified on this suite | 28: 7 true copies, 21 look-alike lines |
 | chance count of the weakest true copy | below 10^-15 (the smallest value written) |
 | chance count of the strongest look-alike line, significance alone | 8.5 × 10^-9 (a 5 s coincidence of similar arm poses at 0.41x) |
 | look-alike lines left after the ridge gate | **0** (the one above had 1 ridge state in 5) |
