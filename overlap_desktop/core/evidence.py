@@ -50,7 +50,7 @@ from overlap_desktop.core.types import StreamFingerprints
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.match import MatchParams, RawSegment
 
-__all__ = ["EVIDENCE_ID", "Assessment", "assess_segment", "search_space_lines"]
+__all__ = ["EVIDENCE_ID", "Assessment", "Seeds", "assess_segment", "search_space_lines"]
 
 #: Identifies this evidence model in report settings (change it when the statistic changes).
 EVIDENCE_ID = "contrast-decoy-v1"
@@ -97,6 +97,15 @@ IMPLAUSIBLE_SPEED_PENALTY = 1e4
 PLAUSIBLE_SPEEDS = (0.25, 4.0)
 #: Smallest chance count written (below this, "less than 1 in 10^15").
 MIN_CHANCE = 1e-15
+
+
+@dataclass(frozen=True, slots=True)
+class Seeds:
+    """Close frame pairs the search found for one stream pair: offered row, owned row, distance."""
+
+    q: np.ndarray
+    c: np.ndarray
+    d: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +174,7 @@ class _Pair:
     """Background measurements of one (offered stream, owned stream) pair."""
 
     def __init__(self, query: StreamFingerprints, corpus: StreamFingerprints, fam: np.ndarray,
-                 exclude_identity: bool) -> None:
+                 exclude_identity: bool, seeds: Seeds | None = None) -> None:
         self.query = query
         self.corpus = corpus
         self.fam = fam
@@ -182,6 +191,35 @@ class _Pair:
         # (owned row, variant): decoys and trimming revisit the same frames many times.
         self._row_d: dict[int, np.ndarray] = {}
         self._col_d: dict[int, np.ndarray] = {}
+        # The search's own close pairs of this stream pair, by offered row and by owned row:
+        # where a frame has a much better match *elsewhere* (the true place of a copy that
+        # a tilted "ghost" line only crosses), a sampled background can miss it.
+        self.seeds = seeds if seeds is not None and len(seeds.q) else None
+        if self.seeds is not None:
+            sq = self.seeds
+            self._by_q = np.argsort(sq.q, kind="stable")
+            self._by_c = np.argsort(sq.c, kind="stable")
+            self._q_sorted = sq.q[self._by_q]
+            self._c_sorted = sq.c[self._by_c]
+
+    def _seed_min(self, keys: np.ndarray, sorted_keys: np.ndarray, order: np.ndarray,
+                  other_t: np.ndarray, centre: np.ndarray, excl: float) -> np.ndarray:
+        """Per key: the smallest seed distance among seeds of that row whose other-axis
+        time lies more than ``excl`` from ``centre`` (inf where none)."""
+        assert self.seeds is not None
+        lo = np.searchsorted(sorted_keys, keys, side="left")
+        hi = np.searchsorted(sorted_keys, keys, side="right")
+        n = hi - lo
+        out = np.full(keys.size, np.inf)
+        total = int(n.sum())
+        if total == 0:
+            return out
+        owner = np.repeat(np.arange(keys.size), n)
+        pos = np.arange(total) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+        idx = order[pos]
+        far = np.abs(other_t[idx] - centre[owner]) > excl
+        np.minimum.at(out, owner[far], self.seeds.d[idx[far]].astype(float))
+        return out
 
     def _rows_background(self, rows: np.ndarray) -> np.ndarray:
         """``(n, Kc)`` distances from offered rows to the owned sample (best variant)."""
@@ -221,15 +259,24 @@ class _Pair:
         if self.identity:
             far &= np.abs(cst[None, :] - qt[:, None]) > EXCLUSION_S
         row_bg = _low_quantile(dr, far, BACKGROUND_QUANTILE)
+        if self.seeds is not None:
+            row_bg = np.minimum(row_bg, self._seed_min(rows, self._q_sorted, self._by_q,
+                                                       self.ct[self.seeds.c], pred,
+                                                       EXCLUSION_S * max(1.0, abs(slope))))
         # Column background: the owned frame on the line against offered frames off the line.
         c_row = np.clip(c_at, 0, len(self.corpus) - 1)
         cc = self.corpus.codes[c_row, self.fam[best_v]]
         dc = self._cols_background(c_row, self.fam[best_v])
         qst = self.qt[self.q_sample]
-        farq = np.abs(qst[None, :] - qt[:, None]) > EXCLUSION_S
+        # A slowed copy shows one owned moment for 1/|slope| offered seconds: exclude that much.
+        excl_q = EXCLUSION_S * max(1.0, 1.0 / max(abs(slope), 1e-6))
+        farq = np.abs(qst[None, :] - qt[:, None]) > excl_q
         if self.identity:
             farq &= np.abs(qst[None, :] - self.ct[np.clip(c_at, 0, len(self.corpus) - 1)][:, None]) > EXCLUSION_S
         col_bg = _low_quantile(dc, farq, BACKGROUND_QUANTILE)
+        if self.seeds is not None:
+            col_bg = np.minimum(col_bg, self._seed_min(c_row, self._c_sorted, self._by_c,
+                                                       self.qt[self.seeds.q], qt, excl_q))
         bg = np.minimum(row_bg, col_bg)
         ok = (d < 256) & np.isfinite(bg)
         return d, bg, ok, c_at, cc
@@ -412,7 +459,8 @@ def _piece(pair: _Pair, seg: RawSegment, pr: np.ndarray, pj: np.ndarray, z: floa
 
 def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: RawSegment,
                    fam: np.ndarray, params: MatchParams, *, searched_seconds: float,
-                   exclude_identity: bool = False) -> list[tuple[RawSegment, Assessment]]:
+                   exclude_identity: bool = False, seeds: Seeds | None = None,
+                   ) -> list[tuple[RawSegment, Assessment]]:
     """Trim a verified segment to its evidence and give each piece a chance count.
 
     Args:
@@ -425,6 +473,8 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
             (the whole library), for the number of lines that competed.
         exclude_identity: The pair is a stream against itself: leave the trivial
             diagonal out of the background too.
+        seeds: The search's close pairs for this stream pair; a frame with a better
+            match elsewhere (off this line) then has that as its background.
 
     Returns:
         ``(piece, assessment)`` for every stretch with positive support that is a
@@ -432,7 +482,7 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
         ``assessment.chance > params.max_chance`` is weak evidence.
     """
     slope, offset = seg.speed, seg.offset
-    pair = _Pair(query, corpus, np.asarray(fam, np.int64), exclude_identity)
+    pair = _Pair(query, corpus, np.asarray(fam, np.int64), exclude_identity, seeds)
     pred = slope * pair.qt + offset
     inside = (pair.qt >= seg.query_start - 1e-6) & (pair.qt <= seg.query_end + 1e-6)
     inside &= (pred >= -0.5) & (pred <= pair.c_end + 0.5) & query.usable

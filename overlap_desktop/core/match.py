@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from overlap_desktop.core.evidence import assess_segment
+from overlap_desktop.core.evidence import Seeds, assess_segment
 from overlap_desktop.core.search import popcount_xor
 from overlap_desktop.core.types import StreamFingerprints
 
@@ -718,28 +718,48 @@ def match_streams(query: StreamFingerprints, corpus: StreamFingerprints, q_rows:
     found = _dedupe(_lines_to_segments(query, corpus, q_rows, c_rows, v_idx, params, [], dist))
     # Seeds no segment explains get a local dense expansion, then another round.
     rest = ~_explained(found, query.times_ns[q_rows] / 1e9, corpus.times_ns[c_rows] / 1e9)
+    extra: tuple[np.ndarray, ...] | None = None
     if rest.any():
         eq, ec, ev, ed = _expand(query, corpus, q_rows[rest], c_rows[rest], v_idx[rest], params)
         if exclude_diagonal and eq.size:
             keep = np.abs(query.times_ns[eq] - corpus.times_ns[ec]) > near_ns
             eq, ec, ev, ed = eq[keep], ec[keep], ev[keep], ed[keep]
+        extra = (eq, ec, ev, ed)
         if eq.size:
             found = _dedupe(found + _lines_to_segments(query, corpus, eq, ec, ev, params, found, ed))
     if exclude_diagonal:
         found = [s for s in found if not (abs(s.speed - 1.0) < 0.05 and abs(s.offset) < 2.0)]
     searched = corpus.duration_s if searched_seconds is None else searched_seconds
-    found = _dedupe(_assess(query, corpus, found, params, searched, exclude_diagonal))
+    seeds = _seed_pairs(query, corpus, q_rows, c_rows, dist, extra)
+    found = _dedupe(_assess(query, corpus, found, params, searched, exclude_diagonal, seeds))
     found.sort(key=lambda s: (s.query_start, s.corpus_start))
     return found
 
 
+def _seed_pairs(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray, c_rows: np.ndarray,
+                dist: np.ndarray | None, extra: tuple[np.ndarray, ...] | None) -> Seeds:
+    """Every close pair the search and the local expansion found for this stream pair."""
+    qs, cs = [q_rows], [c_rows]
+    if dist is None:
+        ds = [popcount_xor(query.codes[q_rows, 0], corpus.codes[c_rows, 0]).astype(np.int64)]
+    else:
+        ds = [dist]
+    if extra is not None and extra[0].size:
+        qs.append(extra[0])
+        cs.append(extra[1])
+        ds.append(np.asarray(extra[3], np.int64))
+    return Seeds(np.concatenate(qs), np.concatenate(cs), np.concatenate(ds))
+
+
 def _assess(query: StreamFingerprints, corpus: StreamFingerprints, segs: list[RawSegment],
-            params: MatchParams, searched_seconds: float, identity: bool) -> list[RawSegment]:
+            params: MatchParams, searched_seconds: float, identity: bool,
+            seeds: Seeds | None = None) -> list[RawSegment]:
     """Trim each verified segment to its evidence and attach its chance count."""
     out: list[RawSegment] = []
     for seg in segs:
         for piece, a in assess_segment(query, corpus, seg, seg.family, params,
-                                       searched_seconds=searched_seconds, exclude_identity=identity):
+                                       searched_seconds=searched_seconds, exclude_identity=identity,
+                                       seeds=seeds):
             if a.chance > params.list_chance:
                 continue
             piece.chance = a.chance
