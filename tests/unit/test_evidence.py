@@ -29,7 +29,7 @@ def walk(episode: int, seconds: float, fps: float, pause: tuple[float, float] | 
     for i in range(n):
         t = i / fps
         if not (pause and pause[0] <= t < pause[1]):
-            flip = rng.choice(64, max(1, int(round(20 / fps))), replace=False)
+            flip = rng.choice(64, max(1, round(20 / fps)), replace=False)
             state = state.copy()
             state[flip] ^= 1
         out[i] = state
@@ -197,3 +197,38 @@ def test_a_partial_coincidence_of_poses_is_not_a_ridge() -> None:
     finally:
         ev.RIDGE_RATIO = ridge
     assert any(a.chance <= MatchParams().max_chance for _, a in ungated)
+
+
+def _drift(seed: int, n: int, flips: int = 10) -> np.ndarray:
+    """Codes of slowly changing footage at 1 sample/s: ``flips`` random bits change per second."""
+    rng = np.random.default_rng(seed)
+    f = np.zeros((n, 256), np.uint8)
+    f[np.arange(n)[:, None], rng.integers(0, 256, (n, flips))] = 1
+    f[0] = rng.integers(0, 2, 256)
+    return np.packbits(np.bitwise_xor.accumulate(f, axis=0), axis=1)
+
+
+def _noisy(codes: np.ndarray, seed: int, nbits: int = 10) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    bits = np.unpackbits(codes, axis=1)
+    for row in bits:
+        row[rng.choice(256, nbits, replace=False)] ^= 1  # re-encoding noise
+    return np.packbits(bits, axis=1)
+
+
+def test_a_ghost_line_crossing_a_true_copy_is_not_counted() -> None:
+    """Slowly changing footage: B holds A's 100..160 s slowed to 0.5x. The copy smears into its
+    neighbourhood, so a tilted, reversed line through its centre (A 112..130 s against B 47..41 s,
+    "reversed at 0.35x") looked supported against a *sampled* background (measured before the
+    fix: chance count below 1e-15). The search's own seeds show each of its frames has a much
+    better match elsewhere (its true place); the ghost is not counted, the copy is."""
+    from overlap_desktop.core.compare import QueryStream
+    from overlap_desktop.core.repeats import find_repeats
+
+    a, b = _drift(1000, 1800), _drift(1001, 1800)  # 30-minute streams: a sampled background is sparse
+    b[:120] = _noisy(a[np.repeat(np.arange(100, 160), 2)], 1)
+    b[120:180] = _noisy(b[300:360].copy(), 2)
+    queries = [QueryStream("a.mp4", 1800.0, "v:0", stream(a, 1.0)), QueryStream("b.mp4", 1800.0, "v:0", stream(b, 1.0))]
+    found = [(f.query_file, s) for f in find_repeats(queries, MatchParams()) for s in f.segments]
+    assert not [s for _, s in found if s.speed < 0], [(n, s.query_start, s.query_end, s.speed) for n, s in found]
+    assert any(n == "b.mp4" and s.corpus_file == "a.mp4" and abs(s.speed - 0.5) < 0.015 for n, s in found)
