@@ -259,10 +259,6 @@ class _Pair:
         if self.identity:
             far &= np.abs(cst[None, :] - qt[:, None]) > EXCLUSION_S
         row_bg = _low_quantile(dr, far, BACKGROUND_QUANTILE)
-        if self.seeds is not None:
-            row_bg = np.minimum(row_bg, self._seed_min(rows, self._q_sorted, self._by_q,
-                                                       self.ct[self.seeds.c], pred,
-                                                       EXCLUSION_S * max(1.0, abs(slope))))
         # Column background: the owned frame on the line against offered frames off the line.
         c_row = np.clip(c_at, 0, len(self.corpus) - 1)
         cc = self.corpus.codes[c_row, self.fam[best_v]]
@@ -274,10 +270,17 @@ class _Pair:
         if self.identity:
             farq &= np.abs(qst[None, :] - self.ct[np.clip(c_at, 0, len(self.corpus) - 1)][:, None]) > EXCLUSION_S
         col_bg = _low_quantile(dc, farq, BACKGROUND_QUANTILE)
-        if self.seeds is not None:
-            col_bg = np.minimum(col_bg, self._seed_min(c_row, self._c_sorted, self._by_c,
-                                                       self.qt[self.seeds.q], qt, excl_q))
         bg = np.minimum(row_bg, col_bg)
+        if self.seeds is not None:
+            # A frame whose best match *elsewhere* (among the search's seeds, off this line on
+            # either axis) is closer than its match on the line belongs elsewhere: its
+            # "background" is that match, so its support is negative. Only a better match
+            # counts: on a fixed camera every frame has many merely similar ones.
+            elsewhere = np.minimum(
+                self._seed_min(rows, self._q_sorted, self._by_q, self.ct[self.seeds.c], pred,
+                               EXCLUSION_S * max(1.0, abs(slope))),
+                self._seed_min(c_row, self._c_sorted, self._by_c, self.qt[self.seeds.q], qt, excl_q))
+            bg = np.where(elsewhere < d, elsewhere, bg)
         ok = (d < 256) & np.isfinite(bg)
         return d, bg, ok, c_at, cc
 
