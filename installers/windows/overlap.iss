@@ -29,6 +29,11 @@
 #ifndef InstallDir
   #define InstallDir "{autopf}\overlap desktop"
 #endif
+; Compression override, likewise for test harnesses only (the lane's throw-away "older
+; version" installer for the upgrade test is compressed fast: /DCompression=zip).
+#ifndef Compression
+  #define Compression "lzma2/max"
+#endif
 
 #define AppName "overlap desktop"
 #define AppExe "overlap-desktop.exe"
@@ -61,7 +66,7 @@ UninstallDisplayIcon={app}\{#AppExe}
 UninstallDisplayName={#AppName} {#Version}
 LicenseFile=..\..\LICENSE
 WizardStyle=modern
-Compression=lzma2/max
+Compression={#Compression}
 SolidCompression=yes
 ; Close a running copy (GUI or CLI) through the Restart Manager before replacing files;
 ; in silent mode close it without asking.
