@@ -47,6 +47,9 @@ OTHER_EXCLUDES: tuple[str, ...] = (
     "cupy", "numba", "h5py", "tests", "setuptools", "pip", "pydoc_data", "lib2to3",
     # Pillow is not a dependency (pygments' image formatter would drag it in, 15 MB).
     "PIL", "pygments.formatters.img",
+    # pygments (4 MB of lexers) is reached only through rich's tracebacks, syntax and markdown
+    # renderables, none of which the product uses (it imports rich.console and rich.progress).
+    "pygments", "rich.syntax", "rich.traceback", "rich.markdown", "markdown_it",
     # The product does no network I/O: no TLS, and not PyAV's test-data downloader.
     "ssl", "_ssl", "av.datasets",
     # zstandard ships a C and a CFFI backend; the C one is used, the CFFI one is 12 MB.
@@ -96,7 +99,11 @@ def excludes(root: Path) -> list[str]:
 #: - the GTK theme plugin (pulls the whole GTK stack on Linux: ~30 MB);
 #: - TLS and network-information plugins: the product does no network I/O;
 #: - ``qdirect2d``: an alternative Windows platform plugin (``qwindows`` is the one used);
-#:   ``qminimal`` likewise (``qoffscreen`` stays: ``--self-test`` and the smoke tests use it).
+#:   ``qminimal`` likewise (``qoffscreen`` stays: ``--self-test`` and the smoke tests use it);
+#: - the ``generic`` TUIO touch plugin (touch events over the network; loaded only on request)
+#:   and Qt6Network.dll, which on Windows nothing else links (the bindings are excluded);
+#: - image formats the app never reads (its images are decoded frames, PNG/ICO/SVG icons and
+#:   JPEG/GIF at most): TIFF, WebP, TGA, WBMP, ICNS.
 DROP_PREFIXES: tuple[str, ...] = (
     "PySide6/Qt/translations/",
     "PySide6/translations/",
@@ -109,6 +116,10 @@ DROP_PREFIXES: tuple[str, ...] = (
     "PySide6/plugins/platforms/qdirect2d",
     "PySide6/plugins/platforms/qminimal",
     "PySide6/Qt/plugins/platforms/libqminimal",
+    "PySide6/plugins/generic/",
+    "PySide6/Qt6Network.dll",
+    *(f"PySide6/plugins/imageformats/q{fmt}." for fmt in ("tiff", "webp", "tga", "wbmp", "icns")),
+    *(f"PySide6/Qt/plugins/imageformats/libq{fmt}." for fmt in ("tiff", "webp", "tga", "wbmp", "icns")),
 )
 
 
