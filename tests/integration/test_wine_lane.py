@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,16 @@ def test_lane_passes_only_hooks_the_installer_script_defines(lane: ModuleType) -
     assert passed == {"Version", "BundleDir", "OutputDir", "InstallDir", "Compression"}
     for name in passed - {"Version"}:
         assert re.search(rf"#ifndef {name}\s+#define {name} ", iss), name
+
+
+def test_an_unsigned_python_is_refused(lane: ModuleType, tmp_path: Path) -> None:
+    """The lane trusts the downloaded python.exe only with the PSF's Authenticode signature."""
+    if shutil.which("osslsigncode") is None:
+        pytest.skip("osslsigncode is not installed (the lane installs it)")
+    fake = tmp_path / "python.exe"
+    fake.write_bytes(b"MZ" + b"\0" * 510)
+    with pytest.raises(lane.LaneError, match="not signed by the Python Software Foundation"):
+        lane.check_psf_signature(fake)
 
 
 # --------------------------------------------------------------------------- the whole run
