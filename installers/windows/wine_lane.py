@@ -88,6 +88,7 @@ class Lane:
     facts: dict[str, object] = field(default_factory=dict)
     display: str = ""
     xvfb: subprocess.Popen[bytes] | None = None
+    desktop: subprocess.Popen[bytes] | None = None
 
     @property
     def cache(self) -> Path:
@@ -330,6 +331,13 @@ def prepare_prefix(lane: Lane) -> None:
                     imported_names(objdump(qtcore), "icuuc.dll"), None)
     shutil.copy2(ucrt, system32 / "ucrtbase.dll")
     shutil.copy2(icu, system32 / "icuuc.dll")
+    # Start wine's desktop process now, with no pipes of ours. Otherwise the first program
+    # that opens a window starts it, and it inherits that program's output pipes: in one run
+    # build.py then waited for ever for the end of PyInstaller's output (explorer.exe
+    # /desktop held the pipe open after PyInstaller had finished).
+    lane.desktop = subprocess.Popen(["wine", "explorer.exe", "/desktop"], env=lane.env(),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
 
 
 def wine_python(lane: Lane, *args: str, timeout: float = 3600, env_extra: dict[str, str] | None = None,
@@ -345,7 +353,8 @@ def build_and_smoke(lane: Lane) -> None:
     report = lane.artifacts / "build.json"
     proc = wine_python(lane, winpath(ROOT / "installers" / "build.py"), "--smoke",
                        "--dist", winpath(lane.dist), "--work", winpath(lane.work / "pyinstaller"),
-                       "--json", winpath(report), check=False, env_extra={"PYTHONUTF8": "1"})
+                       "--json", winpath(report), check=False, env_extra={"PYTHONUTF8": "1"},
+                       timeout=2700)  # ~10 min on 2 busy cores; a hang must fail, not block CI
     (lane.artifacts / "build.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     if proc.returncode != 0:
         raise LaneError(f"build.py --smoke failed under wine (exit {proc.returncode}):\n{proc.stdout[-6000:]}"
@@ -402,7 +411,8 @@ def reg_query(lane: Lane, key: str, value: str | None = None) -> str | None:
 def install(lane: Lane, setup: Path, log: Path) -> None:
     run(["wine", str(setup), "/VERYSILENT", "/SUPPRESSMSGBOXES", "/NORESTART", "/TASKS=addtopath",
          f"/LOG={winpath(log)}"], env=lane.env(), timeout=1800)
-    run(["wineserver", "-w"], env=lane.env(), timeout=600)
+    # No "wineserver -w" here: the desktop process stays up for the whole run. Setup's loader
+    # returns only when the real setup process it starts has finished.
 
 
 def check_installed(lane: Lane, version: str) -> None:
@@ -493,7 +503,11 @@ def uninstall(lane: Lane) -> None:
     app = unix_install_dir(lane)
     run(["wine", str(app / "unins000.exe"), "/VERYSILENT", "/SUPPRESSMSGBOXES", "/NORESTART"],
         env=lane.env(), timeout=900)
-    run(["wineserver", "-w"], env=lane.env(), timeout=600)
+    # The uninstaller re-runs itself from %TEMP% and returns at once: wait for it to finish.
+    deadline = time.monotonic() + 600
+    while (app / "unins000.exe").exists() and time.monotonic() < deadline:
+        time.sleep(2)
+    time.sleep(5)  # its last registry writes and the folder removal
     left: list[str] = []
     if app.exists() and any(app.iterdir()):
         left.append(f"files in {app}: {sorted(p.name for p in app.iterdir())[:10]}")
@@ -567,6 +581,10 @@ def run_lane(work: Path, *, constraints: bool = True) -> Lane:
         _step(lane, "silent uninstall leaves nothing behind", uninstall, lane)
     finally:
         lane.facts["lane_seconds"] = round(time.monotonic() - started, 1)
+        if lane.prefix.exists():
+            run(["wineserver", "-k"], env=lane.env(), check=False)
+        if lane.desktop is not None:
+            lane.desktop.wait(timeout=60)
         if lane.xvfb is not None:
             lane.xvfb.terminate()
             lane.xvfb.wait(timeout=30)
