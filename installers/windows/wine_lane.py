@@ -467,7 +467,7 @@ def real_window(lane: Lane) -> None:
     would), wait for its main window, save a screenshot, close it."""
     exe = unix_install_dir(lane) / "overlap-desktop.exe"
     home = lane.work / "gui-home"
-    env = lane.env(OVERLAP_INDEX=str(home / "index"))
+    env = lane.env(OVERLAP_INDEX=winpath(home / "index"))  # a Windows path for the Windows app
     proc = subprocess.Popen(["wine", str(exe)], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     shot = lane.artifacts / "window.png"
