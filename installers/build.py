@@ -71,6 +71,25 @@ def tree_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def _part_of(rel: tuple[str, ...]) -> str:
+    """The size-report group of a file inside ``_internal`` (path parts).
+
+    PySide6 is split further, as it is most of the bundle; its wheels lay Qt out per
+    platform: ``PySide6/Qt/{lib,plugins,translations}/`` on Linux and macOS, and on Windows
+    the Qt DLLs directly in ``PySide6/`` with ``plugins/`` and ``translations/`` beside them.
+    """
+    if len(rel) == 1:
+        return "(top-level files)"
+    if rel[0] != "PySide6":
+        return rel[0]
+    if rel[1] == "Qt" and len(rel) > 3:  # Linux/macOS: PySide6/Qt/lib/..., PySide6/Qt/plugins/...
+        return f"PySide6/Qt/{rel[2]}"
+    if len(rel) > 2:  # Windows: PySide6/plugins/..., PySide6/translations/...
+        return f"PySide6/{rel[1]}"
+    # Files directly in PySide6/: the Qt DLLs on Windows (Qt6Core.dll ...), bindings elsewhere.
+    return "PySide6/(libraries and bindings)"
+
+
 def largest_parts(folder: Path, n: int = 12) -> list[tuple[str, int]]:
     """The ``n`` biggest components of a bundle, grouping files by their first folder
     inside ``_internal`` (``PySide6``, ``av.libs``, ``scipy``...) or their own name."""
@@ -80,9 +99,7 @@ def largest_parts(folder: Path, n: int = 12) -> list[tuple[str, int]]:
     for p in base.rglob("*"):
         if p.is_file() and not p.is_symlink():
             rel = p.relative_to(base).parts
-            key = rel[0] if len(rel) > 1 else "(top-level files)"
-            if key == "PySide6" and len(rel) > 3 and rel[1] == "Qt":
-                key = f"PySide6/Qt/{rel[2]}"
+            key = _part_of(rel)
             sizes[key] = sizes.get(key, 0) + p.stat().st_size
     for p in folder.iterdir():
         if p.is_file():

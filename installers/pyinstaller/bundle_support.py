@@ -15,8 +15,8 @@ import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["CONDITIONAL", "DROP_PREFIXES", "OTHER_EXCLUDES", "QT_EXCLUDES", "excludes", "keep",
-           "package_imports", "read_version", "stage_licences", "write_version_info"]
+__all__ = ["CONDITIONAL", "DROP_PREFIXES", "OTHER_EXCLUDES", "QT_EXCLUDES", "collected_top_level", "excludes",
+           "keep", "package_imports", "python_licence", "read_version", "stage_licences", "write_version_info"]
 
 #: Qt modules the GUI does not use. Excluding their Python bindings keeps PyInstaller's
 #: Qt hooks from collecting the matching Qt libraries and plugins (QML alone is tens of MB).
@@ -47,6 +47,9 @@ OTHER_EXCLUDES: tuple[str, ...] = (
     "cupy", "numba", "h5py", "tests", "setuptools", "pip", "pydoc_data", "lib2to3",
     # Pillow is not a dependency (pygments' image formatter would drag it in, 15 MB).
     "PIL", "pygments.formatters.img",
+    # pygments (4 MB of lexers) is reached only through rich's tracebacks, syntax and markdown
+    # renderables, none of which the product uses (it imports rich.console and rich.progress).
+    "pygments", "rich.syntax", "rich.traceback", "rich.markdown", "markdown_it",
     # The product does no network I/O: no TLS, and not PyAV's test-data downloader.
     "ssl", "_ssl", "av.datasets",
     # zstandard ships a C and a CFFI backend; the C one is used, the CFFI one is 12 MB.
@@ -86,13 +89,37 @@ def excludes(root: Path) -> list[str]:
         out += [f"scipy.{sub}" for sub in SCIPY_SUBPACKAGES]
     return out
 
-#: Bundle paths (prefixes, "/"-separated) dropped after analysis: Qt translations (the UI
-#: is English) and Qt plugins that would pull whole desktop stacks (GTK theme: ~30 MB).
+#: Bundle paths (prefixes, "/"-separated) dropped after analysis. PySide6's wheels lay Qt out
+#: differently per platform: ``PySide6/Qt/{plugins,translations}/`` on Linux and macOS,
+#: ``PySide6/{plugins,translations}/`` next to the Qt DLLs on Windows; both are listed.
+#: - translations: the UI is English only (Windows: 7 MB);
+#: - ``opengl32sw.dll``: Mesa's software OpenGL (20 MB), a fallback Qt loads only for
+#:   OpenGL rendering (QOpenGLWidget, Qt Quick), which the app never does: QtWidgets and
+#:   pyqtgraph's default QPainter plots draw with the raster engine;
+#: - the GTK theme plugin (pulls the whole GTK stack on Linux: ~30 MB);
+#: - TLS and network-information plugins: the product does no network I/O;
+#: - ``qdirect2d``: an alternative Windows platform plugin (``qwindows`` is the one used);
+#:   ``qminimal`` likewise (``qoffscreen`` stays: ``--self-test`` and the smoke tests use it);
+#: - the ``generic`` TUIO touch plugin (touch events over the network; loaded only on request)
+#:   and Qt6Network.dll, which on Windows nothing else links (the bindings are excluded);
+#: - image formats the app never reads (its images are decoded frames, PNG/ICO/SVG icons and
+#:   JPEG/GIF at most): TIFF, WebP, TGA, WBMP, ICNS.
 DROP_PREFIXES: tuple[str, ...] = (
     "PySide6/Qt/translations/",
+    "PySide6/translations/",
+    "PySide6/opengl32sw.dll",
     "PySide6/Qt/plugins/platformthemes/libqgtk3",
     "PySide6/Qt/plugins/tls/",
+    "PySide6/plugins/tls/",
     "PySide6/Qt/plugins/networkinformation/",
+    "PySide6/plugins/networkinformation/",
+    "PySide6/plugins/platforms/qdirect2d",
+    "PySide6/plugins/platforms/qminimal",
+    "PySide6/Qt/plugins/platforms/libqminimal",
+    "PySide6/plugins/generic/",
+    "PySide6/Qt6Network.dll",
+    *(f"PySide6/plugins/imageformats/q{fmt}." for fmt in ("tiff", "webp", "tga", "wbmp", "icns")),
+    *(f"PySide6/Qt/plugins/imageformats/libq{fmt}." for fmt in ("tiff", "webp", "tga", "wbmp", "icns")),
 )
 
 
@@ -112,6 +139,53 @@ def keep(dest: str) -> bool:
     if any(d.startswith(p) for p in DROP_PREFIXES):
         return False
     return not (sys.platform.startswith("linux") and "/" not in d and _GTK_STACK.match(d))
+
+def collected_top_level(*tocs: Iterable[tuple[str, ...]]) -> set[str]:
+    """Top-level import names of everything PyInstaller collected, from any of its TOCs.
+
+    With ``noarchive=True`` PyInstaller leaves ``a.pure`` empty and lists pure-Python
+    modules as ``.pyc`` data files (``rich/console.pyc``), so names are read from module
+    names (``rich.console``) and from destination paths alike: the first path part, or for a
+    file at the top the name before its first dot (``typing_extensions.pyc``), with a
+    vendored-library folder's ``.libs`` suffix removed (``av.libs`` -> ``av``).
+
+    Args:
+        tocs: PyInstaller TOC lists (``a.pure``, ``a.binaries``, ``a.datas``): tuples whose
+            first item is a module name or a destination path.
+    """
+    names: set[str] = set()
+    for toc in tocs:
+        for entry in toc:
+            dest = entry[0].replace("\\", "/")
+            # "rich/console.pyc" -> "rich"; "rich.console" and "typing_extensions.pyc" -> before the dot.
+            top = dest.split("/", 1)[0] if "/" in dest else dest.split(".", 1)[0]
+            top = top.removesuffix(".libs")
+            if top and not top.endswith((".dist-info", ".egg-info")):
+                names.add(top)
+    return names
+
+
+def python_licence(stdlib: Path | None = None, prefix: Path | None = None,
+                   executable: Path | None = None) -> Path | None:
+    """The build Python's own LICENSE.txt, wherever its layout keeps it.
+
+    Linux and macOS builds keep it in the standard-library folder (``lib/python3.X``);
+    Windows installs (and the embeddable distribution) keep it next to ``python.exe``,
+    which is ``sys.base_prefix`` there. Arguments default to the running interpreter's.
+
+    Returns:
+        The file, or None when the build Python ships no licence text (then the bundle
+        must not claim to carry one).
+    """
+    stdlib = stdlib or Path(sysconfig.get_paths()["stdlib"])
+    prefix = prefix or Path(sys.base_prefix)
+    executable = executable or Path(sys.executable)
+    for folder in (stdlib, prefix, executable.parent):
+        candidate = folder / "LICENSE.txt"
+        if candidate.is_file():
+            return candidate
+    return None
+
 
 _LICENCE_NAME = re.compile(r"(^|/)(LICEN[CS]E|COPYING|NOTICE|AUTHORS|THIRD_PARTY_NOTICES)[^/]*$", re.I)
 
@@ -217,11 +291,12 @@ def stage_licences(stage: Path, root: Path, top_level: Iterable[str]) -> Path:
     index = ["# Third-party software in this bundle", "",
              "| distribution | version | licence | files |", "|---|---|---|---|"]
     # The Python runtime itself.
-    py_licence = Path(sysconfig.get_paths()["stdlib"]) / "LICENSE.txt"
-    if py_licence.is_file():
+    py_licence = python_licence()
+    if py_licence is not None:
         (out / "Python").mkdir()
         shutil.copy2(py_licence, out / "Python" / "LICENSE.txt")
-    index.append(f"| Python | {sys.version.split()[0]} | PSF-2.0 | Python/ |")
+    where = "Python/" if py_licence is not None else "(the build Python ships no licence text)"
+    rows = [("Python", sys.version.split()[0], "PSF-2.0", where)]
     for key, dist in sorted(_distributions_for(top_level).items()):
         files = [f for f in (dist.files or []) if _LICENCE_NAME.search(str(f)) and not str(f).endswith(".py")
                  and not str(f).endswith((".pyc", ".so", ".dll", ".pyd"))]
@@ -234,15 +309,49 @@ def stage_licences(stage: Path, root: Path, top_level: Iterable[str]) -> Path:
                 shutil.copy2(src, target / ("_".join(Path(str(f)).parts[-2:]) if copied else src.name))
                 copied += 1
         where = f"{key}/" if copied else "(no licence file in the wheel; see the licence named here)"
-        index.append(f"| {dist.metadata['Name']} | {dist.version} | {_licence_of(dist)} | {where} |")
-    index += ["", "Qt (through PySide6/shiboken6) is used under the LGPL-3.0 (LGPL-3.0.txt, GPL-3.0.txt): "
-              "the Qt libraries are separate shared libraries in this folder and may be replaced by the "
-              "user with compatible builds. Qt source: https://download.qt.io/official_releases/qt/ and "
-              "https://code.qt.io/cgit/pyside/pyside-setup.git/.", "",
-              "FFmpeg and codecs (through PyAV): see FFmpeg-PyAV.txt.", ""]
+        rows.append((dist.metadata["Name"], dist.version, _licence_of(dist), where))
+    index += [f"| {' | '.join(row)} |" for row in rows]
+    index += ["", _QT_TERMS, "", _FFMPEG_POINTER, ""]
     (out / "THIRD-PARTY.md").write_text("\n".join(index), encoding="utf-8")
+    # Stock Windows opens neither .md files nor folders of them from a shortcut in a useful
+    # way: the Start-menu "licences" entry opens this HTML copy in the default browser.
+    (out / "THIRD-PARTY.html").write_text(_third_party_html(rows), encoding="utf-8")
     (out / "FFmpeg-PyAV.txt").write_text(ffmpeg_note(), encoding="utf-8")
     return out
+
+
+_QT_TERMS = ("Qt (through PySide6/shiboken6) is used under the LGPL-3.0 (LGPL-3.0.txt, GPL-3.0.txt): "
+             "the Qt libraries are separate shared libraries in this folder and may be replaced by the "
+             "user with compatible builds. Qt source: https://download.qt.io/official_releases/qt/ and "
+             "https://code.qt.io/cgit/pyside/pyside-setup.git/.")
+_FFMPEG_POINTER = "FFmpeg and codecs (through PyAV): see FFmpeg-PyAV.txt."
+
+
+def _third_party_html(rows: list[tuple[str, str, str, str]]) -> str:
+    """THIRD-PARTY.md's content as a self-contained HTML page with links to the texts."""
+    from html import escape
+
+    def cell_files(where: str) -> str:
+        if where.endswith("/"):
+            return f'<a href="{escape(where)}">{escape(where)}</a>'
+        return escape(where)
+
+    body = "\n".join(f"<tr><td>{escape(n)}</td><td>{escape(v)}</td><td>{escape(lic)}</td>"
+                     f"<td>{cell_files(w)}</td></tr>" for n, v, lic, w in rows)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>overlap desktop: third-party software</title>
+<style>body{{font-family:sans-serif;margin:2em}}td,th{{border:1px solid #ccc;padding:4px 8px}}
+table{{border-collapse:collapse}}</style></head><body>
+<h1>Third-party software in this bundle</h1>
+<p>overlap desktop itself: <a href="overlap-desktop-LICENSE.txt">Apache-2.0</a>
+(<a href="overlap-desktop-NOTICE.txt">NOTICE</a>). The licence texts named below are in this folder.</p>
+<table><tr><th>distribution</th><th>version</th><th>licence</th><th>files</th></tr>
+{body}
+</table>
+<p>{escape(_QT_TERMS)} See <a href="LGPL-3.0.txt">LGPL-3.0.txt</a> and <a href="GPL-3.0.txt">GPL-3.0.txt</a>.</p>
+<p>FFmpeg and codecs (through PyAV): see <a href="FFmpeg-PyAV.txt">FFmpeg-PyAV.txt</a>.</p>
+</body></html>
+"""
 
 
 def write_version_info(path: Path, version: str, *, description: str, internal_name: str) -> Path:

@@ -24,6 +24,16 @@
 #ifndef OutputDir
   #define OutputDir "..\..\dist\installer"
 #endif
+; Install folder override for test harnesses only (installers/windows/wine_lane.py passes
+; /DInstallDir=...): wine cannot expand {autopf} for a per-user install. Releases never set it.
+#ifndef InstallDir
+  #define InstallDir "{autopf}\overlap desktop"
+#endif
+; Compression override, likewise for test harnesses only (the lane's throw-away "older
+; version" installer for the upgrade test is compressed fast: /DCompression=zip).
+#ifndef Compression
+  #define Compression "lzma2/max"
+#endif
 
 #define AppName "overlap desktop"
 #define AppExe "overlap-desktop.exe"
@@ -40,7 +50,7 @@ AppVerName={#AppName} {#Version}
 AppPublisher={#AppPublisher}
 VersionInfoVersion={#Version}
 VersionInfoProductName={#AppName}
-DefaultDirName={autopf}\{#AppName}
+DefaultDirName={#InstallDir}
 DefaultGroupName={#AppName}
 DisableProgramGroupPage=yes
 DisableDirPage=auto
@@ -56,7 +66,7 @@ UninstallDisplayIcon={app}\{#AppExe}
 UninstallDisplayName={#AppName} {#Version}
 LicenseFile=..\..\LICENSE
 WizardStyle=modern
-Compression=lzma2/max
+Compression={#Compression}
 SolidCompression=yes
 ; Close a running copy (GUI or CLI) through the Restart Manager before replacing files;
 ; in silent mode close it without asking.
@@ -85,20 +95,27 @@ Source: "{#BundleDir}\_internal\*"; DestDir: "{app}\_internal"; Flags: ignorever
 
 [Icons]
 Name: "{autoprograms}\{#AppName}"; Filename: "{app}\{#AppExe}"; Comment: "How much of a video dataset offer do you already own?"
-Name: "{autoprograms}\{#AppName} licences"; Filename: "{app}\_internal\licenses\THIRD-PARTY.md"
+; HTML, not the .md: stock Windows has no program for .md files; every browser opens .html.
+Name: "{autoprograms}\{#AppName} licences"; Filename: "{app}\_internal\licenses\THIRD-PARTY.html"
 Name: "{autodesktop}\{#AppName}"; Filename: "{app}\{#AppExe}"; Tasks: desktopicon
 
 [Registry]
 ; .ovlm -> ProgId -> "overlap-desktop.exe" "<file>" (the GUI opens it in "Screen an offer").
-Root: HKCU; Subkey: "Software\Classes\.ovlm"; ValueType: string; ValueName: ""; ValueData: "{#ProgId}"; Flags: uninsdeletevalue
-Root: HKCU; Subkey: "Software\Classes\.ovlm"; ValueType: string; ValueName: "Content Type"; ValueData: "application/x-overlap-manifest"; Flags: uninsdeletevalue
-Root: HKCU; Subkey: "Software\Classes\.ovlm\OpenWithProgids"; ValueType: string; ValueName: "{#ProgId}"; ValueData: ""; Flags: uninsdeletevalue
+; Values only (another program may also list itself under .ovlm); each key goes on uninstall
+; once it is empty, so no empty .ovlm or OpenWithProgids key is left behind.
+Root: HKCU; Subkey: "Software\Classes\.ovlm"; ValueType: string; ValueName: ""; ValueData: "{#ProgId}"; Flags: uninsdeletevalue uninsdeletekeyifempty
+Root: HKCU; Subkey: "Software\Classes\.ovlm"; ValueType: string; ValueName: "Content Type"; ValueData: "application/x-overlap-manifest"; Flags: uninsdeletevalue uninsdeletekeyifempty
+Root: HKCU; Subkey: "Software\Classes\.ovlm\OpenWithProgids"; ValueType: string; ValueName: "{#ProgId}"; ValueData: ""; Flags: uninsdeletevalue uninsdeletekeyifempty
 Root: HKCU; Subkey: "Software\Classes\{#ProgId}"; ValueType: string; ValueName: ""; ValueData: "overlap manifest"; Flags: uninsdeletekey
 Root: HKCU; Subkey: "Software\Classes\{#ProgId}\DefaultIcon"; ValueType: string; ValueName: ""; ValueData: "{app}\{#AppExe},0"
 Root: HKCU; Subkey: "Software\Classes\{#ProgId}\shell\open\command"; ValueType: string; ValueName: ""; ValueData: """{app}\{#AppExe}"" ""%1"""
+; The Applications\<exe> key is ours alone: remove it whole (not just SupportedTypes under it).
+Root: HKCU; Subkey: "Software\Classes\Applications\{#AppExe}"; Flags: uninsdeletekey
 Root: HKCU; Subkey: "Software\Classes\Applications\{#AppExe}\SupportedTypes"; ValueType: string; ValueName: ".ovlm"; ValueData: ""; Flags: uninsdeletekey
-; The user's PATH (only with the "addtopath" task; removed again by the uninstaller).
-Root: HKCU; Subkey: "Environment"; ValueType: expandsz; ValueName: "Path"; ValueData: "{olddata};{app}"; Tasks: addtopath; Check: NeedsAddPath(ExpandConstant('{app}'))
+; The user's PATH (only with the "addtopath" task; removed again by the uninstaller, which
+; deletes the value if nothing else is left in it). PathWithApp, not "{olddata};{app}": that
+; writes ";C:\..." when the user had no PATH of their own.
+Root: HKCU; Subkey: "Environment"; ValueType: expandsz; ValueName: "Path"; ValueData: "{code:PathWithApp}"; Tasks: addtopath; Check: NeedsAddPath(ExpandConstant('{app}'))
 
 [Run]
 Filename: "{app}\{#AppExe}"; Description: "{cm:LaunchProgram,{#AppName}}"; Flags: nowait postinstall skipifsilent
@@ -120,6 +137,20 @@ begin
   Result := Pos(';' + Uppercase(Dir) + ';', ';' + Uppercase(Paths) + ';') = 0;
 end;
 
+{ The user's Path with Dir appended: no empty entry when Path is missing, empty or ends in ';'. }
+function PathWithApp(Param: string): string;
+var
+  Paths: string;
+begin
+  Result := ExpandConstant('{app}');
+  if not RegQueryStringValue(HKEY_CURRENT_USER, 'Environment', 'Path', Paths) then
+    exit;
+  while (Length(Paths) > 0) and (Paths[Length(Paths)] = ';') do
+    Delete(Paths, Length(Paths), 1);
+  if Paths <> '' then
+    Result := Paths + ';' + Result;
+end;
+
 procedure RemoveFromPath(Dir: string);
 var
   Paths: string;
@@ -134,7 +165,11 @@ begin
   begin
     Delete(Paths, P, Length(Dir) + 1);
     Paths := Copy(Paths, 2, Length(Paths) - 2);
-    RegWriteExpandStringValue(HKEY_CURRENT_USER, 'Environment', 'Path', Paths);
+    { Nothing else in it: remove the value rather than leave an empty Path behind. }
+    if Paths = '' then
+      RegDeleteValue(HKEY_CURRENT_USER, 'Environment', 'Path')
+    else
+      RegWriteExpandStringValue(HKEY_CURRENT_USER, 'Environment', 'Path', Paths);
   end;
 end;
 
