@@ -376,6 +376,9 @@ def _plateau_fit(query: StreamFingerprints, corpus: StreamFingerprints, rows: np
     """
     if rows.size < 3:
         return None
+    if rows.size > 240:
+        # Enough for the fit; bounds memory (the look-around grows with the owned frame rate).
+        rows = rows[np.linspace(0, rows.size - 1, 240).round().astype(np.int64)]
     ctimes = corpus.times_ns / 1e9
     nc = ctimes.size
     qt = query.times_ns[rows] / 1e9
