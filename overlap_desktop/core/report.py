@@ -71,6 +71,11 @@ MAX_PAIRS_PER_REPORT = 200_000
 MIN_PAIRS_PER_SEGMENT = 24
 #: Plots drawn in the HTML report; beyond this the file gets slow to open.
 MAX_HTML_PLOTS = 60
+#: File rows and matched-stretch rows written in the HTML report; beyond these the rest is
+#: summarised in one line (the JSON and CSV keep everything). A manifest of many thousands of
+#: files must not make a report a browser cannot open (issue 21: output bounded by a budget).
+MAX_HTML_FILE_ROWS = 2000
+MAX_HTML_SEGMENT_ROWS = 2000
 
 
 @dataclass(slots=True)
@@ -1637,7 +1642,8 @@ def render_report_html(report: Report) -> str:
                  "<th>What was done to it</th>"
                  "</tr></thead><tbody>")
         order = sorted(report.files, key=lambda f: (-f.matched_percent, -len(f.below_floor), f.query_file))
-        for f in order:
+        hidden = order[MAX_HTML_FILE_ROWS:]
+        for f in order[:MAX_HTML_FILE_ROWS]:
             pct = f.matched_percent
             flags = describe_flags(f)
             flag_html = "".join(f'<span class="flag">{_esc(w)}</span>' for w in flags)
@@ -1656,9 +1662,15 @@ def render_report_html(report: Report) -> str:
                 f'<td class="num">{_esc(format_duration(f.indeterminate_seconds))}</td>'
                 f"<td>{flag_html}</td></tr>")
         h.append("</tbody></table>")
+        if hidden:
+            h.append(f'<p class="note">{len(hidden):,} more files ({_esc(format_duration(sum(f.duration_s for f in hidden)))}, '
+                     f"{sum(1 for f in hidden if f.segments):,} of them with matches) are not listed here, to keep "
+                     "this page small enough to open; the JSON and CSV reports list every file.</p>")
 
     # Matched segments.
     seg_rows = [(f, s) for f in report.files for s in f.segments]
+    seg_hidden = max(0, len(seg_rows) - MAX_HTML_SEGMENT_ROWS)
+    seg_rows = seg_rows[:MAX_HTML_SEGMENT_ROWS]
     h.append("<h2>Matched stretches</h2>")
     if seg_rows:
         h.append('<p class="note">Each row is one stretch of offered footage that matches owned footage. '
@@ -1667,6 +1679,9 @@ def render_report_html(report: Report) -> str:
                  "\"How alike\" says how close the matched frames are; the chance of a coincidence says how "
                  "often a match this strong would turn up by chance alone.</p>")
         h.append(_segment_rows(seg_rows))
+        if seg_hidden:
+            h.append(f'<p class="note">{seg_hidden:,} more matched stretches are listed in the JSON and CSV '
+                     "reports only.</p>")
     else:
         h.append('<p class="note">No stretch of offered footage matched at or above the evidence floor.</p>')
 

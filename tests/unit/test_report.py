@@ -515,3 +515,19 @@ def test_date_and_stream_words() -> None:
     assert format_date("not a date") == "not a date"
     assert stream_words("v:0") == "" and stream_words("v:1") == "video track 2"
     assert stream_words("/cam/image") == "/cam/image"
+
+
+def test_html_of_a_huge_offer_is_summarised_beyond_the_row_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 21: a manifest of many files must not give a report a browser cannot open."""
+    from overlap_desktop.core import report as rp
+
+    files = [rp.FileResult(query_file=f"clip-{i:05d}.mp4", duration_s=10.0) for i in range(rp.MAX_HTML_FILE_ROWS + 500)]
+    big = rp.Report(kind="compare", offered_seconds=10.0 * len(files), matched_seconds=0.0, real_footage_seconds=0.0,
+                    files=files)
+    html = rp.render_report_html(big)
+    assert "clip-00000.mp4" in html and f"clip-{len(files) - 1:05d}.mp4" not in html
+    assert "500 more files" in html
+    small = rp.render_report_html(rp.Report(kind="compare", offered_seconds=10.0, matched_seconds=0.0,
+                                            real_footage_seconds=0.0, files=files[:3]))
+    assert "more files" not in small
+    assert len(html) < 3_000_000
