@@ -30,6 +30,7 @@ import bz2
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from overlap_desktop.core.readers.base import ReaderLimits
 from overlap_desktop.errors import MediaError
@@ -276,38 +277,32 @@ def _zstd_steps(data: bytes, sink: Callable[[bytes], None]) -> None:
             sink(piece)
 
 
+def _frames_in_steps(data: bytes, sink: Callable[[bytes], None], new: Callable[[], Any], what: str) -> None:
+    """Decompress concatenated frames of a streaming decompressor (lz4.frame, bz2) in
+    :data:`STEP`-sized outputs, so no frame is ever held decompressed in one piece."""
+    rest = data
+    while rest:
+        d = new()
+        piece = d.decompress(rest, max_length=STEP)
+        while True:
+            if piece:
+                sink(piece)
+            if d.eof or d.needs_input:
+                break
+            piece = d.decompress(b"", max_length=STEP)
+        if not d.eof:
+            raise ValueError(f"truncated {what}")
+        rest = d.unused_data
+
+
 def _lz4_steps(data: bytes, sink: Callable[[bytes], None]) -> None:
     import lz4.frame
 
-    rest = data
-    while rest:
-        d = lz4.frame.LZ4FrameDecompressor()
-        piece = d.decompress(rest, max_length=STEP)
-        while True:
-            if piece:
-                sink(piece)
-            if d.eof or d.needs_input:
-                break
-            piece = d.decompress(b"", max_length=STEP)
-        if not d.eof:
-            raise ValueError("truncated lz4 frame")
-        rest = d.unused_data
+    _frames_in_steps(data, sink, lz4.frame.LZ4FrameDecompressor, "lz4 frame")
 
 
 def _bz2_steps(data: bytes, sink: Callable[[bytes], None]) -> None:
-    rest = data
-    while rest:
-        d = bz2.BZ2Decompressor()
-        piece = d.decompress(rest, max_length=STEP)
-        while True:
-            if piece:
-                sink(piece)
-            if d.eof or d.needs_input:
-                break
-            piece = d.decompress(b"", max_length=STEP)
-        if not d.eof:
-            raise ValueError("truncated bz2 stream")
-        rest = d.unused_data
+    _frames_in_steps(data, sink, bz2.BZ2Decompressor, "bz2 stream")
 
 
 _STEPPERS: dict[str, Callable[[bytes, Callable[[bytes], None]], None]] = {
