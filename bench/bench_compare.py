@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from overlap_desktop.core.match import MatchParams  # noqa: E402
+from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
 from overlap_desktop.core.types import StreamFingerprints, Variant  # noqa: E402
 
 STREAM_SECONDS = 1800.0
@@ -136,7 +136,7 @@ def make_query(n_streams: int, v: int, seed: int = 5) -> tuple[StreamFingerprint
 
 
 def build(directory: Path, hours: float, v: int, shard_codes: int) -> dict:
-    from overlap_desktop.core.search import build_shard
+    from overlap_desktop.core.index.shards import build_shard
 
     n_streams = int(round(hours * 3600 / STREAM_SECONDS))
     directory.mkdir(parents=True, exist_ok=True)
@@ -187,7 +187,7 @@ class _BenchCorpus:
         self.loads = 0
 
     def shards(self):  # type: ignore[no-untyped-def]
-        from overlap_desktop.core.search import Shard
+        from overlap_desktop.core.index.shards import Shard
 
         for d in sorted(self.directory.glob("shard-*")):
             shard = Shard.open(d)
@@ -211,7 +211,7 @@ class _BenchCorpus:
 
 
 def query(directory: Path, probe: int) -> dict:
-    from overlap_desktop.core.compare import QueryStream, compare_streams
+    from overlap_desktop.core.match.compare import QueryStream, compare_streams
 
     info = json.loads((directory / "corpus.json").read_text())
     q, truth = make_query(info["streams"], info["variants"])

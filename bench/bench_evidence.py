@@ -29,10 +29,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from overlap_desktop import api  # noqa: E402
-from overlap_desktop.core import compare as C  # noqa: E402
-from overlap_desktop.core.index import open_index  # noqa: E402
-from overlap_desktop.core.manifest import read_manifest  # noqa: E402
-from overlap_desktop.core.match import MatchParams  # noqa: E402
+from overlap_desktop.core.match import compare as C  # noqa: E402
+from overlap_desktop.core.index.store import open_index  # noqa: E402
+from overlap_desktop.core.manifest.format import read_manifest  # noqa: E402
+from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
 from tests import manipulations as m  # noqa: E402
 from tests.integration import test_same_rig as suite  # noqa: E402
 
@@ -71,7 +71,7 @@ def main() -> None:
     manifest, lab = build(root)
     man = read_manifest(manifest)
     queries = C._manifest_queries(man)
-    import overlap_desktop.core.evidence as ev
+    import overlap_desktop.core.match.evidence as ev
 
     ridge = ev.RIDGE_RATIO
     for label, gate in (("without the ridge gate", 1e9), ("with the ridge gate (the product)", ridge)):

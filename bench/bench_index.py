@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from overlap_desktop.core.fingerprint import (  # noqa: E402
+from overlap_desktop.core.ingest.fingerprint import (  # noqa: E402
     DEFAULT_EDGE_LADDER,
     PRESET_LADDERS,
     fingerprint_stream,
@@ -33,8 +33,8 @@ from overlap_desktop.core.fingerprint import (  # noqa: E402
     prep_and_hash_image,
     variants_for,
 )
-from overlap_desktop.core.frames import scale_rgb  # noqa: E402
-from overlap_desktop.core.readers.video import VideoReader  # noqa: E402
+from overlap_desktop.core.ingest.frames import scale_rgb  # noqa: E402
+from overlap_desktop.core.ingest.readers.video import VideoReader  # noqa: E402
 from overlap_desktop.core.types import Variant  # noqa: E402
 from tests.footage import Scene, render_frames, write_video  # noqa: E402
 
@@ -194,7 +194,7 @@ def _round_trip(engine, tmp: Path, n: int = 40) -> float:  # type: ignore[no-unt
     what is left is dispatch, transport of job and answer, and the writer's polling.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.parallel import FileJob
+    from overlap_desktop.core.index.parallel import FileJob
 
     config = load_config({"index.path": str(tmp / "unused")})
     job = FileJob(str(tmp / "no-such-file.mp4"), "video", 0, 0, config, (Variant(),))
@@ -220,8 +220,8 @@ def bench_scale(files: int = 8, seconds: float = 20.0, rounds: int = 2) -> None:
 
     import distributed
 
-    from overlap_desktop.core.cluster import DaskEngine
-    from overlap_desktop.core.parallel import ProcessEngine
+    from overlap_desktop.core.index.cluster import DaskEngine
+    from overlap_desktop.core.index.parallel import ProcessEngine
 
     def load() -> str:
         return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "n/a"

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from overlap_desktop.core.textoverlap import Document, text_overlap  # noqa: E402
+from overlap_desktop.core.text.overlap import Document, text_overlap  # noqa: E402
 
 
 class PeakRss:

@@ -23,9 +23,9 @@ _EXPORTS: dict[str, str] = {
     "Config": "overlap_desktop.config",
     "load_config": "overlap_desktop.config",
     "SETTINGS": "overlap_desktop.config",
-    "doctor": "overlap_desktop.core.doctor",
-    "available_readers": "overlap_desktop.core.readers",
-    "episode_spans_for": "overlap_desktop.core.readers.lerobot",
+    "doctor": "overlap_desktop.services.doctor",
+    "available_readers": "overlap_desktop.core.ingest.readers",
+    "episode_spans_for": "overlap_desktop.core.ingest.readers.lerobot",
     # shared types
     "Progress": "overlap_desktop.core.types",
     "CancelToken": "overlap_desktop.core.types",
@@ -33,77 +33,77 @@ _EXPORTS: dict[str, str] = {
     "Segment": "overlap_desktop.core.types",
     "StreamFingerprints": "overlap_desktop.core.types",
     # Core 1: fingerprints and the index
-    "fingerprint_file": "overlap_desktop.core.indexer",
-    "index_paths": "overlap_desktop.core.indexer",
-    "IndexSummary": "overlap_desktop.core.indexer",
-    "open_index": "overlap_desktop.core.index",
-    "Index": "overlap_desktop.core.index",
-    "IndexedFile": "overlap_desktop.core.index",
+    "fingerprint_file": "overlap_desktop.core.index.indexer",
+    "index_paths": "overlap_desktop.core.index.indexer",
+    "IndexSummary": "overlap_desktop.core.index.indexer",
+    "open_index": "overlap_desktop.core.index.store",
+    "Index": "overlap_desktop.core.index.store",
+    "IndexedFile": "overlap_desktop.core.index.store",
     # Core 2: manifests and delivery verification
-    "export_manifest": "overlap_desktop.core.manifest",
-    "read_manifest": "overlap_desktop.core.manifest",
-    "inspect_manifest": "overlap_desktop.core.manifest",
-    "Manifest": "overlap_desktop.core.manifest",
-    "ExportSummary": "overlap_desktop.core.manifest",
-    "write_manifest": "overlap_desktop.core.manifest",
-    "ManifestFile": "overlap_desktop.core.manifest",
-    "ManifestStream": "overlap_desktop.core.manifest",
-    "TextNgrams": "overlap_desktop.core.manifest_sections",
-    "verify_delivery": "overlap_desktop.core.verify",
-    "VerifyResult": "overlap_desktop.core.verify",
-    "verify_verdict": "overlap_desktop.core.verify",
-    "is_clutter": "overlap_desktop.core.verify",
-    "write_verify_html": "overlap_desktop.core.verify",
-    "write_verify_json": "overlap_desktop.core.verify",
+    "export_manifest": "overlap_desktop.core.manifest.format",
+    "read_manifest": "overlap_desktop.core.manifest.format",
+    "inspect_manifest": "overlap_desktop.core.manifest.format",
+    "Manifest": "overlap_desktop.core.manifest.format",
+    "ExportSummary": "overlap_desktop.core.manifest.format",
+    "write_manifest": "overlap_desktop.core.manifest.format",
+    "ManifestFile": "overlap_desktop.core.manifest.format",
+    "ManifestStream": "overlap_desktop.core.manifest.format",
+    "TextNgrams": "overlap_desktop.core.manifest.sections",
+    "verify_delivery": "overlap_desktop.core.manifest.verify",
+    "VerifyResult": "overlap_desktop.core.manifest.verify",
+    "verify_verdict": "overlap_desktop.core.manifest.verify",
+    "is_clutter": "overlap_desktop.core.manifest.verify",
+    "write_verify_html": "overlap_desktop.core.manifest.verify",
+    "write_verify_json": "overlap_desktop.core.manifest.verify",
     # Core 3: matching and reports
-    "compare": "overlap_desktop.core.compare",
-    "self_dedupe": "overlap_desktop.core.compare",
-    "compare_offers": "overlap_desktop.core.compare",
-    "audit_sample": "overlap_desktop.core.compare",
-    "merge_indexes": "overlap_desktop.core.merge",
-    "Report": "overlap_desktop.core.report",
-    "write_report_json": "overlap_desktop.core.report",
-    "write_report_html": "overlap_desktop.core.report",
-    "write_report_csv": "overlap_desktop.core.report",
-    "load_report_json": "overlap_desktop.core.report",
+    "compare": "overlap_desktop.core.match.compare",
+    "self_dedupe": "overlap_desktop.core.match.compare",
+    "compare_offers": "overlap_desktop.core.match.compare",
+    "audit_sample": "overlap_desktop.core.match.compare",
+    "merge_indexes": "overlap_desktop.core.index.merge",
+    "Report": "overlap_desktop.core.report.model",
+    "write_report_json": "overlap_desktop.core.report.model",
+    "write_report_html": "overlap_desktop.core.report.model",
+    "write_report_csv": "overlap_desktop.core.report.model",
+    "load_report_json": "overlap_desktop.core.report.model",
     # plain words for reports (shared by CLI, HTML and GUI so they say the same thing)
-    "headline": "overlap_desktop.core.report",
-    "headline_details": "overlap_desktop.core.report",
-    "describe_flags": "overlap_desktop.core.report",
-    "describe_segment": "overlap_desktop.core.report",
-    "format_percent": "overlap_desktop.core.report",
-    "format_clock": "overlap_desktop.core.report",
-    "format_duration": "overlap_desktop.core.report",
-    "FileResult": "overlap_desktop.core.report",
-    "MergeSummary": "overlap_desktop.core.merge",
-    "safe_text": "overlap_desktop.core.report",
-    "report_to_dict": "overlap_desktop.core.report",
-    "new_footage_sentence": "overlap_desktop.core.report",
-    "describe_repeat": "overlap_desktop.core.report",
-    "chance_words": "overlap_desktop.core.report",
-    "speed_words": "overlap_desktop.core.report",
-    "speed_text": "overlap_desktop.core.report",
-    "DISTANCE_SCALE": "overlap_desktop.core.report",
-    "DistanceLevel": "overlap_desktop.core.report",
-    "distance_colour": "overlap_desktop.core.report",
-    "distance_words": "overlap_desktop.core.report",
-    "format_date": "overlap_desktop.core.report",
-    "stream_words": "overlap_desktop.core.report",
-    "GLOSSARY": "overlap_desktop.core.report",
-    "glossary_tip": "overlap_desktop.core.report",
-    "judged_unmatched_seconds": "overlap_desktop.core.report",
-    "repeats_checked": "overlap_desktop.core.report",
+    "headline": "overlap_desktop.core.report.model",
+    "headline_details": "overlap_desktop.core.report.model",
+    "describe_flags": "overlap_desktop.core.report.model",
+    "describe_segment": "overlap_desktop.core.report.model",
+    "format_percent": "overlap_desktop.core.report.model",
+    "format_clock": "overlap_desktop.core.report.model",
+    "format_duration": "overlap_desktop.core.report.model",
+    "FileResult": "overlap_desktop.core.report.model",
+    "MergeSummary": "overlap_desktop.core.index.merge",
+    "safe_text": "overlap_desktop.core.report.model",
+    "report_to_dict": "overlap_desktop.core.report.model",
+    "new_footage_sentence": "overlap_desktop.core.report.model",
+    "describe_repeat": "overlap_desktop.core.report.model",
+    "chance_words": "overlap_desktop.core.report.model",
+    "speed_words": "overlap_desktop.core.report.model",
+    "speed_text": "overlap_desktop.core.report.model",
+    "DISTANCE_SCALE": "overlap_desktop.core.report.model",
+    "DistanceLevel": "overlap_desktop.core.report.model",
+    "distance_colour": "overlap_desktop.core.report.model",
+    "distance_words": "overlap_desktop.core.report.model",
+    "format_date": "overlap_desktop.core.report.model",
+    "stream_words": "overlap_desktop.core.report.model",
+    "GLOSSARY": "overlap_desktop.core.report.model",
+    "glossary_tip": "overlap_desktop.core.report.model",
+    "judged_unmatched_seconds": "overlap_desktop.core.report.model",
+    "repeats_checked": "overlap_desktop.core.report.model",
     # one owned frame for display (the GUI's match preview)
-    "frame_at": "overlap_desktop.core.preview",
+    "frame_at": "overlap_desktop.services.preview",
     # first run
-    "run_demo": "overlap_desktop.core.demo",
-    "default_demo_dir": "overlap_desktop.core.demo",
+    "run_demo": "overlap_desktop.services.demo",
+    "default_demo_dir": "overlap_desktop.services.demo",
     # text overlap (overlapy method)
-    "text_overlap": "overlap_desktop.core.textoverlap",
-    "check_hashed_overlap": "overlap_desktop.core.textoverlap",
-    "keyed_ngram_hashes": "overlap_desktop.core.textoverlap",
-    "TextOverlapResult": "overlap_desktop.core.textoverlap",
-    "annotation_overlap": "overlap_desktop.core.annotations",
+    "text_overlap": "overlap_desktop.core.text.overlap",
+    "check_hashed_overlap": "overlap_desktop.core.text.overlap",
+    "keyed_ngram_hashes": "overlap_desktop.core.text.overlap",
+    "TextOverlapResult": "overlap_desktop.core.text.overlap",
+    "annotation_overlap": "overlap_desktop.core.match.annotations",
 }
 
 #: Defined in this module: where the desktop app keeps and saves things.
@@ -184,21 +184,21 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.config import SETTINGS, Config, load_config
-    from overlap_desktop.core.annotations import annotation_overlap
-    from overlap_desktop.core.compare import audit_sample, compare, compare_offers, self_dedupe
-    from overlap_desktop.core.demo import default_demo_dir, run_demo
-    from overlap_desktop.core.doctor import doctor
-    from overlap_desktop.core.index import Index, IndexedFile, open_index
-    from overlap_desktop.core.indexer import IndexSummary, fingerprint_file, index_paths
-    from overlap_desktop.core.manifest import (ExportSummary, Manifest, ManifestFile, ManifestStream,
+    from overlap_desktop.core.match.annotations import annotation_overlap
+    from overlap_desktop.core.match.compare import audit_sample, compare, compare_offers, self_dedupe
+    from overlap_desktop.services.demo import default_demo_dir, run_demo
+    from overlap_desktop.services.doctor import doctor
+    from overlap_desktop.core.index.store import Index, IndexedFile, open_index
+    from overlap_desktop.core.index.indexer import IndexSummary, fingerprint_file, index_paths
+    from overlap_desktop.core.manifest.format import (ExportSummary, Manifest, ManifestFile, ManifestStream,
                                                export_manifest, inspect_manifest, read_manifest,
                                                write_manifest)
-    from overlap_desktop.core.manifest_sections import TextNgrams
-    from overlap_desktop.core.merge import MergeSummary, merge_indexes
-    from overlap_desktop.core.preview import frame_at
-    from overlap_desktop.core.readers import available_readers
-    from overlap_desktop.core.readers.lerobot import episode_spans_for
-    from overlap_desktop.core.report import (DISTANCE_SCALE, GLOSSARY, DistanceLevel, FileResult, Report,
+    from overlap_desktop.core.manifest.sections import TextNgrams
+    from overlap_desktop.core.index.merge import MergeSummary, merge_indexes
+    from overlap_desktop.services.preview import frame_at
+    from overlap_desktop.core.ingest.readers import available_readers
+    from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for
+    from overlap_desktop.core.report.model import (DISTANCE_SCALE, GLOSSARY, DistanceLevel, FileResult, Report,
                                              chance_words, describe_flags, describe_repeat, describe_segment,
                                              distance_colour, distance_words, format_clock, format_date,
                                              format_duration, format_percent, glossary_tip, headline,
@@ -206,9 +206,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
                                              new_footage_sentence, repeats_checked, report_to_dict, safe_text,
                                              speed_text, speed_words, stream_words, write_report_csv,
                                              write_report_html, write_report_json)
-    from overlap_desktop.core.textoverlap import (TextOverlapResult, check_hashed_overlap,
+    from overlap_desktop.core.text.overlap import (TextOverlapResult, check_hashed_overlap,
                                                   keyed_ngram_hashes, text_overlap)
     from overlap_desktop.core.types import (CancelToken, Progress, Segment, StreamFingerprints,
                                             Variant)
-    from overlap_desktop.core.verify import (VerifyResult, is_clutter, verify_delivery, verify_verdict,
+    from overlap_desktop.core.manifest.verify import (VerifyResult, is_clutter, verify_delivery, verify_verdict,
                                              write_verify_html, write_verify_json)

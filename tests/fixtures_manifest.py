@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from overlap_desktop.core.manifest import ManifestFile, ManifestStream, encode_manifest
+from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream, encode_manifest
 from overlap_desktop.core.types import Span, StreamFingerprints, Variant
 
 ALGO = "test-algo"
@@ -99,7 +99,7 @@ def layout(data: bytes) -> dict[str, object]:
 def reroot(data: bytes) -> bytes:
     """Recompute the stored Merkle root of a (possibly edited) manifest, so a test can
     check that a semantic rule refuses it on its own, not just the root."""
-    from overlap_desktop.core.merkle import leaf_hash, root_from_leaf_hashes
+    from overlap_desktop.core.manifest.merkle import leaf_hash, root_from_leaf_hashes
 
     lay = layout(data)
     leaves = [leaf_hash(data[:lay["meta_end"]])]  # type: ignore[index]

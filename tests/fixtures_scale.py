@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from overlap_desktop.config import Config, load_config
-from overlap_desktop.core.indexer import IndexSummary, index_paths
-from overlap_desktop.core.manifest import export_manifest
+from overlap_desktop.core.index.indexer import IndexSummary, index_paths
+from overlap_desktop.core.manifest.format import export_manifest
 from tests.footage import make_clip
 
 __all__ = ["N_CLIPS", "build_and_export", "scale_config", "scale_corpus", "serial_manifest"]

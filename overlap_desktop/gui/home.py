@@ -29,7 +29,7 @@ CHOICES: tuple[tuple[str, str, str], ...] = (
 def demo_available() -> bool:
     """True when the demo module is part of this build (checked without importing it)."""
     try:
-        return importlib.util.find_spec("overlap_desktop.core.demo") is not None
+        return importlib.util.find_spec("overlap_desktop.services.demo") is not None
     except (ImportError, ValueError):
         return False
 

@@ -142,7 +142,7 @@ class _FrameLabel(QLabel):
 
 
 class ResultsView(QWidget):
-    """Shows one :class:`~overlap_desktop.core.report.Report`.
+    """Shows one :class:`~overlap_desktop.core.report.model.Report`.
 
     Signals:
         exported(str): a report file was written (its path).
@@ -334,7 +334,7 @@ class ResultsView(QWidget):
 
     # ------------------------------------------------------------------ filling
     def set_report(self, report: Any) -> None:
-        """Show ``report`` (a :class:`~overlap_desktop.core.report.Report`)."""
+        """Show ``report`` (a :class:`~overlap_desktop.core.report.model.Report`)."""
         self.report = report
         self.last_export = None
         self.headline.setText(api.headline(report))

@@ -29,7 +29,7 @@ STATUS_COLOURS = {"matched": "#1a9850", "altered": "#d73027", "missing": "#d7302
 
 
 def verdict_text(result: Any) -> str:
-    """One sentence for a :class:`~overlap_desktop.core.verify.VerifyResult` (the core's words)."""
+    """One sentence for a :class:`~overlap_desktop.core.manifest.verify.VerifyResult` (the core's words)."""
     verdict = getattr(api, "verify_verdict", None)
     if verdict is not None:
         return str(verdict(result))
@@ -291,7 +291,7 @@ class VerifyWizard(QWizard):
         fit_to_screen(self, (800, 600))
 
     def verify_result(self) -> Any:
-        """The :class:`~overlap_desktop.core.verify.VerifyResult`, once hashing finished."""
+        """The :class:`~overlap_desktop.core.manifest.verify.VerifyResult`, once hashing finished."""
         return self.hash_page.result
 
     def jobs(self) -> list[Job | None]:

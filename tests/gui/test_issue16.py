@@ -44,7 +44,7 @@ def _segment(q: str, c: str, qs: float, qe: float, cs: float, ce: float, speed: 
 def _synthetic_report() -> Any:
     """An offer of three files: one copies owned footage, one repeats another offered file slowed
     to 0.5x, one has no match at all; one weak stretch (a possible coincidence)."""
-    from overlap_desktop.core.report import FileResult, Report
+    from overlap_desktop.core.report.model import FileResult, Report
 
     owned = _segment("copy.mp4", "/lab/owned-a.mp4", 0, 20, 4, 24)
     weak = _segment("copy.mp4", "/lab/owned-b.mp4", 20, 24, 0, 4, chance=0.4)

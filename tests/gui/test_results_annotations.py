@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from overlap_desktop.core.report import FileResult, Report
+from overlap_desktop.core.report.model import FileResult, Report
 from overlap_desktop.core.types import Segment, Variant
 
 

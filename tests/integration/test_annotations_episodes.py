@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from overlap_desktop.cli.main import main
-from overlap_desktop.core import index as index_mod
-from overlap_desktop.core.index import open_index
-from overlap_desktop.core.manifest import export_manifest, read_manifest
-from overlap_desktop.core.report import load_report_json
+from overlap_desktop.core.index import store as index_mod
+from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.manifest.format import export_manifest, read_manifest
+from overlap_desktop.core.report.model import load_report_json
 from overlap_desktop.core.types import StreamInfo
 from overlap_desktop.errors import ExitCode, InputError
 from tests.fixtures_manifest import ALGO, PREP, synthetic_fp

@@ -240,7 +240,7 @@ def test_excluded_modules_are_not_needed_by_the_product() -> None:
 def test_reader_registry_works_without_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
     """A frozen app has no distribution metadata, so no entry points: the built-in readers
     must still all load (the spec collects their modules)."""
-    import overlap_desktop.core.readers as readers
+    import overlap_desktop.core.ingest.readers as readers
 
     monkeypatch.setattr(readers, "entry_points", lambda **kw: [])
     monkeypatch.setattr(readers, "_cache", None)
@@ -448,7 +448,7 @@ def test_bundle_contents(bundle: Path, build_py: ModuleType) -> None:
     assert [f for f in files if re.search(r"av\.libs/.*avcodec", f)]
     # Every command and reader module is collected (discovered at run time, not imported).
     from overlap_desktop.cli import commands
-    from overlap_desktop.core.readers import BUILTIN_READERS
+    from overlap_desktop.core.ingest.readers import BUILTIN_READERS
 
     internal = {f.removeprefix("_internal/") for f in files}
     for cmd in Path(commands.__file__).parent.glob("*.py"):

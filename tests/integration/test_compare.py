@@ -17,7 +17,7 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.config import load_config
-from overlap_desktop.core.report import FileResult, Report
+from overlap_desktop.core.report.model import FileResult, Report
 from overlap_desktop.errors import ManifestError
 from tests.footage import Scene, render_frames, write_video
 

@@ -82,7 +82,7 @@ def test_demo_report_finds_the_mirrored_copy(demo_run: dict[str, Any]) -> None:
 
 
 def test_demo_report_finds_the_cropped_copy(demo_run: dict[str, Any]) -> None:
-    from overlap_desktop.core.demo import DEMO_CROP
+    from overlap_desktop.services.demo import DEMO_CROP
 
     f = _file(demo_run["report"], "vendor-0003.mp4")
     seg = _main_segment(f)
@@ -107,8 +107,8 @@ def test_demo_report_does_not_match_the_new_footage(demo_run: dict[str, Any]) ->
 
 def test_demo_crop_is_caught_by_the_default_settings() -> None:
     from overlap_desktop.config import SETTINGS
-    from overlap_desktop.core.demo import DEMO_CROP
-    from overlap_desktop.core.fingerprint import PRESET_LADDERS
+    from overlap_desktop.services.demo import DEMO_CROP
+    from overlap_desktop.core.ingest.fingerprint import PRESET_LADDERS
 
     # The demo promises that the defaults catch its zoom-crop: keep it on a default rung.
     assert DEMO_CROP in PRESET_LADDERS[SETTINGS["index.preset"].default()]
@@ -125,7 +125,7 @@ def test_demo_refuses_a_foreign_folder(tmp_path: Path) -> None:
 
 
 def test_demo_rerun_clears_only_its_own_folder(tmp_path: Path) -> None:
-    from overlap_desktop.core.demo import MARKER, _prepare
+    from overlap_desktop.services.demo import MARKER, _prepare
 
     out = tmp_path / "demo"
     _prepare(out)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from overlap_desktop.cli.main import main
-from overlap_desktop.core import index as index_mod
-from overlap_desktop.core.index import open_index
+from overlap_desktop.core.index import store as index_mod
+from overlap_desktop.core.index.store import open_index
 from tests.fixtures_index import *  # noqa: F403 - session fixtures
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from overlap_desktop.cli.main import main
 from overlap_desktop.config import load_config
-from overlap_desktop.core.index import open_index
-from overlap_desktop.core.indexer import index_paths
+from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.index.indexer import index_paths
 from overlap_desktop.core.types import Progress
 from overlap_desktop.errors import IndexBusyError
 from tests.fixtures_index import *  # noqa: F403 - session fixtures
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Holds the writer lock AND an open write transaction until stdin closes.
 _HOLDER = r"""
 import sys
-from overlap_desktop.core.index import open_index
+from overlap_desktop.core.index.store import open_index
 idx = open_index(sys.argv[1])
 with idx.writer():
     idx._db.execute("BEGIN IMMEDIATE")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from overlap_desktop.config import load_config
-from overlap_desktop.core.index import open_index
-from overlap_desktop.core.indexer import fingerprint_file, index_paths
+from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.index.indexer import fingerprint_file, index_paths
 from overlap_desktop.core.types import Progress, Variant
 from overlap_desktop.errors import Cancelled, UsageError
 from tests.fixtures_index import *  # noqa: F403 - session fixtures

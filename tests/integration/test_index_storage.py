@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core import index as index_mod
-from overlap_desktop.core.index import Index, open_index, wal_support
+from overlap_desktop.core.index import store as index_mod
+from overlap_desktop.core.index.store import Index, open_index, wal_support
 from overlap_desktop.core.types import Span, StreamFingerprints, StreamInfo, Variant
 from overlap_desktop.errors import IndexBusyError, IndexError_
 

@@ -13,9 +13,10 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
-from overlap_desktop.core import indexer, parallel
-from overlap_desktop.core.index import open_index
-from overlap_desktop.core.indexer import IndexSummary
+from overlap_desktop.core.index import indexer
+from overlap_desktop.core.index import parallel
+from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.index.indexer import IndexSummary
 from overlap_desktop.core.types import CancelToken, Progress
 from overlap_desktop.errors import Cancelled
 from tests.fixtures_scale import *  # noqa: F403 - session fixtures

@@ -12,8 +12,8 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.config import load_config
-from overlap_desktop.core.readers.mcap import McapReader
-from overlap_desktop.core.report import FileResult, Report
+from overlap_desktop.core.ingest.readers.mcap import McapReader
+from overlap_desktop.core.report.model import FileResult, Report
 from tests.fixtures_recordings import write_mcap_images
 from tests.footage import Scene, render_frames, write_video
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.readers import reader_for
-from overlap_desktop.core.readers.lerobot import LeRobotReader, episode_spans_for, read_episode_table
+from overlap_desktop.core.ingest.readers import reader_for
+from overlap_desktop.core.ingest.readers.lerobot import LeRobotReader, episode_spans_for, read_episode_table
 from overlap_desktop.core.types import StreamInfo
 from overlap_desktop.errors import MediaError
 from tests.fixtures_recordings import *  # noqa: F403 - session fixtures

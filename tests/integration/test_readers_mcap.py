@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from overlap_desktop.config import load_config
-from overlap_desktop.core.readers import reader_for
-from overlap_desktop.core.readers._images import ReaderSettings
-from overlap_desktop.core.readers.base import ReaderLimits
-from overlap_desktop.core.readers.mcap import McapReader
+from overlap_desktop.core.ingest.readers import reader_for
+from overlap_desktop.core.ingest.readers._images import ReaderSettings
+from overlap_desktop.core.ingest.readers.base import ReaderLimits
+from overlap_desktop.core.ingest.readers.mcap import McapReader
 from overlap_desktop.core.types import CancelToken
 from overlap_desktop.errors import Cancelled, MediaError
 from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
@@ -234,7 +234,7 @@ def test_short_messages_are_skipped_and_counted(tmp_path: Path, few: list[np.nda
     msgs[2][1]["data"] = msgs[2][1]["data"][:1000]  # shorter than step * height
     p = write_mcap_ros2(tmp_path / "short.mcap", {"/cam": msgs})
     reader = McapReader()
-    with caplog.at_level(logging.WARNING, logger="overlap_desktop.core.readers.mcap"):
+    with caplog.at_level(logging.WARNING, logger="overlap_desktop.core.ingest.readers.mcap"):
         frames = list(reader.frames(p, reader.streams(p)[0]))
     assert len(frames) == N - 1
     assert "skipped 1 undecodable message" in caplog.text and "shorter than step x height" in caplog.text

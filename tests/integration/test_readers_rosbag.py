@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from overlap_desktop.config import load_config
-from overlap_desktop.core.readers import reader_for
-from overlap_desktop.core.readers.rosbag import RosbagReader
+from overlap_desktop.core.ingest.readers import reader_for
+from overlap_desktop.core.ingest.readers.rosbag import RosbagReader
 from overlap_desktop.core.types import CancelToken
 from overlap_desktop.errors import Cancelled, MediaError, MissingDependencyError
 from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
@@ -138,7 +138,7 @@ def test_cancel(rosbag2_sqlite: Path) -> None:
 def test_sqlite_bag_opens_after_an_index_was_opened(tmp_path: Path, rosbag2_sqlite: Path) -> None:
     """The index applies apsw best practice process-wide (no double-quoted strings); rosbags'
     sqlite3 storage uses apsw with double-quoted strings and must still open."""
-    from overlap_desktop.core.index import open_index
+    from overlap_desktop.core.index.store import open_index
 
     with open_index(tmp_path / "idx"):
         pass

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core import textoverlap as to
+from overlap_desktop.core.text import overlap as to
 from overlap_desktop.core.text import sources
 from overlap_desktop.errors import InputError
 

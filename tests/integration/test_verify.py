@@ -13,8 +13,8 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
-from overlap_desktop.core.manifest import ManifestFile, ManifestStream, encode_manifest, write_manifest
-from overlap_desktop.core.verify import hash_file, verify_delivery
+from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream, encode_manifest, write_manifest
+from overlap_desktop.core.manifest.verify import hash_file, verify_delivery
 from overlap_desktop.errors import Cancelled, InputError
 from tests.fixtures_manifest import ALGO, PREP, reroot, sparse_file, synthetic_fp
 

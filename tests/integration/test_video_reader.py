@@ -9,10 +9,10 @@ import av
 import numpy as np
 import pytest
 
-from overlap_desktop.core.fingerprint import fingerprint_stream, hamming, prep_and_hash_image
-from overlap_desktop.core.frames import ArrayFrame
-from overlap_desktop.core.readers import ReaderLimits, reader_for
-from overlap_desktop.core.readers.video import VideoReader
+from overlap_desktop.core.ingest.fingerprint import fingerprint_stream, hamming, prep_and_hash_image
+from overlap_desktop.core.ingest.frames import ArrayFrame
+from overlap_desktop.core.ingest.readers import ReaderLimits, reader_for
+from overlap_desktop.core.ingest.readers.video import VideoReader
 from overlap_desktop.core.types import NS_PER_S
 from overlap_desktop.errors import MediaError
 from tests.footage import Scene, render_frames, write_video
@@ -84,7 +84,7 @@ def test_real_files_fingerprint() -> None:
 
 def test_real_pillarbox_is_trimmed() -> None:
     """vPDQ's padded sample is a 4:3-ish picture pillarboxed into 1080x1080."""
-    from overlap_desktop.core import prep
+    from overlap_desktop.core.ingest import prep
 
     path = DATA / "vpdq" / "test-padded-dimensions.mp4"
     reader = VideoReader()
@@ -293,7 +293,7 @@ def test_can_open_by_suffix(clips: dict[str, Path], tmp_path: Path) -> None:
 def test_index_threads_setting_reaches_the_decoder() -> None:
     """`index.threads` is applied by the indexer through VideoReader.configure."""
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.readers.video import VideoReader
+    from overlap_desktop.core.ingest.readers.video import VideoReader
 
     reader = VideoReader()
     reader.configure(load_config({"index.threads": "3"}))

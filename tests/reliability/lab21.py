@@ -27,8 +27,8 @@ class Lab:
 @pytest.fixture(scope="session")
 def lab21(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.indexer import index_paths
-    from overlap_desktop.core.manifest import export_manifest
+    from overlap_desktop.core.index.indexer import index_paths
+    from overlap_desktop.core.manifest.format import export_manifest
 
     root = tmp_path_factory.mktemp("lab21")
     clip = root / "footage" / "clip.mp4"

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from overlap_desktop.core import index as index_mod
-from overlap_desktop.core.index import DB_NAME, open_index
+from overlap_desktop.core.index import store as index_mod
+from overlap_desktop.core.index.store import DB_NAME, open_index
 from overlap_desktop.errors import IndexBusyError
 from tests.reliability.lab21 import Lab, copy_lab, lab21, run_cli  # noqa: F401 - fixture
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core import manifest as manifest_mod
-from overlap_desktop.core.manifest import (MAX_FILES_WITHOUT_SAMPLES, MAX_SAMPLES_PER_SECOND, ManifestFile,
+from overlap_desktop.core.manifest import format as manifest_mod
+from overlap_desktop.core.manifest.format import (MAX_FILES_WITHOUT_SAMPLES, MAX_SAMPLES_PER_SECOND, ManifestFile,
                                            ManifestStream, encode_manifest, parse_manifest)
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from overlap_desktop.errors import ManifestError

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from overlap_desktop.core.readers._bounded import RECORD_FLOOR, TOTAL_FLOOR
-from overlap_desktop.core.readers._images import ReaderSettings
-from overlap_desktop.core.readers.base import ReaderLimits
+from overlap_desktop.core.ingest.readers._bounded import RECORD_FLOOR, TOTAL_FLOOR
+from overlap_desktop.core.ingest.readers._images import ReaderSettings
+from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.errors import MediaError
 from tests.reliability import hostile_recordings as H
 
@@ -76,7 +76,7 @@ def _refused_within(read: Callable[[], object], pattern: str, peak_limit: int | 
 
 
 def _mcap() -> object:
-    from overlap_desktop.core.readers.mcap import McapReader
+    from overlap_desktop.core.ingest.readers.mcap import McapReader
 
     return McapReader(settings=ReaderSettings(limits=TIGHT))
 
@@ -85,7 +85,7 @@ def _bag() -> object:
     from rosbags.highlevel import AnyReader  # noqa: F401 - imported before tracing starts
     from rosbags.typesys import Stores, get_typestore
 
-    from overlap_desktop.core.readers.rosbag import RosbagReader
+    from overlap_desktop.core.ingest.readers.rosbag import RosbagReader
 
     get_typestore(Stores.LATEST)  # builds its types once, outside the traced read
     return RosbagReader(settings=ReaderSettings(limits=TIGHT))
@@ -139,7 +139,7 @@ def test_mcap_chunk_over_the_cap_is_refused_from_its_declared_size(tmp_path: Pat
 
 def test_mcap_index_naming_one_big_message_many_times_copies_it_once(tmp_path: Path) -> None:
     """A message index listing the same 3 MiB message 50,000 times (an 800 KB file)."""
-    from overlap_desktop.core.readers.mcap import McapReader
+    from overlap_desktop.core.ingest.readers.mcap import McapReader
 
     pad = 3 * MiB
     msg = H.message_record(0, H.json_raw_image(2, 2, 0) + b" " * pad)  # JSON ignores trailing blanks
@@ -169,7 +169,7 @@ def test_mcap_damaged_message_index_falls_back_to_walking_the_chunk(tmp_path: Pa
 
 def test_mcap_record_flood_is_refused_by_the_record_budget(tmp_path: Path) -> None:
     """A summary-less MCAP whose chunk is over a million empty records (costly to walk)."""
-    from overlap_desktop.core.readers.mcap import McapReader
+    from overlap_desktop.core.ingest.readers.mcap import McapReader
 
     p = H.mcap_record_flood(tmp_path / "flood.mcap", RECORD_FLOOR + 100_000)
     assert p.stat().st_size < 16 * 1024
@@ -265,9 +265,9 @@ def test_honest_recordings_still_read_under_the_new_decompression(tmp_path: Path
 @pytest.mark.parametrize("kind", ["video", "mcap"])
 def test_a_1000_hour_gap_costs_a_few_samples_and_is_reported(kind: str, tmp_path: Path,
                                                           caplog: pytest.LogCaptureFixture) -> None:
-    from overlap_desktop.core.frames import MAX_HOLD_S, sample_on_grid
-    from overlap_desktop.core.readers.mcap import McapReader
-    from overlap_desktop.core.readers.video import VideoReader
+    from overlap_desktop.core.ingest.frames import MAX_HOLD_S, sample_on_grid
+    from overlap_desktop.core.ingest.readers.mcap import McapReader
+    from overlap_desktop.core.ingest.readers.video import VideoReader
 
     if kind == "video":
         p, reader = H.video_time_gap(tmp_path / "gap.mkv"), VideoReader()
@@ -294,7 +294,7 @@ def test_a_1000_hour_gap_costs_a_few_samples_and_is_reported(kind: str, tmp_path
 
 
 def test_mjpeg_switching_size_mid_stream_hits_the_cap(tmp_path: Path) -> None:
-    from overlap_desktop.core.readers.video import VideoReader
+    from overlap_desktop.core.ingest.readers.video import VideoReader
 
     p = H.mjpeg_size_switch(tmp_path / "switch.mkv")
     reader = VideoReader()
@@ -308,7 +308,7 @@ def test_mjpeg_switching_size_mid_stream_hits_the_cap(tmp_path: Path) -> None:
 
 def test_mjpeg_switch_over_the_pixel_cap_is_refused_before_decoding(tmp_path: Path) -> None:
     """The pixel cap (not only the side cap) applies to every frame, from the JPEG header."""
-    from overlap_desktop.core.readers.video import VideoReader
+    from overlap_desktop.core.ingest.readers.video import VideoReader
 
     p = H.mjpeg_size_switch(tmp_path / "switch.mkv", big=(640, 480))
     reader = VideoReader(ReaderLimits(max_pixels=100_000))

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overlap_desktop.core.compare import speed_change
-from overlap_desktop.core.evidence import assess_segment
-from overlap_desktop.core.match import MatchParams, RawSegment, match_streams
+from overlap_desktop.core.match.compare import speed_change
+from overlap_desktop.core.match.evidence import assess_segment
+from overlap_desktop.core.match.lines import MatchParams, RawSegment, match_streams
 from overlap_desktop.core.types import Segment, StreamFingerprints, Variant
 
 BASE = np.random.default_rng(0).integers(0, 2, 256).astype(np.uint8)
@@ -128,7 +128,7 @@ def test_an_over_extended_line_is_trimmed_to_the_copy() -> None:
 
 
 def test_more_library_needs_stronger_evidence(monkeypatch: pytest.MonkeyPatch) -> None:
-    import overlap_desktop.core.evidence as ev
+    import overlap_desktop.core.match.evidence as ev
 
     monkeypatch.setattr(ev, "RIDGE_RATIO", 1.0)  # this weakened copy is not a ridge; test calibration only
     q = stream(codes_of(OWNED[80:104:4], arm_noise=18, seed=3), 1.0)  # a short copy, weakened
@@ -140,7 +140,7 @@ def test_more_library_needs_stronger_evidence(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_implausible_speed_pays_a_penalty(monkeypatch: pytest.MonkeyPatch) -> None:
-    import overlap_desktop.core.evidence as ev
+    import overlap_desktop.core.match.evidence as ev
 
     monkeypatch.setattr(ev, "RIDGE_RATIO", 1.0)  # calibration only (see above)
     q = stream(codes_of(OWNED[0:240:24], arm_noise=18, seed=4), 1.0)  # 6x faster, weakened copy
@@ -179,7 +179,7 @@ def test_a_short_owned_clip_with_no_room_for_decoys() -> None:
 def test_a_partial_coincidence_of_poses_is_not_a_ridge() -> None:
     """Another episode passes through poses *like* the owned ones (half the arm bits drawn afresh):
     closer than the background, significantly so, but not distinctly: not counted."""
-    import overlap_desktop.core.evidence as ev
+    import overlap_desktop.core.match.evidence as ev
 
     states = walk(13, 20.0, 1.0)
     like = OWNED[40:120:4].copy()  # owned 10..30 s
@@ -222,8 +222,8 @@ def test_a_ghost_line_crossing_a_true_copy_is_not_counted() -> None:
     "reversed at 0.35x") looked supported against a *sampled* background (measured before the
     fix: chance count below 1e-15). The search's own seeds show each of its frames has a much
     better match elsewhere (its true place); the ghost is not counted, the copy is."""
-    from overlap_desktop.core.compare import QueryStream
-    from overlap_desktop.core.repeats import find_repeats
+    from overlap_desktop.core.match.compare import QueryStream
+    from overlap_desktop.core.match.repeats import find_repeats
 
     a, b = _drift(1000, 1800), _drift(1001, 1800)  # 30-minute streams: a sampled background is sparse
     b[:120] = _noisy(a[np.repeat(np.arange(100, 160), 2)], 1)

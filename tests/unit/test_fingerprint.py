@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from overlap_desktop.config import load_config
-from overlap_desktop.core.fingerprint import (
+from overlap_desktop.core.ingest.fingerprint import (
     ALGO_ID,
     EDGE_DEFAULT_RUNG,
     PRESET_LADDERS,
@@ -19,7 +19,7 @@ from overlap_desktop.core.fingerprint import (
     variants_for,
     variants_from_config,
 )
-from overlap_desktop.core.frames import ArrayFrame, scale_rgb
+from overlap_desktop.core.ingest.frames import ArrayFrame, scale_rgb
 from overlap_desktop.core.types import NS_PER_S, CancelToken, Variant
 from overlap_desktop.errors import Cancelled
 from tests.footage import Scene

@@ -9,11 +9,11 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from overlap_desktop.core import manifest as mf
-from overlap_desktop.core.manifest import (OptionalSection, TextNgrams, encode_manifest, inspect_manifest,
+from overlap_desktop.core.manifest import format as mf
+from overlap_desktop.core.manifest.format import (OptionalSection, TextNgrams, encode_manifest, inspect_manifest,
                                            parse_manifest)
-from overlap_desktop.core.manifest_sections import MAX_NGRAM_HASHES
-from overlap_desktop.core.textoverlap import check_hashed_overlap, keyed_ngram_hashes
+from overlap_desktop.core.manifest.sections import MAX_NGRAM_HASHES
+from overlap_desktop.core.text.overlap import check_hashed_overlap, keyed_ngram_hashes
 from overlap_desktop.errors import ExitCode, ManifestError
 from tests.fixtures_manifest import ALGO, PREP, reroot, synthetic_files
 
@@ -73,7 +73,7 @@ def test_text_ngrams_round_trip(compress: str) -> None:
 
 
 def test_hashed_check_against_a_parsed_manifest() -> None:
-    from overlap_desktop.core.textoverlap import Document
+    from overlap_desktop.core.text.overlap import Document
 
     data, _ = encode_manifest(synthetic_files(1, 5), algo_id=ALGO, prep_id=PREP, text_ngrams=ngrams())
     m = parse_manifest(data)

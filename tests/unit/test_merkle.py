@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from overlap_desktop.core.merkle import (EMPTY_ROOT, inclusion_proof, leaf_hash, merkle_root, node_hash,
+from overlap_desktop.core.manifest.merkle import (EMPTY_ROOT, inclusion_proof, leaf_hash, merkle_root, node_hash,
                                          root_from_leaf_hashes, verify_inclusion)
 
 # The Certificate Transparency reference inputs and tree heads for sizes 1..8 (RFC 6962

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.fingerprint import (
+from overlap_desktop.core.ingest.fingerprint import (
     bits_to_code,
     code_to_hex,
     hamming,
@@ -121,7 +121,7 @@ def test_dihedral_names_against_python_threatexchange() -> None:
 
 def test_orientation_variants_are_exact_at_hash_size() -> None:
     """Our coefficient-domain mirror/rotations equal hashing the transformed 64x64 image."""
-    from overlap_desktop.core.fingerprint import _FrameHasher
+    from overlap_desktop.core.ingest.fingerprint import _FrameHasher
 
     rng = np.random.default_rng(3)
     from scipy import ndimage
@@ -131,7 +131,7 @@ def test_orientation_variants_are_exact_at_hash_size() -> None:
     variants = variants_for(preset="fast", crop_ladder=(), dihedral="all", default_edge=False)
     assert len(variants) == 8
     # The working image is the hash image itself here (no bars, exact 64 -> 64 resample).
-    from overlap_desktop.core import prep
+    from overlap_desktop.core.ingest import prep
 
     hasher = _FrameHasher(variants)
     y = prep.luma(rgb)
@@ -165,7 +165,7 @@ def _vpdq_cases() -> list[Path]:
 def test_vpdq_per_frame_hashes(txt: Path) -> None:
     if not txt.exists():
         pytest.skip(f"{txt.name}: ../shared/realdata is not available")
-    from overlap_desktop.core.readers.video import VideoReader
+    from overlap_desktop.core.ingest.readers.video import VideoReader
 
     video = txt.with_suffix(".mp4")
     rows = [line.split(",") for line in txt.read_text().split() if line.strip()]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overlap_desktop.core import prep
-from overlap_desktop.core.fingerprint import hamming, prep_and_hash_image
+from overlap_desktop.core.ingest import prep
+from overlap_desktop.core.ingest.fingerprint import hamming, prep_and_hash_image
 from tests.footage import Scene
 
 W = prep.WORK_SIZE
@@ -21,7 +21,7 @@ def letterbox(img: np.ndarray, frac: float, *, axis: int = 0, noise: float = 3.0
     """Content squeezed between black bars of ``frac`` per side (with encoder-like noise)."""
     h, w = img.shape[:2]
     out = np.zeros_like(img)
-    from overlap_desktop.core.frames import scale_rgb
+    from overlap_desktop.core.ingest.frames import scale_rgb
 
     if axis == 0:
         n = round(h * frac)
@@ -94,7 +94,7 @@ def test_grayscale_copy_converges(picture: np.ndarray) -> None:
 
 
 def test_aspect_change_converges(picture: np.ndarray) -> None:
-    from overlap_desktop.core.frames import scale_rgb
+    from overlap_desktop.core.ingest.frames import scale_rgb
 
     a, _ = prep_and_hash_image(picture)
     b, _ = prep_and_hash_image(scale_rgb(picture, 426, 240))  # stretched to 16:9

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overlap_desktop.core.compare import _flags
-from overlap_desktop.core.match import RawSegment
-from overlap_desktop.core.repeats import (
+from overlap_desktop.core.match.compare import _flags
+from overlap_desktop.core.match.lines import RawSegment
+from overlap_desktop.core.match.repeats import (
     _overlaps_itself,
     _repeat_on_query_side,
     _swap,
     new_and_repeated_seconds,
 )
-from overlap_desktop.core.report import FileResult
+from overlap_desktop.core.report.model import FileResult
 from overlap_desktop.core.types import Segment, Span, Variant
 
 

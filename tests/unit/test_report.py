@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.report import (DISTANCE_SCALE, GLOSSARY, REPORT_SCHEMA, FileResult, Report,
+from overlap_desktop.core.report.model import (DISTANCE_SCALE, GLOSSARY, REPORT_SCHEMA, FileResult, Report,
                                          chance_words, describe_flags, describe_segment, distance_colour,
                                          distance_words, format_clock, format_date, format_duration,
                                          format_percent, glossary_tip, headline, headline_details,
@@ -519,7 +519,7 @@ def test_date_and_stream_words() -> None:
 
 def test_html_of_a_huge_offer_is_summarised_beyond_the_row_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Issue 21: a manifest of many files must not give a report a browser cannot open."""
-    from overlap_desktop.core import report as rp
+    from overlap_desktop.core.report import model as rp
 
     files = [rp.FileResult(query_file=f"clip-{i:05d}.mp4", duration_s=10.0) for i in range(rp.MAX_HTML_FILE_ROWS + 500)]
     big = rp.Report(kind="compare", offered_seconds=10.0 * len(files), matched_seconds=0.0, real_footage_seconds=0.0,

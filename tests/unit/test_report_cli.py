@@ -12,7 +12,7 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
-from overlap_desktop.core.report import FileResult, Report
+from overlap_desktop.core.report.model import FileResult, Report
 from overlap_desktop.errors import ExitCode, ManifestError
 from tests.unit.test_report import HOSTILE, sample_report, seg
 

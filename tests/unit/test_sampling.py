@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from overlap_desktop.core.frames import (
+from overlap_desktop.core.ingest.frames import (
     ArrayFrame,
     LowSampleRateWarning,
     check_sample_rate,

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from overlap_desktop.core.search import (SHARD_VERSION, Hits, Shard, build_shard, hamming_rows,
+from overlap_desktop.core.index.shards import (SHARD_VERSION, Hits, Shard, build_shard, hamming_rows,
                                          popcount_xor)
 from overlap_desktop.errors import IndexError_
 
@@ -121,7 +121,7 @@ def test_bad_shapes_are_rejected(tmp_path) -> None:  # type: ignore[no-untyped-d
 
 def test_version_1_shards_still_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # Format 1 kept sorted 4-byte chunk keys; rewrite a shard that way and search it.
-    from overlap_desktop.core.search import _chunk_keys
+    from overlap_desktop.core.index.shards import _chunk_keys
 
     rng = np.random.default_rng(5)
     codes = rng.integers(0, 256, (500, 32), dtype=np.uint8)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core import textoverlap as to
+from overlap_desktop.core.text import overlap as to
 from overlap_desktop.errors import InputError, UsageError
 
 TRAIN = ["A B A C D E F G", "A C F J K H E", "V L N M Q", "A B A C Ç T Z V E", "L M N O P"]

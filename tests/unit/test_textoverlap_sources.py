@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import zstandard
 
-from overlap_desktop.core import textoverlap as to
+from overlap_desktop.core.text import overlap as to
 from overlap_desktop.core.text import fanout, scan, sources
 from overlap_desktop.errors import InputError
 

@@ -20,7 +20,7 @@ from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.report import FileResult, Report
+    from overlap_desktop.core.report.model import FileResult, Report
 
 __all__ = ["COMMAND", "DEFAULT_REQUIRE", "uncovered_files"]
 

@@ -45,7 +45,7 @@ class _StepBars:
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     from overlap_desktop import api
-    from overlap_desktop.core.demo import default_demo_dir
+    from overlap_desktop.services.demo import default_demo_dir
 
     out = args.out if args.out is not None else default_demo_dir()
     bars = _StepBars(ctx)

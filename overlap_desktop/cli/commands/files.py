@@ -26,7 +26,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     from overlap_desktop import api
-    from overlap_desktop.core.index import DB_NAME, _norm, _under
+    from overlap_desktop.core.index.store import DB_NAME, _norm, _under
 
     path = ctx.config.index_path
     if not (path / DB_NAME).is_file():

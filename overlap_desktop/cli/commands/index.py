@@ -15,7 +15,7 @@ from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
 from overlap_desktop.errors import Cancelled, ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.indexer import IndexSummary
+    from overlap_desktop.core.index.indexer import IndexSummary
     from overlap_desktop.core.types import Progress
 
 __all__ = ["COMMAND", "print_summary"]

@@ -82,7 +82,7 @@ def scan_task(task: Task, state: ScanState, *, on_block: Callable[[int], None] |
         on_block: Called with the bytes on disk consumed so far after each block.
         mcap_documents: Reader for MCAP sources (passed in to keep this module free of it).
     """
-    from overlap_desktop.core.textoverlap import TOKENIZERS
+    from overlap_desktop.core.text.overlap import TOKENIZERS
 
     fn = TOKENIZERS[state.tokenizer]
     table = state.table
@@ -293,7 +293,7 @@ def _init_worker(state: ScanState) -> None:
 
 
 def _mcap_reader() -> Callable[[Path], Iterator[Any]]:
-    from overlap_desktop.core.textoverlap import mcap_documents
+    from overlap_desktop.core.text.overlap import mcap_documents
 
     return mcap_documents
 

@@ -6,7 +6,7 @@ per-n-gram work runs in numpy rather than in a Python loop:
 1. **Normalise.** A block is UTF-8 with one document per line. The tokenizer is applied as a
    byte translation (``bytes.translate``: lower-case, delete punctuation) on ASCII lines, and
    through the Python tokenizer on the rest, giving tokens separated by ASCII whitespace. Both
-   routes produce the same tokens as :func:`overlap_desktop.core.textoverlap.tokenize` (a test
+   routes produce the same tokens as :func:`overlap_desktop.core.text.overlap.tokenize` (a test
    checks this on random Unicode text).
 2. **Hash tokens** from their bytes, 8 bytes at a time for all tokens at once (a strided
    view gives the 8 bytes at every offset), through a 64-bit mixer; tokens longer than
@@ -19,7 +19,7 @@ per-n-gram work runs in numpy rather than in a Python loop:
    tokens themselves, so a hash collision can never report a match.
 
 The hashes are internal to one scan (the test side is hashed by the same code); the keyed
-hashes a manifest carries are a different function in :mod:`overlap_desktop.core.textoverlap`.
+hashes a manifest carries are a different function in :mod:`overlap_desktop.core.text.overlap`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Ingest: readers open recordings, frames are sampled and normalised, PDQ fingerprints computed."""

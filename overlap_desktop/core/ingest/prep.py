@@ -1,0 +1,223 @@
+"""Normalisation applied to every frame before hashing, identically on both sides.
+
+The pipeline for one sampled frame (see docs/architecture.md for the measurements
+behind each number):
+
+1. The reader scales the decoded frame with swscale straight to a square *working
+   image* of :data:`WORK_SIZE` x :data:`WORK_SIZE` pixels, ignoring the aspect ratio
+   (so a copy stretched to another aspect, or re-encoded at another resolution, lands
+   on the same working image). Scaling at decode time is what keeps hashing cheap:
+   the full-resolution frame is never converted to RGB.
+2. Letterbox / pillarbox bars (near-uniform dark strips on *both* opposite edges)
+   are detected on the working image and trimmed.
+3. The content region (or, on the corpus side, a crop of it: a variant) is
+   converted to luma and area-resampled to :data:`HASH_SIZE` x :data:`HASH_SIZE`,
+   then hashed with PDQ. At 64x64 PDQ's own down-sampling is the identity, so the
+   area filter does all the anti-aliasing and the dihedral (mirror) hashes are exact.
+   PDQ only looks at luma, so working in luma loses nothing and makes grayscale
+   copies converge.
+
+Any change to these steps or their constants must change :data:`PREP_ID`: indexes
+and manifests record it, and a mismatch is refused rather than compared.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from overlap_desktop.core.ingest.frames import scale_rgb
+
+__all__ = [
+    "BAR_MAX_FRACTION",
+    "HASH_SIZE",
+    "PREP_ID",
+    "WORK_SIZE",
+    "Box",
+    "content_box",
+    "content_box_from_luma",
+    "detect_bars",
+    "detect_bars_luma",
+    "luma",
+    "prep_image",
+    "region_luma",
+    "resample_luma",
+    "to_work_image",
+]
+
+#: Side of the square working image the reader scales every sampled frame to.
+WORK_SIZE = 192
+#: Side of the square image handed to PDQ.
+HASH_SIZE = 64
+#: A bar deeper than this fraction of the frame (per side) is treated as content.
+BAR_MAX_FRACTION = 0.3
+#: Luma (0..255) at or below which a strip counts as dark.
+_BAR_DARK = 40.0
+#: Largest luma standard deviation along a strip for it to count as uniform.
+_BAR_STD = 10.0
+#: Two opposite bars count as a letterbox when their depths differ by at most this
+#: many working pixels plus a quarter of the deeper bar (encoders blur the edges).
+_BAR_SYMMETRY_PX = 2
+#: Bars thinner than this (working pixels) are ignored: a dark border line is content.
+_BAR_MIN_PX = 2
+
+#: Versioned name of this normalisation (sizes, filter, bar rule, hash input size).
+PREP_ID = f"sq{WORK_SIZE}-area-bars{int(BAR_MAX_FRACTION * 100)}-luma{HASH_SIZE}-v1"
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A pixel rectangle ``[y0:y1, x0:x1]`` inside the working image."""
+
+    y0: int
+    y1: int
+    x0: int
+    x1: int
+
+    @property
+    def height(self) -> int:
+        return self.y1 - self.y0
+
+    @property
+    def width(self) -> int:
+        return self.x1 - self.x0
+
+
+def to_work_image(rgb: np.ndarray) -> np.ndarray:
+    """Scale an arbitrary RGB image to the working image (for image inputs and tests).
+
+    Readers do the same during decoding through ``TimedFrame.to_rgb(WORK_SIZE, WORK_SIZE)``.
+    """
+    return scale_rgb(rgb, WORK_SIZE, WORK_SIZE)
+
+
+def luma(rgb: np.ndarray) -> np.ndarray:
+    """BT.601 luminance as ``float32 (h, w)``: the weights PDQ itself uses."""
+    f = rgb.astype(np.float32)
+    return f[:, :, 0] * 0.299 + f[:, :, 1] * 0.587 + f[:, :, 2] * 0.114
+
+
+def _bar_depth(mean: np.ndarray, std: np.ndarray, limit: int) -> int:
+    """Number of leading strips (from index 0) that are dark and uniform, up to ``limit + 1``."""
+    bad = (mean > _BAR_DARK) | (std > _BAR_STD)
+    idx = np.flatnonzero(bad[: limit + 1])
+    return int(idx[0]) if idx.size else limit + 1
+
+
+def _pair(a: int, b: int, limit: int) -> tuple[int, int]:
+    """Accept two opposite bar depths only when they look like a letterbox."""
+    if a > limit or b > limit:  # a dark frame, or dark content reaching deep: not bars
+        return 0, 0
+    if a < _BAR_MIN_PX or b < _BAR_MIN_PX:
+        return 0, 0
+    if abs(a - b) > _BAR_SYMMETRY_PX + max(a, b) // 4:
+        return 0, 0
+    return a, b
+
+
+def detect_bars_luma(y: np.ndarray) -> tuple[int, int, int, int]:
+    """Find letterbox and pillarbox bars in a luma image.
+
+    A bar is a run of rows (columns) from an edge that are dark and uniform. Bars are
+    only accepted in opposite pairs of similar depth (top+bottom, left+right), each
+    at least :data:`_BAR_MIN_PX` and at most :data:`BAR_MAX_FRACTION` of the frame:
+    dark content against one edge, a dark frame or a fade to black never trims.
+
+    Args:
+        y: ``float32 (h, w)`` luma of the working image.
+
+    Returns:
+        ``(top, bottom, left, right)`` bar depths in pixels (zeros when none).
+    """
+    h, w = y.shape
+    lim_r = int(h * BAR_MAX_FRACTION)
+    lim_c = int(w * BAR_MAX_FRACTION)
+    top = bottom = left = right = 0
+    # Bars need both opposite edge lines dark and uniform: test those two first, so
+    # the common no-bar frame costs four line statistics, not the whole image's.
+    if _is_bar(y[0]) and _is_bar(y[-1]):
+        row_mean, row_std = y.mean(axis=1), y.std(axis=1)
+        top = _bar_depth(row_mean, row_std, lim_r)
+        bottom = _bar_depth(row_mean[::-1], row_std[::-1], lim_r)
+        top, bottom = _pair(top, bottom, lim_r)
+    if _is_bar(y[:, 0]) and _is_bar(y[:, -1]):
+        col_mean, col_std = y.mean(axis=0), y.std(axis=0)
+        left = _bar_depth(col_mean, col_std, lim_c)
+        right = _bar_depth(col_mean[::-1], col_std[::-1], lim_c)
+        left, right = _pair(left, right, lim_c)
+    return top, bottom, left, right
+
+
+def _is_bar(line: np.ndarray) -> bool:
+    return bool(line.mean() <= _BAR_DARK and line.std() <= _BAR_STD)
+
+
+def detect_bars(work: np.ndarray) -> tuple[int, int, int, int]:
+    """:func:`detect_bars_luma` on an RGB working image."""
+    return detect_bars_luma(luma(work))
+
+
+def content_box_from_luma(y: np.ndarray) -> Box:
+    """The region left after trimming letterbox / pillarbox bars from luma ``y``."""
+    h, w = y.shape
+    top, bottom, left, right = detect_bars_luma(y)
+    return Box(top, h - bottom, left, w - right)
+
+
+def content_box(work: np.ndarray) -> Box:
+    """The working-image region left after trimming letterbox / pillarbox bars."""
+    return content_box_from_luma(luma(work))
+
+
+@functools.lru_cache(maxsize=512)
+def _area_band(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Box-filter weights resampling ``n`` samples to ``m``, stored as a band.
+
+    Returns ``(idx, w)``, both ``(m, K)``: output ``i`` is ``sum_k w[i, k] * x[idx[i, k]]``
+    with ``K`` the largest number of input samples one output overlaps.
+    """
+    edges = np.arange(m + 1, dtype=np.float64) * (n / m)
+    lo, hi = edges[:-1, None], edges[1:, None]
+    s = np.arange(n, dtype=np.float64)[None, :]
+    full = np.clip(np.minimum(hi, s + 1) - np.maximum(lo, s), 0.0, None)
+    full /= full.sum(axis=1, keepdims=True)
+    nz = full > 1e-12
+    k = int(nz.sum(axis=1).max())
+    first = nz.argmax(axis=1)
+    raw = first[:, None] + np.arange(k)[None, :]
+    idx = np.minimum(raw, n - 1)
+    w = np.where(raw < n, np.take_along_axis(full, idx, axis=1), 0.0)
+    return idx, w.astype(np.float32)
+
+
+def resample_luma(y: np.ndarray, size: int = HASH_SIZE) -> np.ndarray:
+    """Area-resample luma ``(h, w)`` to ``float32 (size, size)`` (aspect ignored).
+
+    An exact box filter with fractional pixel coverage, applied as a narrow band of
+    weighted gathers: small matrix products would pay heavily for OpenBLAS threading.
+    """
+    y = np.asarray(y, dtype=np.float32)
+    i0, w0 = _area_band(y.shape[0], size)
+    rows = (y[i0] * w0[:, :, None]).sum(axis=1)
+    i1, w1 = _area_band(y.shape[1], size)
+    return (rows[:, i1] * w1[None, :, :]).sum(axis=2)
+
+
+def region_luma(y: np.ndarray, box: Box) -> np.ndarray:
+    """Cut ``box`` out of the working luma and resample it to the PDQ input size."""
+    return resample_luma(y[box.y0:box.y1, box.x0:box.x1], HASH_SIZE)
+
+
+def prep_image(rgb: np.ndarray) -> np.ndarray:
+    """Full normalisation of one image: working size, bar trim, PDQ input size.
+
+    Args:
+        rgb: ``uint8 (h, w, 3)`` image of any size.
+
+    Returns:
+        ``float32 (HASH_SIZE, HASH_SIZE)`` luma, what PDQ hashes.
+    """
+    y = luma(to_work_image(rgb))
+    return region_luma(y, content_box_from_luma(y))

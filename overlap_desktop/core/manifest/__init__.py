@@ -1,0 +1,1 @@
+"""Manifest: the ``.ovlm`` format (encode, parse, sections, Merkle binding), export and delivery verification."""

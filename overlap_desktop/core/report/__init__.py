@@ -1,0 +1,1 @@
+"""Report: the comparison's data model, its plain wording, and the JSON, CSV and HTML renderings."""

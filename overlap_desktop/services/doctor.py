@@ -1,0 +1,220 @@
+"""Environment check: ``overlap doctor`` and the GUI's About / diagnostics page.
+
+Reports library versions, which readers loaded, where the index lives, free disk and
+whether SQLite's write-ahead log works there. Never imports Qt: the Qt version comes
+from package metadata.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import platform
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.config import Config
+
+__all__ = ["DoctorCheck", "DoctorReport", "doctor"]
+
+#: Decoders the video reader needs (name -> why). h264 is required; the rest are reported.
+_DECODERS = {"h264": True, "hevc": False, "vp9": False, "vp8": False, "mpeg4": False, "av1": False}
+#: Below this many free bytes at the index location doctor warns.
+LOW_DISK_BYTES = 1 << 30
+
+
+@dataclass
+class DoctorCheck:
+    """One line of the report.
+
+    Attributes:
+        name: What was checked ("PyAV", "index location"...).
+        ok: Whether it is fine.
+        value: What was found (a version, a path).
+        detail: Extra facts or the reason for a failure.
+        required: A failure makes the product unusable (doctor exits non-zero).
+    """
+
+    name: str
+    ok: bool
+    value: str
+    detail: str = ""
+    required: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "value": self.value, "detail": self.detail,
+                "required": self.required}
+
+
+@dataclass
+class DoctorReport:
+    """All checks; :attr:`ok` is False when any required check failed."""
+
+    checks: list[DoctorCheck] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks if c.required)
+
+    @property
+    def problems(self) -> list[DoctorCheck]:
+        return [c for c in self.checks if c.required and not c.ok]
+
+    @property
+    def warnings(self) -> list[DoctorCheck]:
+        return [c for c in self.checks if not c.required and not c.ok]
+
+    def get(self, name: str) -> DoctorCheck | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "checks": [c.to_dict() for c in self.checks]}
+
+
+def _dist_version(*names: str) -> str | None:
+    for n in names:
+        try:
+            return md.version(n)
+        except md.PackageNotFoundError:
+            continue
+    return None
+
+
+def _module_check(name: str, module: str, dists: tuple[str, ...], *, required: bool = True,
+                  detail: str = "") -> DoctorCheck:
+    try:
+        mod = importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - a broken install must be reported, not raised
+        return DoctorCheck(name, False, "missing", f"cannot import {module}: {exc}", required)
+    version = getattr(mod, "__version__", None) or _dist_version(*dists) or "unknown"
+    return DoctorCheck(name, True, str(version), detail, required)
+
+
+def _pyav_checks() -> list[DoctorCheck]:
+    try:
+        import av
+    except Exception as exc:  # noqa: BLE001
+        return [DoctorCheck("PyAV", False, "missing", f"cannot import av: {exc}")]
+    libs = getattr(av, "library_versions", {}) or {}
+    lib_text = ", ".join(f"{k} {'.'.join(map(str, v))}" for k, v in sorted(libs.items()))
+    ffmpeg = getattr(av, "ffmpeg_version_info", "") or ""
+    out = [DoctorCheck("PyAV", True, str(av.__version__), f"FFmpeg {ffmpeg}".strip())]
+    out.append(DoctorCheck("FFmpeg libraries", bool(libs), lib_text or "unknown", "", False))
+    have, missing_required, missing = [], [], []
+    for name, needed in _DECODERS.items():
+        try:
+            av.codec.Codec(name, "r")
+            have.append(name)
+        except Exception:  # noqa: BLE001 - unknown codec
+            (missing_required if needed else missing).append(name)
+    detail = f"missing: {', '.join(missing_required + missing)}" if (missing or missing_required) else ""
+    out.append(DoctorCheck("video decoders", not missing_required, ", ".join(have) or "none", detail,
+                           True))
+    return out
+
+
+def _sqlite_check() -> DoctorCheck:
+    try:
+        import apsw
+    except Exception as exc:  # noqa: BLE001
+        return DoctorCheck("APSW / SQLite", False, "missing", f"cannot import apsw: {exc}")
+    return DoctorCheck("APSW / SQLite", True, f"{apsw.apsw_version()} / SQLite {apsw.sqlite_lib_version()}")
+
+
+def _qt_check() -> DoctorCheck:
+    # Package metadata only: importing QtWidgets would load the GUI stack into the CLI.
+    pyside = _dist_version("PySide6-Essentials", "PySide6")
+    graph = _dist_version("pyqtgraph")
+    if pyside is None:
+        return DoctorCheck("Qt (PySide6)", False, "missing",
+                           "the desktop GUI needs PySide6-Essentials; the CLI works without it", False)
+    detail = f"pyqtgraph {graph}" if graph else "pyqtgraph missing (report plots need it)"
+    return DoctorCheck("Qt (PySide6)", graph is not None, pyside, detail, False)
+
+
+def _readers_checks() -> list[DoctorCheck]:
+    from overlap_desktop.core.ingest.readers import available_readers
+
+    readers, failures = available_readers(refresh=True)
+    names = [r.name for r in readers]
+    out = [DoctorCheck("readers", "video" in names, ", ".join(names) or "none",
+                       "" if "video" in names else "the video reader did not load")]
+    for f in failures:
+        # Optional readers (ROS bags need the `ros` extra) fail softly; the video reader may not.
+        out.append(DoctorCheck(f"reader {f.name}", False, "not loaded", f"{f.target}: {f.error}",
+                               f.name == "video"))
+    return out
+
+
+def _index_checks(config: Config) -> list[DoctorCheck]:
+    from overlap_desktop.core.index.store import DB_NAME, _existing_ancestor, wal_support
+
+    path = Path(config.index_path)
+    src = config.source("index.path")
+    exists = (path / DB_NAME).is_file()
+    out = [DoctorCheck("index location", True, str(path),
+                       f"{'existing index' if exists else 'no index yet'} (from {src})")]
+    if exists:
+        try:
+            from overlap_desktop.core.index.store import open_index
+
+            with open_index(path, readonly=True) as idx:
+                st = idx.stats()
+            out.append(DoctorCheck("index contents", True,
+                                   f"{st['files_ok']} files, {st['hours']:.2f} h",
+                                   f"schema {st['schema_version']}, {st['algo_id']}/{st['prep_id']}, "
+                                   f"{st['files_error']} errors, {st['bytes'] / 1e6:.1f} MB"))
+        except Exception as exc:  # noqa: BLE001 - report, do not raise
+            out.append(DoctorCheck("index contents", False, "unreadable", str(exc)))
+    where = _existing_ancestor(path)
+    try:
+        usage = shutil.disk_usage(where)
+        free = usage.free
+        out.append(DoctorCheck("free disk", free >= LOW_DISK_BYTES, f"{free / 1e9:.1f} GB",
+                               f"at {where}" + ("" if free >= LOW_DISK_BYTES else "; less than 1 GB free"),
+                               False))
+    except OSError as exc:
+        out.append(DoctorCheck("free disk", False, "unknown", f"{where}: {exc}", False))
+    ok, why = wal_support(path)
+    out.append(DoctorCheck("WAL support", ok, "yes" if ok else "no", why))
+    return out
+
+
+def doctor(config: Config | None = None) -> DoctorReport:
+    """Check the environment.
+
+    Args:
+        config: Resolved settings (for the index location); default: loaded.
+
+    Returns:
+        A :class:`DoctorReport`; ``report.ok`` is False when something needed is missing.
+    """
+    from overlap_desktop import __version__
+    from overlap_desktop.config import load_config
+
+    config = config if config is not None else load_config()
+    checks: list[DoctorCheck] = []
+    py_ok = sys.version_info >= (3, 10)
+    checks.append(DoctorCheck("overlap", True, __version__, f"{platform.system()} {platform.machine()}"))
+    checks.append(DoctorCheck("Python", py_ok, platform.python_version(),
+                              sys.executable if py_ok else "Python 3.10 or newer is required"))
+    checks.extend(_pyav_checks())
+    checks.append(_module_check("pdqhash", "pdqhash", ("pdqhash",)))
+    checks.append(_sqlite_check())
+    checks.append(_module_check("numpy", "numpy", ("numpy",)))
+    checks.append(_module_check("zstandard", "zstandard", ("zstandard",)))
+    checks.append(_qt_check())
+    ros = _dist_version("rosbags")
+    checks.append(DoctorCheck("rosbags (ros extra)", ros is not None, ros or "not installed",
+                              "" if ros else "ROS1 .bag and rosbag2 need: pip install 'overlap-desktop[ros]'",
+                              False))
+    try:
+        checks.extend(_readers_checks())
+    except Exception as exc:  # noqa: BLE001
+        checks.append(DoctorCheck("readers", False, "error", str(exc)))
+    checks.extend(_index_checks(config))
+    return DoctorReport(checks)
