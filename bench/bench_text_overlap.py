@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from overlap_desktop.core.text.overlap import Document, text_overlap  # noqa: E402
+from overlap_desktop.core.text.overlap import Document, text_overlap
 
 
 class PeakRss:
@@ -58,7 +58,7 @@ class PeakRss:
                 t = p.cpu_times()
                 self.cpu_last[p.pid] = t.user + t.system
                 self.cpu_start.setdefault(p.pid, 0.0 if self.started else t.user + t.system)
-            except Exception:  # noqa: BLE001 - a process that just ended
+            except Exception:
                 continue
         return total
 

@@ -183,32 +183,4 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from overlap_desktop.config import SETTINGS, Config, load_config
-    from overlap_desktop.core.match.annotations import annotation_overlap
-    from overlap_desktop.core.match.compare import audit_sample, compare, compare_offers, self_dedupe
-    from overlap_desktop.services.demo import default_demo_dir, run_demo
-    from overlap_desktop.services.doctor import doctor
-    from overlap_desktop.core.index.store import Index, IndexedFile, open_index
-    from overlap_desktop.core.index.indexer import IndexSummary, fingerprint_file, index_paths
-    from overlap_desktop.core.manifest.format import (ExportSummary, Manifest, ManifestFile, ManifestStream,
-                                               export_manifest, inspect_manifest, read_manifest,
-                                               write_manifest)
-    from overlap_desktop.core.manifest.sections import TextNgrams
-    from overlap_desktop.core.index.merge import MergeSummary, merge_indexes
-    from overlap_desktop.services.preview import frame_at
-    from overlap_desktop.core.ingest.readers import available_readers
-    from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for
-    from overlap_desktop.core.report.model import (DISTANCE_SCALE, GLOSSARY, DistanceLevel, FileResult, Report,
-                                             chance_words, describe_flags, describe_repeat, describe_segment,
-                                             distance_colour, distance_words, format_clock, format_date,
-                                             format_duration, format_percent, glossary_tip, headline,
-                                             headline_details, judged_unmatched_seconds, load_report_json,
-                                             new_footage_sentence, repeats_checked, report_to_dict, safe_text,
-                                             speed_text, speed_words, stream_words, write_report_csv,
-                                             write_report_html, write_report_json)
-    from overlap_desktop.core.text.overlap import (TextOverlapResult, check_hashed_overlap,
-                                                  keyed_ngram_hashes, text_overlap)
-    from overlap_desktop.core.types import (CancelToken, Progress, Segment, StreamFingerprints,
-                                            Variant)
-    from overlap_desktop.core.manifest.verify import (VerifyResult, is_clutter, verify_delivery, verify_verdict,
-                                             write_verify_html, write_verify_json)
+    pass

@@ -94,7 +94,7 @@ class ManifestError(InputError):
     """A ``.ovlm`` manifest is malformed, tampered with, or incompatible."""
 
 
-class IndexError_(InputError):  # noqa: N801 - avoid shadowing the builtin IndexError
+class IndexError_(InputError):
     """The fingerprint index is unusable (wrong schema, unsupported location...)."""
 
 

@@ -12,9 +12,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Tests must never read the developer's own config or index.
 os.environ.pop("OVERLAP_INDEX", None)
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
 REALDATA = Path(__file__).resolve().parent / "data"
 

@@ -175,9 +175,9 @@ class CliContext:
             yield lambda p: None
             return
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
-                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn)
         from rich.markup import escape as markup_escape
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
 
         console = Console(file=self.err, stderr=True)
         if not console.is_terminal:

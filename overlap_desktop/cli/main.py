@@ -55,7 +55,7 @@ class _SafeFormatter(logging.Formatter):
     """Log lines name local files (a skipped symlink loop, say): their control
     characters are shown as ``[U+XXXX]`` so a hostile name cannot rewrite the terminal."""
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+    def formatMessage(self, record: logging.LogRecord) -> str:
         from overlap_desktop.cli.framework import safe_terminal
 
         return f"{record.levelname} {record.name}: {safe_terminal(record.message)}"

@@ -11,13 +11,25 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem,
-                               QWidget, QWizard, QWizardPage)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QWidget,
+    QWizard,
+    QWizardPage,
+)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import (SealField, compact_rows, fit_to_screen, fmt_hours, fmt_size,
-                                       open_local_file)
+from overlap_desktop.gui.common import SealField, compact_rows, fit_to_screen, fmt_hours, fmt_size, open_local_file
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
 from overlap_desktop.gui.workers import Job
@@ -75,7 +87,7 @@ class _OfferFoldersPage(FolderListPage):
                                "never in your library.")
         self.completeChanged.emit()
 
-    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+    def isComplete(self) -> bool:
         return super().isComplete() and bool(self.offer_name())
 
 
@@ -207,7 +219,7 @@ class _OptionsPage(QWizardPage):
         row.setContentsMargins(0, 0, 0, 0)
         form.addRow("Save as:", w)
 
-    def initializePage(self) -> None:  # noqa: N802 - Qt API
+    def initializePage(self) -> None:
         c = self.wiz.config
         folders = self.wiz.folders()
         name = self.wiz.folders_page.offer_name()
@@ -229,7 +241,7 @@ class _OptionsPage(QWizardPage):
         p = Path(self.out.text().strip()).expanduser()
         return p if p.suffix.lower() == ".ovlm" else p.with_name(p.name + ".ovlm")
 
-    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+    def isComplete(self) -> bool:
         return bool(self.label.text().strip()) and bool(self.out.text().strip())
 
 

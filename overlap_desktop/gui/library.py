@@ -7,9 +7,21 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel,
-                               QMessageBox, QProgressBar, QPushButton, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
@@ -193,7 +205,7 @@ class LibraryPage(QWidget):
     def jobs(self) -> list[Job | None]:
         return [self.index_job, self.load_job]
 
-    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def showEvent(self, event: Any) -> None:
         # Coming back to the page shows what the library holds now (another window, the CLI
         # or a finished job may have changed it since).
         super().showEvent(event)

@@ -7,8 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import (QFileDialog, QLabel, QMainWindow, QMessageBox, QStackedWidget, QToolBar,
-                               QWidget)
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QStackedWidget, QToolBar, QWidget
 
 from overlap_desktop import __version__
 from overlap_desktop.gui.common import fit_to_screen, fmt_hours, fmt_size, show_error, show_info
@@ -341,17 +340,17 @@ class MainWindow(QMainWindow):
             self.library.refresh()
 
     # ------------------------------------------------------------------ drag and drop
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
             event.acceptProposedAction()
         else:
             event.ignore()
 
-    def dragMoveEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def dragMoveEvent(self, event: Any) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
 
-    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt API
+    def dropEvent(self, event: QDropEvent) -> None:
         paths = [Path(u.toLocalFile()) for u in event.mimeData().urls() if u.isLocalFile()]
         event.acceptProposedAction()
         self.handle_dropped(paths)
@@ -425,7 +424,7 @@ class MainWindow(QMainWindow):
             jobs.extend(getattr(p, "jobs", lambda: [])())
         return [j for j in jobs if j is not None and j.running]
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+    def closeEvent(self, event: QCloseEvent) -> None:
         self.save_window_state()
         # Cancelling keeps finished work; the unfinished job is offered again at next start.
         for job in self.running_jobs():

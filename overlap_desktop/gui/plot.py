@@ -111,7 +111,7 @@ class MatchPlot(QWidget):
         c.setAlpha(110)
         return pg.mkPen(c, width=1)
 
-    def changeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def changeEvent(self, event: Any) -> None:
         if event.type() == QEvent.Type.PaletteChange:
             self._apply_palette()
         super().changeEvent(event)

@@ -13,13 +13,24 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
-                               QPushButton, QSizePolicy, QSplitter, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import (SavedNote, compact_rows, fmt_hours, headline_label, open_or_explain,
-                                       show_error)
+from overlap_desktop.gui.common import SavedNote, compact_rows, fmt_hours, headline_label, open_or_explain, show_error
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
@@ -121,7 +132,7 @@ class _FrameLabel(QLabel):
         self._frame = pm
         self._rescale()
 
-    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def resizeEvent(self, event: Any) -> None:
         super().resizeEvent(event)
         if self._frame is not None:
             self._rescale()
@@ -136,7 +147,7 @@ class _FrameLabel(QLabel):
         pm.setDevicePixelRatio(dpr)
         self.setPixmap(pm)
 
-    def sizeHint(self) -> Any:  # noqa: N802 - Qt API
+    def sizeHint(self) -> Any:
         # Never ask for the pixmap's size: the frame follows the layout, not the other way round.
         return super().minimumSizeHint()
 

@@ -8,12 +8,32 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget, QWizard, QWizardPage)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+    QWizard,
+    QWizardPage,
+)
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import (SavedNote, SealField, compact_rows, error_text, fit_to_screen,
-                                       fmt_size, headline_label, show_error)
+from overlap_desktop.gui.common import (
+    SavedNote,
+    SealField,
+    compact_rows,
+    error_text,
+    fit_to_screen,
+    fmt_size,
+    headline_label,
+    show_error,
+)
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import RunPage
 from overlap_desktop.gui.workers import Job
@@ -89,7 +109,7 @@ class _PathPage(QWizardPage):
     def path(self) -> Path:
         return Path(self.edit.text().strip()).expanduser()
 
-    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+    def isComplete(self) -> bool:
         t = self.edit.text().strip()
         if not t:
             return False
@@ -104,7 +124,7 @@ class _ManifestPage(_PathPage):
                          folder=False, placeholder="quoted-offer.ovlm")
         self.info: dict[str, Any] | None = None
 
-    def validatePage(self) -> bool:  # noqa: N802 - Qt API
+    def validatePage(self) -> bool:
         # Reading a manifest is quick (it is small); a bad one is refused here, in plain words.
         try:
             self.info = api.inspect_manifest(self.path())
@@ -177,7 +197,7 @@ class _ResultPage(QWizardPage):
         self.setFinalPage(True)
         self.rows: list[tuple[str, str, str]] = []
 
-    def initializePage(self) -> None:  # noqa: N802 - Qt API
+    def initializePage(self) -> None:
         r = self.wiz.verify_result()
         if r is None:
             return

@@ -6,8 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QListWidget, QProgressBar, QPushButton,
-                               QVBoxLayout, QWizardPage)
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWizardPage,
+)
 
 from overlap_desktop.gui.common import error_text, show_error
 from overlap_desktop.gui.workers import EtaEstimator, Job
@@ -58,7 +66,7 @@ class FolderListPage(QWizardPage):
     def folders(self) -> list[str]:
         return [self.list.item(i).text() for i in range(self.list.count())]
 
-    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+    def isComplete(self) -> bool:
         return self.list.count() > 0
 
 
@@ -120,10 +128,10 @@ class RunPage(QWizardPage):
     def running_text(self) -> str:
         return "Working…"
 
-    def initializePage(self) -> None:  # noqa: N802 - Qt API
+    def initializePage(self) -> None:
         self.start()
 
-    def cleanupPage(self) -> None:  # noqa: N802 - Qt API
+    def cleanupPage(self) -> None:
         self.cancel()
 
     def start(self) -> Job | None:
@@ -201,5 +209,5 @@ class RunPage(QWizardPage):
         self.continue_button.setText("Continue")
         self.continue_button.show()
 
-    def isComplete(self) -> bool:  # noqa: N802 - Qt API
+    def isComplete(self) -> bool:
         return self._ok

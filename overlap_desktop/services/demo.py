@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
-from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback,
-                                        check_cancel)
+from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import UsageError
 
 if TYPE_CHECKING:

@@ -88,7 +88,7 @@ def _module_check(name: str, module: str, dists: tuple[str, ...], *, required: b
                   detail: str = "") -> DoctorCheck:
     try:
         mod = importlib.import_module(module)
-    except Exception as exc:  # noqa: BLE001 - a broken install must be reported, not raised
+    except Exception as exc:
         return DoctorCheck(name, False, "missing", f"cannot import {module}: {exc}", required)
     version = getattr(mod, "__version__", None) or _dist_version(*dists) or "unknown"
     return DoctorCheck(name, True, str(version), detail, required)
@@ -97,7 +97,7 @@ def _module_check(name: str, module: str, dists: tuple[str, ...], *, required: b
 def _pyav_checks() -> list[DoctorCheck]:
     try:
         import av
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return [DoctorCheck("PyAV", False, "missing", f"cannot import av: {exc}")]
     libs = getattr(av, "library_versions", {}) or {}
     lib_text = ", ".join(f"{k} {'.'.join(map(str, v))}" for k, v in sorted(libs.items()))
@@ -109,7 +109,7 @@ def _pyav_checks() -> list[DoctorCheck]:
         try:
             av.codec.Codec(name, "r")
             have.append(name)
-        except Exception:  # noqa: BLE001 - unknown codec
+        except Exception:
             (missing_required if needed else missing).append(name)
     detail = f"missing: {', '.join(missing_required + missing)}" if (missing or missing_required) else ""
     out.append(DoctorCheck("video decoders", not missing_required, ", ".join(have) or "none", detail,
@@ -120,7 +120,7 @@ def _pyav_checks() -> list[DoctorCheck]:
 def _sqlite_check() -> DoctorCheck:
     try:
         import apsw
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return DoctorCheck("APSW / SQLite", False, "missing", f"cannot import apsw: {exc}")
     return DoctorCheck("APSW / SQLite", True, f"{apsw.apsw_version()} / SQLite {apsw.sqlite_lib_version()}")
 
@@ -168,7 +168,7 @@ def _index_checks(config: Config) -> list[DoctorCheck]:
                                    f"{st['files_ok']} files, {st['hours']:.2f} h",
                                    f"schema {st['schema_version']}, {st['algo_id']}/{st['prep_id']}, "
                                    f"{st['files_error']} errors, {st['bytes'] / 1e6:.1f} MB"))
-        except Exception as exc:  # noqa: BLE001 - report, do not raise
+        except Exception as exc:
             out.append(DoctorCheck("index contents", False, "unreadable", str(exc)))
     where = _existing_ancestor(path)
     try:
@@ -214,7 +214,7 @@ def doctor(config: Config | None = None) -> DoctorReport:
                               False))
     try:
         checks.extend(_readers_checks())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         checks.append(DoctorCheck("readers", False, "error", str(exc)))
     checks.extend(_index_checks(config))
     return DoctorReport(checks)

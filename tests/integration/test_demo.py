@@ -107,8 +107,8 @@ def test_demo_report_does_not_match_the_new_footage(demo_run: dict[str, Any]) ->
 
 def test_demo_crop_is_caught_by_the_default_settings() -> None:
     from overlap_desktop.config import SETTINGS
-    from overlap_desktop.services.demo import DEMO_CROP
     from overlap_desktop.core.ingest.fingerprint import PRESET_LADDERS
+    from overlap_desktop.services.demo import DEMO_CROP
 
     # The demo promises that the defaults catch its zoom-crop: keep it on a default rung.
     assert DEMO_CROP in PRESET_LADDERS[SETTINGS["index.preset"].default()]

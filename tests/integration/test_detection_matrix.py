@@ -21,7 +21,7 @@ import pytest
 
 from overlap_desktop import api
 from tests import manipulations as m
-from tests.footage import Scene, write_video
+from tests.footage import Scene
 from tests.manipulations import Piece
 from tests.rig import HandheldStill, RigEpisode
 

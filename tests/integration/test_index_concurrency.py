@@ -10,8 +10,8 @@ import pytest
 
 from overlap_desktop.cli.main import main
 from overlap_desktop.config import load_config
-from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.index.indexer import index_paths
+from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import Progress
 from overlap_desktop.errors import IndexBusyError
 from tests.fixtures_index import *  # noqa: F403 - session fixtures

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from overlap_desktop.config import load_config
-from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.index.indexer import index_paths
+from overlap_desktop.core.index.store import open_index
 
 VIDEO = Path(__file__).resolve().parents[1] / "data" / "video"
 

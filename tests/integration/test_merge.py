@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from overlap_desktop.cli.main import main
-from overlap_desktop.core.index.store import Index, open_index
 from overlap_desktop.core.index.merge import merge_indexes
+from overlap_desktop.core.index.store import Index, open_index
 from overlap_desktop.core.types import CancelToken, Span, StreamFingerprints, StreamInfo, Variant
 from overlap_desktop.errors import Cancelled, ExitCode, IndexError_, UsageError
 

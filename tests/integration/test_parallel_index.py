@@ -13,10 +13,9 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
-from overlap_desktop.core.index import indexer
-from overlap_desktop.core.index import parallel
-from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.index import indexer, parallel
 from overlap_desktop.core.index.indexer import IndexSummary
+from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import CancelToken, Progress
 from overlap_desktop.errors import Cancelled
 from tests.fixtures_scale import *  # noqa: F403 - session fixtures

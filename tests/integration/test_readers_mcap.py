@@ -19,12 +19,11 @@ from overlap_desktop.errors import Cancelled, MediaError
 from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
 from tests.fixtures_recordings import (
     FOOTAGE_FPS,
+    REAL_MCAP,
+    T0_NS,
     encode_video_packets,
     foxglove_descriptor_set,
     foxglove_proto_msg,
-    write_mcap_generic,
-    REAL_MCAP,
-    T0_NS,
     frame_times,
     mcap_foxglove_json,
     mcap_foxglove_proto,
@@ -32,6 +31,7 @@ from tests.fixtures_recordings import (
     mcap_raw_footage,
     mcap_ros1_footage,
     ros2_image_msg,
+    write_mcap_generic,
     write_mcap_ros2,
 )
 

@@ -7,6 +7,7 @@ Generated footage (tests/footage.py), small and short; each world is built once.
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 
 from overlap_desktop import api

@@ -37,8 +37,8 @@ import pytest
 
 from overlap_desktop.config import load_config
 from overlap_desktop.core.index import indexer as indexer_mod
-from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.index.indexer import IndexSummary, index_paths
+from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import Progress
 from overlap_desktop.errors import DiskFullError
 from tests.fixtures_recordings import footage, frame_times, ros2_image_msg, write_mcap_generic, write_mcap_ros2

@@ -11,9 +11,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overlap_desktop.core.match.lines import (MatchParams, find_lines, fit_line, match_streams,
-                                        real_footage_seconds, split_floor, union_seconds, verify_line)
 from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.match.lines import (
+    MatchParams,
+    find_lines,
+    fit_line,
+    match_streams,
+    real_footage_seconds,
+    split_floor,
+    union_seconds,
+    verify_line,
+)
 from overlap_desktop.core.types import StreamFingerprints, Variant
 
 RATE = 24.0

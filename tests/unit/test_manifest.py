@@ -10,8 +10,16 @@ import numpy as np
 import pytest
 
 from overlap_desktop.core.manifest import format as mf
-from overlap_desktop.core.manifest.format import (ManifestFile, ManifestStream, OptionalSection, encode_manifest,
-                                           inspect_manifest, parse_manifest, read_manifest, write_manifest)
+from overlap_desktop.core.manifest.format import (
+    ManifestFile,
+    ManifestStream,
+    OptionalSection,
+    encode_manifest,
+    inspect_manifest,
+    parse_manifest,
+    read_manifest,
+    write_manifest,
+)
 from overlap_desktop.core.types import Span, StreamFingerprints, Variant
 from overlap_desktop.errors import ExitCode, ManifestError
 from tests.fixtures_manifest import ALGO, PREP, layout, reroot, synthetic_files, synthetic_fp, synthetic_manifest

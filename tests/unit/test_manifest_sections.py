@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 
 from overlap_desktop.core.manifest import format as mf
-from overlap_desktop.core.manifest.format import (OptionalSection, TextNgrams, encode_manifest, inspect_manifest,
-                                           parse_manifest)
+from overlap_desktop.core.manifest.format import (
+    OptionalSection,
+    TextNgrams,
+    encode_manifest,
+    inspect_manifest,
+    parse_manifest,
+)
 from overlap_desktop.core.manifest.sections import MAX_NGRAM_HASHES
 from overlap_desktop.core.text.overlap import check_hashed_overlap, keyed_ngram_hashes
 from overlap_desktop.errors import ExitCode, ManifestError

@@ -6,8 +6,15 @@ import hashlib
 
 import pytest
 
-from overlap_desktop.core.manifest.merkle import (EMPTY_ROOT, inclusion_proof, leaf_hash, merkle_root, node_hash,
-                                         root_from_leaf_hashes, verify_inclusion)
+from overlap_desktop.core.manifest.merkle import (
+    EMPTY_ROOT,
+    inclusion_proof,
+    leaf_hash,
+    merkle_root,
+    node_hash,
+    root_from_leaf_hashes,
+    verify_inclusion,
+)
 
 # The Certificate Transparency reference inputs and tree heads for sizes 1..8 (RFC 6962
 # test data, reproduced by every CT implementation).

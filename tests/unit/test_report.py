@@ -12,14 +12,39 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.report.model import (DISTANCE_SCALE, GLOSSARY, REPORT_SCHEMA, FileResult, Report,
-                                         chance_words, describe_flags, describe_segment, distance_colour,
-                                         distance_words, format_clock, format_date, format_duration,
-                                         format_percent, glossary_tip, headline, headline_details,
-                                         judged_unmatched_seconds, load_report_json, new_footage_sentence,
-                                         offered_pieces, render_report_html, report_from_dict, report_to_dict,
-                                         safe_text, speed_text, speed_words, stream_words, write_report_csv,
-                                         write_report_html, write_report_json)
+from overlap_desktop.core.report.model import (
+    DISTANCE_SCALE,
+    GLOSSARY,
+    REPORT_SCHEMA,
+    FileResult,
+    Report,
+    chance_words,
+    describe_flags,
+    describe_segment,
+    distance_colour,
+    distance_words,
+    format_clock,
+    format_date,
+    format_duration,
+    format_percent,
+    glossary_tip,
+    headline,
+    headline_details,
+    judged_unmatched_seconds,
+    load_report_json,
+    new_footage_sentence,
+    offered_pieces,
+    render_report_html,
+    report_from_dict,
+    report_to_dict,
+    safe_text,
+    speed_text,
+    speed_words,
+    stream_words,
+    write_report_csv,
+    write_report_html,
+    write_report_json,
+)
 from overlap_desktop.core.types import Segment, Span, Variant
 from overlap_desktop.errors import ExitCode, InputError
 

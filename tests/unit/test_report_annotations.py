@@ -11,9 +11,17 @@ from typing import Any
 import pytest
 
 from overlap_desktop.core.match.annotations import fill_episodes
-from overlap_desktop.core.report.model import (FileResult, Report, headline_details, load_report_json,
-                                         render_report_html, report_from_dict, report_to_dict,
-                                         write_report_csv, write_report_json)
+from overlap_desktop.core.report.model import (
+    FileResult,
+    Report,
+    headline_details,
+    load_report_json,
+    render_report_html,
+    report_from_dict,
+    report_to_dict,
+    write_report_csv,
+    write_report_json,
+)
 from overlap_desktop.core.types import Segment, Variant
 from overlap_desktop.errors import InputError
 

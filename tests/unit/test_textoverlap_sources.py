@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import zstandard
 
-from overlap_desktop.core.text import overlap as to
 from overlap_desktop.core.text import fanout, scan, sources
+from overlap_desktop.core.text import overlap as to
 from overlap_desktop.errors import InputError
 
 RNG = np.random.default_rng(11)
@@ -276,5 +276,5 @@ def test_test_sets_can_be_compressed_or_parquet(tmp_path: Path) -> None:
     assert [(d.text, d.locator) for d in to.iter_documents(pqf)] == [("a b", "row 0 column q"),
                                                                      ("c d", "row 2 column q")]
     xz = tmp_path / "eval.txt.xz"
-    xz.write_bytes(lzma.compress("one\n\ntwo\n".encode()))
+    xz.write_bytes(lzma.compress(b"one\n\ntwo\n"))
     assert [(d.text, d.locator) for d in to.iter_documents(xz)] == [("one", "line 1"), ("two", "line 3")]

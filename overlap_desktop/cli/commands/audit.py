@@ -14,8 +14,14 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from overlap_desktop.cli.commands.compare import (add_floor_argument, add_output_arguments, guard_outputs,
-                                                  percent_arg, print_report, write_outputs)
+from overlap_desktop.cli.commands.compare import (
+    add_floor_argument,
+    add_output_arguments,
+    guard_outputs,
+    percent_arg,
+    print_report,
+    write_outputs,
+)
 from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.errors import ExitCode, UsageError
 

@@ -67,8 +67,8 @@ class _Display:
         if self.ctx.quiet:
             return self
         from rich.console import Console
-        from rich.progress import (BarColumn, Progress as RichProgress, TaskProgressColumn, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import BarColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
 
         console = Console(file=self.ctx.err, stderr=True)
         if console.is_terminal:

@@ -9,6 +9,7 @@ from overlap_desktop import api
 from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
 from overlap_desktop.errors import ExitCode
 
+
 def safe(text: object) -> str:
     """Show untrusted text on a terminal: control, bidi, zero-width and other invisible
     format characters, line/paragraph separators and undecodable bytes of a local name

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from overlap_desktop.cli.commands.compare import (add_floor_argument, add_gate_argument, add_output_arguments,
-                                                  check_gate, guard_outputs, print_report, write_outputs)
+from overlap_desktop.cli.commands.compare import (
+    add_floor_argument,
+    add_gate_argument,
+    add_output_arguments,
+    check_gate,
+    guard_outputs,
+    print_report,
+    write_outputs,
+)
 from overlap_desktop.cli.framework import CliContext, Command
 
 __all__ = ["COMMAND"]

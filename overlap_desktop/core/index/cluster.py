@@ -32,9 +32,9 @@ from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallbac
 from overlap_desktop.errors import Cancelled, ConfigError, MissingDependencyError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.core.index.shards import Hits
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.match.lines import MatchParams
-    from overlap_desktop.core.index.shards import Hits
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class DaskEngine:
             job = self._futures.pop(fut)
             try:
                 outcome = fut.result()
-            except Exception as exc:  # noqa: BLE001 - KilledWorker, a result that could not travel...
+            except Exception as exc:
                 name = type(exc).__name__
                 reason = (f"the Dask workers fingerprinting this file died too often ({exc}); the file may "
                           "crash the decoder or need more memory than a worker has"
@@ -203,7 +203,7 @@ class DaskEngine:
             self.stop()
         try:
             self._cancel.clear()
-        except Exception:  # noqa: BLE001 - best effort: the scheduler may already be gone
+        except Exception:
             log.debug("could not clear the cancel flag on %s", self.address, exc_info=True)
         if self._own:
             self.client.close()
@@ -252,9 +252,9 @@ def collect_hits(index: Index, address: str, codes: np.ndarray, params: MatchPar
     here. Hits are then filtered to live streams and capped per query frame exactly as
     the local loop does, so the report does not depend on where the search ran.
     """
-    from overlap_desktop.core.match.compare import MAX_HITS_PER_FRAME, QUERY_BATCH, _cap_per_frame
-    from overlap_desktop.core.index.store import _LiveShard
     from overlap_desktop.core.index.shards import Hits as _Hits
+    from overlap_desktop.core.index.store import _LiveShard
+    from overlap_desktop.core.match.compare import MAX_HITS_PER_FRAME, QUERY_BATCH, _cap_per_frame
 
     own = client is None
     client = connect(address) if client is None else client

@@ -25,14 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, StreamFingerprints,
-                                        StreamInfo, Variant, check_cancel)
+from overlap_desktop.core.types import (
+    CancelCallback,
+    Progress,
+    ProgressCallback,
+    StreamFingerprints,
+    StreamInfo,
+    Variant,
+    check_cancel,
+)
 from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, MediaError, OverlapError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
-    from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.index.parallel import Engine, FileJob, FileOutcome
+    from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.ingest.readers.base import Reader
 
 __all__ = ["IndexSummary", "fingerprint_file", "index_paths", "walk_candidates"]
@@ -410,10 +417,10 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
             exception's ``summary`` attribute holds the partial :class:`IndexSummary`.
     """
     from overlap_desktop.config import load_config
+    from overlap_desktop.core.index.parallel import FileJob
+    from overlap_desktop.core.index.store import Index, _under, open_index
     from overlap_desktop.core.ingest.fingerprint import variants_from_config
     from overlap_desktop.core.ingest.frames import check_sample_rate
-    from overlap_desktop.core.index.store import Index, _under, open_index
-    from overlap_desktop.core.index.parallel import FileJob
 
     config = config if config is not None else load_config()
     paths = [Path(os.path.abspath(os.fspath(p))) for p in paths]

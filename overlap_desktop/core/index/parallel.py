@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import platform
 import queue as queue_mod
 import signal
-import platform
 import threading
 import time
 from collections.abc import Callable
@@ -165,7 +165,7 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None,
         stop.set()
         hasher.join()
         raise
-    except Exception as exc:  # noqa: BLE001 - a bad file never stops the job
+    except Exception as exc:
         if not isinstance(exc, OverlapError):
             log.debug("unexpected error on %s", path, exc_info=True)
         hasher.join()
@@ -326,7 +326,7 @@ class ProcessEngine:
                 out.append((job, fut.result()))
             except BrokenProcessPool:
                 broken.append(job)
-            except Exception as exc:  # noqa: BLE001 - e.g. a result that could not be sent back
+            except Exception as exc:
                 out.append((job, FileOutcome(job.path, error=f"worker process failed ({type(exc).__name__}: "
                                                              f"{exc})")))
         if broken:

@@ -421,7 +421,7 @@ class _WriterLock:
         return text.split("\n", 1)[0] or "unknown"
 
     def acquire(self) -> None:
-        fh = open(self.path, "a+b")  # noqa: SIM115 - kept open while locked
+        fh = open(self.path, "a+b")
         try:
             if sys.platform == "win32":  # pragma: no cover - exercised on Windows CI
                 import msvcrt
@@ -580,7 +580,7 @@ class Index:
                     try:
                         # Refresh planner statistics while nobody else can be writing.
                         self._db.pragma("optimize")
-                    except Exception:  # noqa: BLE001 - statistics are an optimisation only
+                    except Exception:
                         log.debug("PRAGMA optimize failed", exc_info=True)
                     finally:
                         self._lock.release()
@@ -1146,7 +1146,7 @@ class _LiveShard:
             raise self._damaged(exc.message) from exc
         except OverlapError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any failure reading a shard's columns is damage
+        except Exception as exc:
             # Flipped bits in a column: a header numpy cannot parse, offsets out of range...
             raise self._damaged(f"{type(exc).__name__}: {exc}") from exc
         if len(hits) == 0:

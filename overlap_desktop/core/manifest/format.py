@@ -24,13 +24,28 @@ import numpy as np
 
 from overlap_desktop import __version__
 from overlap_desktop.core.fsutil import atomic_write_bytes
-from overlap_desktop.core.manifest.sections import (EPISODES_SVERSION, NGRAMS_SVERSION, SEC_STREAM_EPISODES,
-                                                    TextNgrams, clean_episodes, describe_sections,
-                                                    encode_stream_episodes, encode_text_ngrams,
-                                                    parse_stream_episodes, parse_text_ngrams)
 from overlap_desktop.core.manifest.merkle import leaf_hash, root_from_leaf_hashes
-from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, Span,
-                                        StreamFingerprints, Variant, check_cancel)
+from overlap_desktop.core.manifest.sections import (
+    EPISODES_SVERSION,
+    NGRAMS_SVERSION,
+    SEC_STREAM_EPISODES,
+    TextNgrams,
+    clean_episodes,
+    describe_sections,
+    encode_stream_episodes,
+    encode_text_ngrams,
+    parse_stream_episodes,
+    parse_text_ngrams,
+)
+from overlap_desktop.core.types import (
+    CancelCallback,
+    Progress,
+    ProgressCallback,
+    Span,
+    StreamFingerprints,
+    Variant,
+    check_cancel,
+)
 from overlap_desktop.errors import InputError, ManifestError, OverlapError
 
 if TYPE_CHECKING:  # pragma: no cover

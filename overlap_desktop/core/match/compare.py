@@ -21,16 +21,34 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from overlap_desktop.core.match.annotations import (annotation_overlap, fill_episodes, index_episode_lookup,
-                                              manifest_episode_lookup)
+from overlap_desktop.core.index.shards import Hits, Shard, build_shard
+from overlap_desktop.core.match.annotations import (
+    annotation_overlap,
+    fill_episodes,
+    index_episode_lookup,
+    manifest_episode_lookup,
+)
 from overlap_desktop.core.match.evidence import EVIDENCE_ID
-from overlap_desktop.core.match.lines import (MatchParams, RawSegment, match_streams, real_footage_seconds,
-                                        union_seconds, union_seconds_excluding)
+from overlap_desktop.core.match.lines import (
+    MatchParams,
+    RawSegment,
+    match_streams,
+    real_footage_seconds,
+    union_seconds,
+    union_seconds_excluding,
+)
 from overlap_desktop.core.match.repeats import fill_repeats
 from overlap_desktop.core.report.model import FileResult, Report, offered_pieces
-from overlap_desktop.core.index.shards import Hits, Shard, build_shard
-from overlap_desktop.core.types import (CancelCallback, Progress, ProgressCallback, Segment, Span,
-                                        StreamFingerprints, Variant, check_cancel)
+from overlap_desktop.core.types import (
+    CancelCallback,
+    Progress,
+    ProgressCallback,
+    Segment,
+    Span,
+    StreamFingerprints,
+    Variant,
+    check_cancel,
+)
 from overlap_desktop.errors import ManifestError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -718,8 +736,8 @@ def audit_sample(manifest: Manifest | Path | str, sample_dir: Path | str, *, con
         UsageError: the sample folder does not exist or holds no footage.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.ingest.fingerprint import ALGO_ID, variants_from_config
     from overlap_desktop.core.index.indexer import fingerprint_file, walk_candidates
+    from overlap_desktop.core.ingest.fingerprint import ALGO_ID, variants_from_config
     from overlap_desktop.core.ingest.prep import PREP_ID
 
     config = config if config is not None else load_config()

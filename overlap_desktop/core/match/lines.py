@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from overlap_desktop.core.match.evidence import Seeds, assess_segment
 from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.match.evidence import Seeds, assess_segment
 from overlap_desktop.core.types import StreamFingerprints
 
 __all__ = [

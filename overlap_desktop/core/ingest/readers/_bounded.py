@@ -192,7 +192,7 @@ class Budget:
                 step(bytes(data), sink)
             except (MediaError, CorruptData):
                 raise
-            except Exception as exc:  # noqa: BLE001 - each codec raises its own error types
+            except Exception as exc:
                 raise CorruptData(f"corrupt {comp}-compressed data in {what}: {exc}") from exc
             finally:
                 if view is not None:
@@ -254,7 +254,7 @@ def _one_shot(data: bytes, comp: str, declared: int, what: str) -> bytes | None:
             return out if isinstance(out, bytes) else bytes(out)
     except CorruptData:
         raise
-    except Exception as exc:  # noqa: BLE001 - each codec raises its own error types
+    except Exception as exc:
         raise CorruptData(f"corrupt {comp}-compressed data in {what}: {exc}") from exc
     return None
 #

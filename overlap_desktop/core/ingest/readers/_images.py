@@ -17,12 +17,12 @@ adds the file, topic and message time and decides whether to skip or abort.
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import struct
-import logging
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np

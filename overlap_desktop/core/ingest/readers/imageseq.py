@@ -28,17 +28,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from overlap_desktop.core.fsutil import is_regular_file, read_regular
+from overlap_desktop.core.ingest.frames import noting_gaps
 from overlap_desktop.core.ingest.readers._images import (
+    ConfigurableReader,
     ImageError,
     LazyImageFrame,
     check_dimensions,
     compressed_format,
     compressed_size,
     compressed_to_rgb,
-    ConfigurableReader,
 )
-from overlap_desktop.core.ingest.frames import noting_gaps
-from overlap_desktop.core.fsutil import is_regular_file, read_regular
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 

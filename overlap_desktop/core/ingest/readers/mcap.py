@@ -46,7 +46,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from overlap_desktop.core.ingest.frames import noting_gaps
+from overlap_desktop.core.ingest.readers._bounded import Budget, BudgetBook
 from overlap_desktop.core.ingest.readers._images import (
+    ConfigurableReader,
     ImageError,
     ImageMessage,
     ReaderSettings,
@@ -55,11 +58,8 @@ from overlap_desktop.core.ingest.readers._images import (
     image_kind,
     image_size,
     message_fields,
-    ConfigurableReader,
     topic_frames,
 )
-from overlap_desktop.core.ingest.frames import noting_gaps
-from overlap_desktop.core.ingest.readers._bounded import Budget, BudgetBook
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
@@ -307,9 +307,8 @@ class _TopicDecoder:
 
 
 def _mcap_errors() -> tuple[type[BaseException], ...]:
-    from mcap.exceptions import McapError
-
     import zstandard
+    from mcap.exceptions import McapError
 
     return (McapError, zstandard.ZstdError, EOFError, ValueError, KeyError, OSError, struct.error)
 
@@ -574,7 +573,7 @@ class _McapFile:
         summary = None
         try:
             summary = SeekingReader(fh, validate_crcs=True, record_size_limit=self.record_cap).get_summary()
-        except Exception:  # noqa: BLE001 - any footer/summary defect: fall back to a linear scan
+        except Exception:
             summary = None
         # A summary without chunk indexes cannot say where messages are: scan instead.
         self.summary = summary if summary is not None and summary.chunk_indexes else None

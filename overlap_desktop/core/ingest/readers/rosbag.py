@@ -29,7 +29,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from overlap_desktop.core.fsutil import file_kind, is_regular_file, read_regular
+from overlap_desktop.core.ingest.frames import noting_gaps
+from overlap_desktop.core.ingest.readers._bounded import Budget, BudgetBook, count_stream
 from overlap_desktop.core.ingest.readers._images import (
+    ConfigurableReader,
     ImageError,
     ImageMessage,
     ReaderSettings,
@@ -37,12 +41,8 @@ from overlap_desktop.core.ingest.readers._images import (
     image_kind,
     image_size,
     message_fields,
-    ConfigurableReader,
     topic_frames,
 )
-from overlap_desktop.core.fsutil import file_kind, is_regular_file, read_regular
-from overlap_desktop.core.ingest.frames import noting_gaps
-from overlap_desktop.core.ingest.readers._bounded import Budget, BudgetBook, count_stream
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError, MissingDependencyError
@@ -304,7 +304,7 @@ def _bag2_metadata(folder: Path) -> dict[str, Any] | None:
 
         data = YAML(typ="safe").load(text)
         info = data["rosbag2_bagfile_information"]
-    except Exception:  # noqa: BLE001 - malformed YAML: rosbags words the error
+    except Exception:
         return None
     return info if isinstance(info, dict) else None
 
