@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
 
 from overlap_desktop.core.report.glossary import GLOSSARY
 from overlap_desktop.core.report.json_io import REPORT_SCHEMA, jsonable, tool_version
@@ -84,7 +83,9 @@ def _neutralise(value: Any) -> Any:
 
     Markup (macro output, already rendered) passes unchanged; autoescaping then escapes the rest.
     """
-    if isinstance(value, str) and not isinstance(value, Markup):
+    # Printable text has nothing to neutralise; checking that first keeps the many plot numbers cheap.
+    # ``__html__``: markupsafe's mark of already-safe markup (Markup), which passes unchanged.
+    if isinstance(value, str) and not hasattr(value, "__html__") and not value.isprintable():
         return safe_text(value)
     return value
 

@@ -51,14 +51,19 @@ def safe_text(value: object, *, max_len: int | None = None) -> str:
         The neutralised text.
     """
     text = str(value)
-    out: list[str] = []
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if ch not in _VISIBLE_OK and cat in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-            out.append(f"[U+{ord(ch):04X}]")
-        else:
-            out.append(ch)
-    result = "".join(out)
+    if text.isprintable():
+        # Fast path (the HTML template calls this for every value it prints): a printable
+        # string holds none of the categories replaced below, all of which are non-printable.
+        result = text
+    else:
+        out: list[str] = []
+        for ch in text:
+            cat = unicodedata.category(ch)
+            if ch not in _VISIBLE_OK and cat in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+                out.append(f"[U+{ord(ch):04X}]")
+            else:
+                out.append(ch)
+        result = "".join(out)
     if max_len is not None and len(result) > max_len:
         result = result[: max(1, max_len - 1)] + "…"
     return result
