@@ -25,8 +25,9 @@ __all__ = ["MatchPlot", "MAX_POINTS"]
 #: Dots drawn per file; larger sets are thinned in numpy first (ScatterPlotItem has no downsampling).
 MAX_POINTS = 20_000
 
-#: The one colour scale for match distances, shared with the HTML report (defined in the core).
-_DIST_BINS = tuple(level.upper for level in api.DISTANCE_SCALE)
+#: The one colour scale for match distances, shared with the HTML report (defined once in the
+#: core, :mod:`overlap_desktop.core.report.scale`; which level a distance falls in is decided there
+#: too, by ``api.distance_level_indices``).
 _DIST_COLOURS = tuple(level.colour for level in api.DISTANCE_SCALE)
 _DIST_WORDS = tuple(level.words for level in api.DISTANCE_SCALE)
 #: Colours for "which owned file / transformation" (cycled).
@@ -197,8 +198,7 @@ class MatchPlot(QWidget):
             x, y, d, sid = x[keep], y[keep], d[keep], sid[keep]
         below = np.array([self.segments[int(k)][1] for k in sid], dtype=bool)
         if self.colour_mode == "distance":
-            bins = np.searchsorted(np.asarray(_DIST_BINS), d, side="left").clip(0, len(_DIST_BINS) - 1)
-            brushes = [self._dist_brushes[int(b)] for b in bins]
+            brushes = [self._dist_brushes[int(b)] for b in api.distance_level_indices(d)]
         else:
             groups = self._groups()
             gidx = [groups[(self.segments[int(k)][0].corpus_file, self.segments[int(k)][0].variant)]

@@ -20,7 +20,7 @@ from overlap_desktop.cli.main import main
 from overlap_desktop.core.index import store as index_mod
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.manifest.format import export_manifest, read_manifest
-from overlap_desktop.core.report.model import load_report_json
+from overlap_desktop.core.report.json_io import load_report_json
 from overlap_desktop.core.types import StreamInfo
 from overlap_desktop.errors import ExitCode, InputError
 from tests.fixtures_manifest import ALGO, PREP, synthetic_fp
@@ -135,7 +135,7 @@ def test_export_inspect_compare_with_annotations_and_episodes(offer: dict[str, P
     assert [e["label"] for f in back.files for e in f.episodes] == labels
 
     html = rep.with_suffix(".html").read_text(encoding="utf-8")
-    assert "2 of 4 of your evaluation examples share an n-gram with the vendor&#x27;s annotations" in html
+    assert "2 of 4 of your evaluation examples share an n-gram with the vendor&#39;s annotations" in html
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "offered episode 41, 00:00–00:28 matches your episode 41, 00:00–00:28" in html
 

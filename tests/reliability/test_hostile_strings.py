@@ -38,7 +38,9 @@ from overlap_desktop.core.manifest.format import (
 )
 from overlap_desktop.core.manifest.verify import verify_delivery
 from overlap_desktop.core.match.compare import compare
-from overlap_desktop.core.report.model import safe_text, write_report_csv, write_report_html
+from overlap_desktop.core.report.csv_io import write_report_csv
+from overlap_desktop.core.report.html import write_report_html
+from overlap_desktop.core.report.wording import safe_text
 from overlap_desktop.errors import ManifestError
 from tests.fixtures_manifest import synthetic_fp
 
@@ -175,7 +177,8 @@ def test_html_report_escapes_labels_and_names(hostile_report: tuple[Path, object
         assert raw not in text, raw
     assert "&lt;script&gt;" in text and "&lt;svg onload=alert(1)&gt;" in text
     assert "[U+202E]" in text
-    assert "a&amp;b&quot;c&#x27;d.mp4" in text or "a&amp;b&quot;c&#39;d.mp4" in text
+    # Quotes escaped as entities; Jinja's autoescape (markupsafe) writes them as &#34; and &#39;.
+    assert "a&amp;b&#34;c&#39;d.mp4" in text
     assert "<script" not in text.lower()
     print(f"\nhostile strings: HTML report {len(text)} chars; label and {len(names)} names escaped, "
           "U+202E shown as [U+202E]")

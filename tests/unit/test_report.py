@@ -12,38 +12,33 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.report.model import (
-    DISTANCE_SCALE,
-    GLOSSARY,
+from overlap_desktop.core.report.csv_io import write_report_csv
+from overlap_desktop.core.report.glossary import GLOSSARY, glossary_tip
+from overlap_desktop.core.report.html import render_report_html, write_report_html
+from overlap_desktop.core.report.json_io import (
     REPORT_SCHEMA,
-    FileResult,
-    Report,
+    load_report_json,
+    report_from_dict,
+    report_to_dict,
+    write_report_json,
+)
+from overlap_desktop.core.report.model import FileResult, Report, judged_unmatched_seconds, offered_pieces
+from overlap_desktop.core.report.scale import DISTANCE_SCALE, distance_colour, distance_words
+from overlap_desktop.core.report.wording import (
     chance_words,
     describe_flags,
     describe_segment,
-    distance_colour,
-    distance_words,
     format_clock,
     format_date,
     format_duration,
     format_percent,
-    glossary_tip,
     headline,
     headline_details,
-    judged_unmatched_seconds,
-    load_report_json,
     new_footage_sentence,
-    offered_pieces,
-    render_report_html,
-    report_from_dict,
-    report_to_dict,
     safe_text,
     speed_text,
     speed_words,
     stream_words,
-    write_report_csv,
-    write_report_html,
-    write_report_json,
 )
 from overlap_desktop.core.types import Segment, Span, Variant
 from overlap_desktop.errors import ExitCode, InputError
@@ -544,15 +539,15 @@ def test_date_and_stream_words() -> None:
 
 def test_html_of_a_huge_offer_is_summarised_beyond_the_row_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Issue 21: a manifest of many files must not give a report a browser cannot open."""
-    from overlap_desktop.core.report import model as rp
+    from overlap_desktop.core.report import html as rp
 
-    files = [rp.FileResult(query_file=f"clip-{i:05d}.mp4", duration_s=10.0) for i in range(rp.MAX_HTML_FILE_ROWS + 500)]
-    big = rp.Report(kind="compare", offered_seconds=10.0 * len(files), matched_seconds=0.0, real_footage_seconds=0.0,
+    files = [FileResult(query_file=f"clip-{i:05d}.mp4", duration_s=10.0) for i in range(rp.MAX_HTML_FILE_ROWS + 500)]
+    big = Report(kind="compare", offered_seconds=10.0 * len(files), matched_seconds=0.0, real_footage_seconds=0.0,
                     files=files)
     html = rp.render_report_html(big)
     assert "clip-00000.mp4" in html and f"clip-{len(files) - 1:05d}.mp4" not in html
     assert "500 more files" in html
-    small = rp.render_report_html(rp.Report(kind="compare", offered_seconds=10.0, matched_seconds=0.0,
-                                            real_footage_seconds=0.0, files=files[:3]))
+    small = rp.render_report_html(Report(kind="compare", offered_seconds=10.0, matched_seconds=0.0,
+                                         real_footage_seconds=0.0, files=files[:3]))
     assert "more files" not in small
     assert len(html) < 3_000_000

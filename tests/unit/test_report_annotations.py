@@ -11,17 +11,11 @@ from typing import Any
 import pytest
 
 from overlap_desktop.core.match.annotations import fill_episodes
-from overlap_desktop.core.report.model import (
-    FileResult,
-    Report,
-    headline_details,
-    load_report_json,
-    render_report_html,
-    report_from_dict,
-    report_to_dict,
-    write_report_csv,
-    write_report_json,
-)
+from overlap_desktop.core.report.csv_io import write_report_csv
+from overlap_desktop.core.report.html import render_report_html
+from overlap_desktop.core.report.json_io import load_report_json, report_from_dict, report_to_dict, write_report_json
+from overlap_desktop.core.report.model import FileResult, Report
+from overlap_desktop.core.report.wording import headline_details
 from overlap_desktop.core.types import Segment, Variant
 from overlap_desktop.errors import InputError
 

@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from overlap_desktop.core.manifest.format import Manifest, read_manifest
+from overlap_desktop.core.report.output import dumps_json, write_atomically
+from overlap_desktop.core.report.wording import format_date, safe_text
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import InputError
 
 __all__ = ["VERIFY_SCHEMA", "EntryResult", "VerifyResult", "hash_file", "is_clutter", "render_verify_html",
-           "verify_delivery", "verify_verdict", "write_verify_html", "write_verify_json"]
+           "verify_context", "verify_delivery", "verify_verdict", "write_verify_html", "write_verify_json"]
 
 #: Identifier and version of the JSON written by :meth:`VerifyResult.to_dict`. Version 2:
 #: ``ok`` means every quoted file is present and exact (extras allowed; version 1 also
@@ -306,6 +308,38 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
     # (or altered by size) without reading a byte.
     to_hash = sorted((rel for rel, (_, size) in delivered.items() if size in quoted_sizes),
                      key=lambda rel: -delivered[rel][1])
+    hashed = _hash_files(delivered, to_hash, threads=threads, progress=progress, cancel=cancel)
+    unreadable_paths = {u["path"] for u in hashed.unreadable}
+    entries, claimed = _match_entries(m, delivered, hashed.digests, unreadable_paths)
+    extra: list[dict[str, Any]] = []
+    ignored: list[dict[str, Any]] = []
+    for rel, (_, size) in sorted(delivered.items()):
+        if rel in claimed or rel in unreadable_paths:
+            continue
+        (ignored if is_clutter(rel) else extra).append({"path": rel, "size": size})
+    # A locked Thumbs.db that no entry needed is clutter, not an unreadable delivery file.
+    ignored += [{"path": u["path"], "size": delivered[u["path"]][1]} for u in hashed.unreadable
+                if is_clutter(u["path"]) and u["path"] not in claimed]
+    ignored.sort(key=lambda x: x["path"])
+    unreadable = [u for u in hashed.unreadable if not is_clutter(u["path"])]
+    checked = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return VerifyResult(manifest=str(m.path) if m.path else "", root=m.root, label=m.label,
+                        data_dir=str(root), anonymized=m.anonymized, entries=entries, extra=extra,
+                        bytes_hashed=hashed.bytes_read, unreadable=unreadable, ignored=ignored, checked=checked)
+
+
+@dataclass(slots=True)
+class _Hashed:
+    """What hashing the candidate files found."""
+
+    digests: dict[str, str]
+    unreadable: list[dict[str, Any]]
+    bytes_read: int
+
+
+def _hash_files(delivered: dict[str, tuple[Path, int]], to_hash: list[str], *, threads: int,
+                progress: ProgressCallback | None, cancel: CancelCallback | None) -> _Hashed:
+    """SHA-256 of the files ``to_hash`` on a thread pool, progress from the calling thread."""
     total = sum(delivered[rel][1] for rel in to_hash)
     digests: dict[str, str] = {}
     unreadable: list[dict[str, Any]] = []
@@ -349,17 +383,25 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
                 f.cancel()
             raise
     unreadable.sort(key=lambda u: u["path"])
-    unreadable_paths = {u["path"] for u in unreadable}
+    return _Hashed(digests, unreadable, done[0])
 
+
+def _match_entries(m: Manifest, delivered: dict[str, tuple[Path, int]], digests: dict[str, str],
+                   unreadable_paths: set[str]) -> tuple[list[EntryResult], set[str]]:
+    """One verdict per manifest entry, and the delivered paths the entries claim.
+
+    First by name (same name, same bytes), then by content for renamed files and anonymised
+    manifests; a file with the quoted name but other bytes makes its entry *altered*.
+    """
     claimed: set[str] = set()
     entries: list[EntryResult] = []
-    pending: list[int] = []
+    unresolved: list[int] = []
     for f in m.files:
         e = EntryResult(name=f.name, status="missing", size=f.size, sha256=f.sha256)
         entries.append(e)
         hit = None if m.anonymized else delivered.get(f.name)
         if hit is None or f.name in unreadable_paths:
-            pending.append(len(entries) - 1)
+            unresolved.append(len(entries) - 1)
             continue
         e.delivered, e.delivered_size = f.name, hit[1]
         e.delivered_sha256 = digests.get(f.name)
@@ -367,14 +409,14 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
             e.status = "matched"
             claimed.add(f.name)
         else:
-            pending.append(len(entries) - 1)
+            unresolved.append(len(entries) - 1)
     # Second pass: content found under another name (renamed, or anonymised manifest).
     by_content: dict[tuple[int, str], list[str]] = {}
     for rel, digest in sorted(digests.items()):
         if rel not in claimed:
             by_content.setdefault((delivered[rel][1], digest), []).append(rel)
     unmatched: list[EntryResult] = []
-    for i in pending:
+    for i in unresolved:
         e = entries[i]
         cands = by_content.get((e.size, e.sha256))
         if cands:
@@ -394,21 +436,7 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
             claimed.add(e.delivered)
         else:
             e.delivered = e.delivered_size = e.delivered_sha256 = None
-    extra: list[dict[str, Any]] = []
-    ignored: list[dict[str, Any]] = []
-    for rel, (_, size) in sorted(delivered.items()):
-        if rel in claimed or rel in unreadable_paths:
-            continue
-        (ignored if is_clutter(rel) else extra).append({"path": rel, "size": size})
-    # A locked Thumbs.db that no entry needed is clutter, not an unreadable delivery file.
-    ignored += [{"path": u["path"], "size": delivered[u["path"]][1]} for u in unreadable
-                if is_clutter(u["path"]) and u["path"] not in claimed]
-    ignored.sort(key=lambda x: x["path"])
-    unreadable = [u for u in unreadable if not is_clutter(u["path"])]
-    checked = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    return VerifyResult(manifest=str(m.path) if m.path else "", root=m.root, label=m.label,
-                        data_dir=str(root), anonymized=m.anonymized, entries=entries, extra=extra,
-                        bytes_hashed=done[0], unreadable=unreadable, ignored=ignored, checked=checked)
+    return entries, claimed
 
 
 def write_verify_json(result: VerifyResult, path: str | os.PathLike[str]) -> Path:
@@ -417,117 +445,68 @@ def write_verify_json(result: VerifyResult, path: str | os.PathLike[str]) -> Pat
     Raises:
         InputError: the destination cannot be written.
     """
-    from overlap_desktop.core.report.model import _atomic_write_bytes, _dumps_json
-
     p = Path(path)
-    _atomic_write_bytes(p, _dumps_json(result.to_dict()))
+    write_atomically(p, dumps_json(result.to_dict()))
     return p
 
 
 _STATUS_WORDS = {"matched": "present and exact", "altered": "altered", "missing": "missing"}
+#: Terms explained at the end of the page (see :data:`~overlap_desktop.core.report.glossary.GLOSSARY`).
+_VERIFY_TERMS = ("present and exact", "altered", "missing", "not in the quote", "system files", "seal", "manifest")
+
+
+def verify_context(result: VerifyResult) -> dict[str, Any]:
+    """Everything ``verify.html.j2`` shows (strings raw: the template neutralises and escapes)."""
+    from overlap_desktop import __version__
+
+    cards = [(len(result.entries), "quoted files"), (result.matched, "present and exact"),
+             (result.altered, "altered"), (result.missing, "missing"),
+             (len(result.extra), "not in the quote"), (len(result.ignored), "system files ignored")]
+    if result.unreadable:
+        cards.append((len(result.unreadable), "could not be read"))
+    entries = [{"name": e.name, "ok": e.status == "matched", "size": e.size, "sha256": e.sha256,
+                "delivered": e.delivered or "",
+                "words": _STATUS_WORDS.get(e.status, e.status) + (f" ({e.reason})" if e.reason else "")}
+               for e in sorted(result.entries, key=lambda e: (e.status == "matched", e.name))]
+    return {
+        "title": "Delivery check",
+        "label": safe_text(result.label, max_len=120) if result.label else "",
+        "complete": result.complete,
+        "verdict": verify_verdict(result),
+        "root": result.root,
+        "cards": cards,
+        "entries": entries,
+        "extra": [(x.get("path", ""), int(x.get("size", 0))) for x in result.extra],
+        "unreadable": [(u["path"], u.get("error", "")) for u in result.unreadable],
+        "ignored": [(x.get("path", ""), int(x.get("size", 0))) for x in result.ignored],
+        "glossary_terms": _VERIFY_TERMS,
+        "tool_version": __version__,
+        "checked": format_date(result.checked) if result.checked else "",
+        "bytes_hashed": result.bytes_hashed,
+        "schema": VERIFY_SCHEMA,
+        "manifest": result.manifest,
+        "data_dir": result.data_dir,
+        "names": "pseudonyms (files matched by size and checksum only)" if result.anonymized else "real names",
+    }
 
 
 def render_verify_html(result: VerifyResult) -> str:
     """The verification as a self-contained HTML page a buyer can file with the purchase."""
-    from overlap_desktop import __version__
-    from overlap_desktop.core.report.model import _CSS, GLOSSARY, _esc, format_date, safe_text
+    # Imported here: Jinja2 and the templates load only when a page is written, not with verify.
+    from overlap_desktop.core.report.html import render_page
 
-    good = result.complete
-    colour = "var(--ok)" if good else "var(--bad)"
-    label = safe_text(result.label, max_len=120) if result.label else ""
-    h = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'; img-src data:\">",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>Delivery check{' – ' + _esc(label) if label else ''}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        "<h1>overlap · Delivery check</h1>",
-        f'<p class="headline" style="color:{colour}">{_esc(verify_verdict(result))}</p>',
-    ]
-    if label:
-        h.append(f'<p class="label">Offer: <b>{_esc(label)}</b></p>')
-    if result.root:
-        h.append(f'<p class="seal" title="{_esc(GLOSSARY["seal"])}">Seal of the quoted manifest '
-                 "(Merkle root): "
-                 f'<code id="seal">{_esc(result.root)}</code></p>')
-    cards = [(len(result.entries), "quoted files"), (result.matched, "present and exact"),
-             (result.altered, "altered"), (result.missing, "missing"),
-             (len(result.extra), "not in the quote"),
-             (len(result.ignored), "system files ignored")]
-    if result.unreadable:
-        cards.append((len(result.unreadable), "could not be read"))
-    h.append('<div class="cards">' + "".join(
-        f'<div class="card"><div class="n">{n}</div><div class="t">{_esc(t)}</div></div>' for n, t in cards)
-        + "</div>")
-    h.append("<h2>Quoted files</h2>")
-    h.append('<p class="note">Each file the manifest quoted, with what was found in the delivery. A file is '
-             "present and exact when a delivered file has exactly the quoted size and SHA-256 checksum, "
-             "under its own name or another one.</p>")
-    h.append('<table><thead><tr><th>Quoted file</th><th>Result</th><th class="num">Size (bytes)</th>'
-             "<th>Delivered as</th><th>SHA-256 checksum (quoted)</th></tr></thead><tbody>")
-    order = sorted(result.entries, key=lambda e: (e.status == "matched", e.name))
-    for e in order:
-        words = _STATUS_WORDS.get(e.status, e.status)
-        if e.reason:
-            words += f" ({e.reason})"
-        style = "" if e.status == "matched" else ' style="color:var(--bad);font-weight:600"'
-        delivered = e.delivered or ""
-        h.append(f'<tr><td class="name">{_esc(e.name)}</td><td{style}>{_esc(words)}</td>'
-                 f'<td class="num">{e.size:,}</td><td class="name">{_esc(delivered)}</td>'
-                 f'<td class="name"><code>{_esc(e.sha256)}</code></td></tr>')
-    h.append("</tbody></table>")
-    if result.extra:
-        h.append("<h2>Delivered but not in the quote</h2>")
-        h.append(f'<p class="note">{_esc(GLOSSARY["not in the quote"])}</p>')
-        h.append(_path_table(result.extra))
-    if result.unreadable:
-        h.append("<h2>Could not be read</h2>")
-        h.append('<table><thead><tr><th>File</th><th>Why</th></tr></thead><tbody>' + "".join(
-            f'<tr><td class="name">{_esc(u["path"])}</td><td>{_esc(u.get("error", ""))}</td></tr>'
-            for u in result.unreadable) + "</tbody></table>")
-    if result.ignored:
-        h.append("<h2>System files ignored</h2>")
-        h.append(f'<p class="note">{_esc(GLOSSARY["system files"])}</p>')
-        h.append(_path_table(result.ignored))
-    terms = ("present and exact", "altered", "missing", "not in the quote", "system files", "seal",
-             "manifest")
-    h.append('<h2>Words used in this report</h2><dl class="glossary">' + "".join(
-        f"<dt>{_esc(t)}</dt><dd>{_esc(GLOSSARY[t])}</dd>" for t in terms) + "</dl>")
-    when = f" on {_esc(format_date(result.checked))}" if result.checked else ""
-    names = "pseudonyms (files matched by size and checksum only)" if result.anonymized else "real names"
-    h.append("<footer><h2>How this check was made</h2>"
-             f"<p>Checked by overlap desktop {_esc(__version__)}{when}: "
-             f"every delivered file whose size a quoted file has was read in full and its SHA-256 checksum "
-             f"compared ({result.bytes_hashed:,} bytes read). Format {_esc(VERIFY_SCHEMA)}.</p>"
-             f"<table><tr><td>Manifest</td><td class='name'>{_esc(result.manifest)}</td></tr>"
-             f"<tr><td>Delivery folder</td><td class='name'>{_esc(result.data_dir)}</td></tr>"
-             f"<tr><td>File names in the manifest</td><td>"
-             f"{names}"
-             "</td></tr></table></footer></body></html>")
-    return "\n".join(h)
-
-
-def _path_table(rows: list[dict[str, Any]]) -> str:
-    from overlap_desktop.core.report.model import _esc
-
-    return ('<table><thead><tr><th>File</th><th class="num">Size (bytes)</th></tr></thead><tbody>' + "".join(
-        f'<tr><td class="name">{_esc(x.get("path", ""))}</td>'
-        f'<td class="num">{int(x.get("size", 0)):,}</td></tr>'
-        for x in rows) + "</tbody></table>")
+    return render_page("verify.html.j2", verify_context(result))
 
 
 def write_verify_html(result: VerifyResult, path: str | os.PathLike[str]) -> Path:
     """Write a human-readable verification report (self-contained HTML), atomically.
 
-    Names from the manifest and the delivery folder are neutralised and escaped.
+    Names from the manifest and the delivery folder are neutralised and escaped (by the
+    template: autoescape plus :func:`~overlap_desktop.core.report.wording.safe_text`).
 
     Raises:
         InputError: the destination cannot be written.
     """
-    from overlap_desktop.core.report.model import _atomic_write_bytes
-
     p = Path(path)
-    _atomic_write_bytes(p, render_verify_html(result).encode("utf-8", errors="replace"))
+    write_atomically(p, render_verify_html(result).encode("utf-8", errors="replace"))
     return p
