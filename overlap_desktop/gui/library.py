@@ -44,8 +44,7 @@ def load_library(index_path: Path, config: Any) -> dict[str, Any]:
     Returns:
         ``{"files": [IndexedFile...], "stats": {...}, "path": str}``.
     """
-    folder = Path(index_path)
-    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+    if api.library_status(index_path, config=config).empty:
         # Nothing indexed yet: an empty library, not an error.
         return {"files": [], "stats": {"files": 0, "hours": 0.0}, "path": str(index_path)}
     with api.open_index(Path(index_path), config=config, create=False, readonly=True) as idx:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from overlap_desktop.gui.common import SealField, fmt_hours, fmt_size, headline_
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
-__all__ = ["ScreenOfferPage", "inspect_offer"]
+__all__ = ["ScreenOfferPage"]
 
 #: The next step when the library is empty (the button beside it goes there).
 ADD_FOOTAGE_FIRST = "Add your footage first: the folders of videos you own, in My library."
@@ -52,57 +53,16 @@ def _first(d: dict[str, Any], *keys: str) -> Any:
     return None
 
 
-def inspect_offer(path: Path, index_path: Path, config: Any) -> dict[str, Any]:
-    """Read a manifest's facts and check it against the library (runs in a worker thread).
-
-    Args:
-        path: The ``.ovlm`` file.
-        index_path: The lab's index folder.
-        config: Resolved configuration.
-
-    Returns:
-        ``{"info": inspect_manifest(path), "compatible": bool | None, "why": str}``;
-        ``compatible`` is ``None`` when there is no library yet.
-
-    Raises:
-        ManifestError: the manifest is malformed, tampered with or unsupported.
-    """
-    info = api.inspect_manifest(path)
-    algo = _first(info, "algo_id", "algo")
-    prep = _first(info, "prep_id", "prep")
-    out: dict[str, Any] = {"info": info, "compatible": None, "why": ""}
-    folder = Path(index_path)
-    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
-        out["why"] = ("Not yet: your library is empty. Add the folders of footage you own in "
-                      "My library first.")
-        return out
-    try:
-        idx = api.open_index(folder, config=config, create=False, readonly=True)
-    except Exception as exc:  # unreadable library: say so, do not refuse the manifest
-        out["why"] = f"Not now: your library cannot be read ({exc})."
-        return out
-    with idx:
-        try:
-            idx.check_compatible(algo, prep)
-        except Exception as exc:
-            out["compatible"] = False
-            out["why"] = str(exc)
-        else:
-            out["compatible"] = True
-        out["library_files"] = len(idx.files(status="ok"))
-    return out
-
-
 class ScreenOfferPage(QWidget):
     """Open a manifest → summary → Compare (worker) → results.
 
     Signals:
-        inspected(dict): the manifest summary is shown.
+        inspected(object): the manifest summary is shown (its ``api.OfferCheck``).
         compared(object): a comparison finished (the report).
         failed(str): opening or comparing failed (the message shown).
     """
 
-    inspected = Signal(dict)
+    inspected = Signal(object)
     compared = Signal(object)
     failed = Signal(str)
 
@@ -110,7 +70,7 @@ class ScreenOfferPage(QWidget):
         super().__init__(parent)
         self.state = state
         self.manifest_path: Path | None = None
-        self.summary: dict[str, Any] | None = None
+        self.summary: api.OfferCheck | None = None
         self.report: Any = None
         self.inspect_job: Job | None = None
         self.compare_job: Job | None = None
@@ -289,7 +249,7 @@ class ScreenOfferPage(QWidget):
         self._set_next_step(None)
         self.compare_button.setEnabled(False)
         self._say("")
-        job = Job(inspect_offer, path, self.state.index_path, config, parent=self, with_progress=False)
+        job = Job(api.check_offer, path, self.state.index_path, parent=self, with_progress=False, config=config)
         job.succeeded.connect(self._on_inspected)
         job.failed.connect(lambda exc: self._on_open_failed(path, exc))
         self.inspect_job = job
@@ -305,9 +265,9 @@ class ScreenOfferPage(QWidget):
         box = show_error(self.window(), title, exc)
         self.failed.emit(box.text())
 
-    def _on_inspected(self, summary: dict[str, Any], *, remember: bool = True) -> None:
+    def _on_inspected(self, summary: api.OfferCheck, *, remember: bool = True) -> None:
         self.summary = summary
-        info = summary["info"]
+        info = summary.info
         assert self.manifest_path is not None
         if remember:
             self.state.add_recent(self.manifest_path)
@@ -338,28 +298,24 @@ class ScreenOfferPage(QWidget):
         if _first(info, "creator"):
             made.append(f"with {info['creator']}")
         self.fields["made"].setText(api.safe_text(" ".join(made)) if made else "–")
-        compat = summary["compatible"]
+        compat = summary.compatible
         if compat is True:
-            n = summary.get("library_files", 0)
             self.fields["compat"].setText(f"Yes: made with the same fingerprint settings as your library "
-                                          f"({n} files).")
+                                          f"({summary.library_files} files).")
         elif compat is False:
-            self.fields["compat"].setText("No: " + summary["why"] + " Ask the seller for a manifest made "
+            self.fields["compat"].setText("No: " + summary.why + " Ask the seller for a manifest made "
                                           "with a current version of overlap.")
+        elif summary.library_empty:
+            self.fields["compat"].setText("Not yet: your library is empty.")
         else:
-            self.fields["compat"].setText("Not yet: your library is empty." if self._library_empty(summary)
-                                          else summary["why"])
+            self.fields["compat"].setText(f"Not now: {summary.why}.")
         self.compare_button.setEnabled(compat is True)
         self._set_next_step(summary)
         self.inspected.emit(summary)
 
-    @staticmethod
-    def _library_empty(summary: dict[str, Any]) -> bool:
-        return summary.get("compatible") is None and "library is empty" in str(summary.get("why", ""))
-
-    def _set_next_step(self, summary: dict[str, Any] | None) -> None:
+    def _set_next_step(self, summary: api.OfferCheck | None) -> None:
         """Say why "Compare" is disabled and what to do, with a button to get there."""
-        empty = summary is not None and self._library_empty(summary)
+        empty = summary is not None and summary.library_empty
         self.next_step.setText(ADD_FOOTAGE_FIRST if empty else "")
         self.next_step.setVisible(empty)
         self.filler.setText("" if empty else COMPARE_HINT)
@@ -377,7 +333,7 @@ class ScreenOfferPage(QWidget):
         """Compare the open manifest with the library in a worker."""
         if self.manifest_path is None:
             return None
-        if self.summary is not None and self.summary.get("compatible") is not True:
+        if self.summary is not None and self.summary.compatible is not True:
             self._set_next_step(self.summary)
             return None
         try:
@@ -430,7 +386,7 @@ class ScreenOfferPage(QWidget):
         self.open_button.setEnabled(True)
         self.open_other_button.setEnabled(True)
         self.compare_button.setEnabled(self.manifest_path is not None
-                                      and (self.summary or {}).get("compatible") is True)
+                                      and self.summary is not None and self.summary.compatible is True)
 
     def cancel(self) -> None:
         for job in (self.compare_job, self.demo_job):
@@ -492,11 +448,10 @@ class ScreenOfferPage(QWidget):
         # "Compare with my library" must reflect *your* library (empty after a first demo), not
         # the demo's sample library the report below was made with.
         try:
-            mine = inspect_offer(self.manifest_path, self.state.index_path, self.state.config())
-        except Exception:  # a library problem is reported when comparing; the demo still shows
-            mine = {"info": info, "compatible": None, "why": ""}
-        self._on_inspected({"info": info, "compatible": mine.get("compatible"), "why": mine.get("why", ""),
-                            "library_files": mine.get("library_files", 0)}, remember=False)
+            mine = api.check_offer(self.manifest_path, self.state.index_path, config=self.state.config())
+        except Exception as exc:  # a library problem is reported when comparing; the demo still shows
+            mine = api.OfferCheck(info, None, f"the offer cannot be checked ({exc})")
+        self._on_inspected(dataclasses.replace(mine, info=info), remember=False)
         self.fields["compat"].setText("The demo compared the offer with its own sample library (not yours).")
         report = result.report if result.report is not None else api.load_report_json(result.report_json)
         self.show_report(report, Path(result.index))

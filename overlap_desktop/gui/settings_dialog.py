@@ -31,9 +31,9 @@ from PySide6.QtWidgets import (
 )
 
 from overlap_desktop import api
+from overlap_desktop.api import user_config_file
 from overlap_desktop.gui.common import show_error
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.paths import user_config_file
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -17,7 +17,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from overlap_desktop import api
-from overlap_desktop.errors import Cancelled
+from overlap_desktop.api import Cancelled
 
 __all__ = ["EtaEstimator", "Job", "Worker", "eta_text", "wait_all"]
 

@@ -205,7 +205,7 @@ def test_offer_summary_is_compact_seal_copyable_dates_human(qtbot: Any, lab_stat
     screen = w.screen
     with qtbot.waitSignal(screen.inspected, timeout=20_000) as got:
         w.open_manifest(offer_manifest)
-    root = got.args[0]["info"]["root"]
+    root = got.args[0].info["root"]
     qtbot.wait(50)
     assert screen.summary_frame.height() < 200
     for key in ("label", "amount"):  # each value on its label's line, not ~90 px below it

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from overlap_desktop.api import ExitCode, UsageError
 from overlap_desktop.cli.commands.compare import (
     add_floor_argument,
     add_output_arguments,
@@ -23,10 +24,9 @@ from overlap_desktop.cli.commands.compare import (
     write_outputs,
 )
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.report.model import FileResult, Report
+    from overlap_desktop.api import FileResult, Report
 
 __all__ = ["COMMAND", "DEFAULT_REQUIRE", "uncovered_files"]
 
