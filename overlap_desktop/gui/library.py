@@ -302,7 +302,9 @@ class LibraryPage(QWidget):
         for r, f in enumerate(files):
             p = Path(f.path)
             status = STATUS_WORDS.get(f.status, f.status)
-            self.table.setItem(r, 0, _item(p.name, tip=str(p)))
+            name = _item(p.name, tip=str(p))
+            name.setData(Qt.ItemDataRole.UserRole, str(p))  # the full path, for "Remove"
+            self.table.setItem(r, 0, name)
             self.table.setItem(r, 1, _item(str(p.parent), tip=str(p.parent)))
             self.table.setItem(r, 2, _item(fmt_hours(f.duration_s) if f.duration_s else "–"))
             self.table.setItem(r, 3, _item(status))
@@ -312,7 +314,6 @@ class LibraryPage(QWidget):
             problem = plain_problem(f.error) if f.error else ""
             tip = (problem + "\n\nDetails: " + f.error) if f.error else ""
             self.table.setItem(r, 5, _item(problem, tip=tip))
-            self.table.item(r, 0).setData(Qt.ItemDataRole.UserRole, str(p))
         self.table.setSortingEnabled(True)
         self.table.resizeColumnsToContents()
         self.table.resizeRowsToContents()
@@ -322,7 +323,8 @@ class LibraryPage(QWidget):
 
     def selected_paths(self) -> list[str]:
         rows = sorted({i.row() for i in self.table.selectedIndexes()})
-        return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in rows]
+        items = [self.table.item(r, 0) for r in rows]
+        return [str(it.data(Qt.ItemDataRole.UserRole)) for it in items if it is not None]
 
     # ------------------------------------------------------------------ indexing
     def choose_folder(self) -> None:

@@ -361,7 +361,7 @@ class ResultsView(QWidget):
         ft.setRowCount(len(report.files))
         for r, f in enumerate(report.files):
             name = api.safe_text(f.query_file)
-            ft.setItem(r, 0, _item(name, tip=name))
+            ft.setItem(r, 0, _item(name, tip=name, sort=r))  # the row's file, found again when selected
             ft.setItem(r, 1, _sorting_item(fmt_hours(f.duration_s), f.duration_s))
             pct = api.format_percent(f.matched_percent)
             below = len(f.below_floor)
@@ -381,7 +381,6 @@ class ResultsView(QWidget):
                                            tip="Static or featureless time: counted neither way"))
             words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else "no match")
             ft.setItem(r, 6, _item(words, tip=words))
-            ft.item(r, 0).setData(Qt.ItemDataRole.UserRole, r)
         ft.resizeColumnsToContents()
         if ft.columnWidth(0) > 260:
             ft.setColumnWidth(0, 260)
@@ -398,8 +397,10 @@ class ResultsView(QWidget):
         rows = self.file_table.selectionModel().selectedRows()
         if not rows or self.report is None:
             return None
-        idx = self.file_table.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole)
-        return self.report.files[int(idx)]
+        item = self.file_table.item(rows[0].row(), 0)
+        if item is None:
+            return None
+        return self.report.files[int(item.data(Qt.ItemDataRole.UserRole))]
 
     def _on_file_selected(self) -> None:
         f = self.selected_file()

@@ -104,7 +104,9 @@ def _pyav_checks() -> list[DoctorCheck]:
     ffmpeg = getattr(av, "ffmpeg_version_info", "") or ""
     out = [DoctorCheck("PyAV", True, str(av.__version__), f"FFmpeg {ffmpeg}".strip())]
     out.append(DoctorCheck("FFmpeg libraries", bool(libs), lib_text or "unknown", "", False))
-    have, missing_required, missing = [], [], []
+    have: list[str] = []
+    missing_required: list[str] = []
+    missing: list[str] = []
     for name, needed in _DECODERS.items():
         try:
             av.codec.Codec(name, "r")

@@ -48,7 +48,7 @@ def test_export_wizard_end_to_end(qtbot: Any, state: Any, footage: dict[str, Pat
 
     wiz.next()
     assert wiz.currentId() == ew.PAGE_OPTIONS
-    opts = wiz.options
+    opts = wiz.options_page
     assert opts.label.text() == "vendor-offer"  # a sensible default
     assert opts.fps.value() == float(state.config()["export.fps"])
     opts.label.setText("")

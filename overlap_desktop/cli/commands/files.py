@@ -49,9 +49,9 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     ok = [f for f in files if f.status == "ok"]
     errors = sum(1 for f in files if f.status == "error")
     pending = sum(1 for f in files if f.status in ("pending", "running"))
-    hours = sum(f.hours for f in ok)
+    total_hours = sum(f.hours for f in ok)
     ind = sum(f.indeterminate_s for f in ok) / 3600.0
-    ctx.print(f"{len(files)} file(s): {len(ok)} ok ({hours:.3f} h, {ind:.3f} h indeterminate), "
+    ctx.print(f"{len(files)} file(s): {len(ok)} ok ({total_hours:.3f} h, {ind:.3f} h indeterminate), "
               f"{errors} error(s), {pending} pending  [index {safe_terminal(path)}{os.sep}]")
     return int(ExitCode.OK)
 
