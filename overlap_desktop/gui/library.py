@@ -135,6 +135,20 @@ class LibraryPage(QWidget):
         row.addStretch(1)
         lay.addLayout(row)
 
+        self._build_panels(lay)
+
+        self.summary_label = QLabel("")
+        self.summary_label.setWordWrap(True)
+        self.summary_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary_label.setAccessibleName("Library summary")
+        lay.addWidget(self.summary_label)
+
+        self._build_table(lay)
+
+        self.refresh()
+
+    def _build_panels(self, lay: QVBoxLayout) -> None:
+        """The resume banner and the indexing progress panel (both hidden until needed)."""
         # Resume banner: shown when an earlier indexing job did not finish.
         self.resume_frame = QFrame()
         self.resume_frame.setFrameShape(QFrame.Shape.StyledPanel)
@@ -177,12 +191,8 @@ class LibraryPage(QWidget):
         for label in (self.overall_label, self.file_label, self.resume_label):
             label.setTextFormat(Qt.TextFormat.PlainText)  # file names and error text
 
-        self.summary_label = QLabel("")
-        self.summary_label.setWordWrap(True)
-        self.summary_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.summary_label.setAccessibleName("Library summary")
-        lay.addWidget(self.summary_label)
-
+    def _build_table(self, lay: QVBoxLayout) -> None:
+        """The file table, sorted A to Z by name."""
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setAccessibleName("Files in your library")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
@@ -199,7 +209,6 @@ class LibraryPage(QWidget):
         hh.setSortIndicator(0, Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
         lay.addWidget(self.table, 1)
-        self.refresh()
 
     def jobs(self) -> list[Job | None]:
         return [self.index_job, self.load_job]

@@ -98,7 +98,11 @@ class ScreenOfferPage(QWidget):
         self.stack.currentChanged.connect(lambda i: self.title_row.setVisible(i == 0))
         lay.addWidget(self.stack, 1)
 
-        # Page 0: nothing open yet.
+        self._build_empty_page()
+        self._build_offer_page()
+
+    def _build_empty_page(self) -> None:
+        """Page 0: nothing open yet (drop hint and recently opened manifests)."""
         empty = QWidget()
         el = QVBoxLayout(empty)
         drop = QLabel("Drop the seller's manifest file (.ovlm) anywhere on this window, "
@@ -119,6 +123,8 @@ class ScreenOfferPage(QWidget):
         self.state.recent_changed.connect(self._fill_recent)
         self._fill_recent()
 
+    def _build_offer_page(self) -> None:
+        """Page 1: an offer's summary box, its buttons, the progress line and the results below."""
         # Page 1: an offer. The summary is a compact box (each value right beside its label),
         # so the results below get the height.
         offer = QWidget()
@@ -158,6 +164,29 @@ class ScreenOfferPage(QWidget):
         self.form.addWidget(self.seal, 2, 1, 1, 3)
         self.form.setRowStretch(3, 1)  # extra height (a tall button column) goes below the facts
         sl.addLayout(self.form, 1)
+        self._build_buttons(sl)
+
+        ol.addWidget(self.summary_frame)
+        self.progress_label = QLabel("")
+        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # names offered files
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setAccessibleName("Comparison progress")
+        self.progress_bar.hide()
+        self.progress_label.hide()
+        ol.addWidget(self.progress_label)
+        ol.addWidget(self.progress_bar)
+        self.results_holder = QVBoxLayout()
+        ol.addLayout(self.results_holder, 1)
+        # Before any results the space below the summary stays empty instead of stretching the box.
+        self.filler = QLabel(COMPARE_HINT)
+        self.filler.setWordWrap(True)
+        self.filler.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.filler.setEnabled(False)  # a hint, drawn quietly
+        self.results_holder.addWidget(self.filler, 1)
+        self.stack.addWidget(offer)
+
+    def _build_buttons(self, sl: QHBoxLayout) -> None:
+        """The summary box's buttons, and the next step when comparing is not possible yet."""
         btns = QVBoxLayout()
         self.compare_button = QPushButton("Compare with my library")
         self.compare_button.setAccessibleName("Compare with my library")
@@ -188,24 +217,6 @@ class ScreenOfferPage(QWidget):
         btns.addWidget(self.library_button)
         btns.addStretch(1)
         sl.addLayout(btns)
-        ol.addWidget(self.summary_frame)
-        self.progress_label = QLabel("")
-        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # names offered files
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setAccessibleName("Comparison progress")
-        self.progress_bar.hide()
-        self.progress_label.hide()
-        ol.addWidget(self.progress_label)
-        ol.addWidget(self.progress_bar)
-        self.results_holder = QVBoxLayout()
-        ol.addLayout(self.results_holder, 1)
-        # Before any results the space below the summary stays empty instead of stretching the box.
-        self.filler = QLabel(COMPARE_HINT)
-        self.filler.setWordWrap(True)
-        self.filler.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
-        self.filler.setEnabled(False)  # a hint, drawn quietly
-        self.results_holder.addWidget(self.filler, 1)
-        self.stack.addWidget(offer)
 
     def _say(self, text: str) -> None:
         """Progress text under the summary; the line takes no height while there is nothing to say."""
