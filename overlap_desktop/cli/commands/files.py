@@ -28,7 +28,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     from overlap_desktop import api
 
     path = ctx.config.index_path
-    if api.library_status(path).empty:
+    if not api.library_status(path).has_index:  # (a file there, too: nothing indexed yet)
         if args.json:
             ctx.print_json({"index": str(path), "files": []})
         else:
