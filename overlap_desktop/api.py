@@ -86,6 +86,9 @@ _EXPORTS: dict[str, str] = {
     "self_dedupe": "overlap_desktop.core.match.compare",
     "compare_offers": "overlap_desktop.core.match.compare",
     "audit_sample": "overlap_desktop.core.match.compare",
+    "uncovered_files": "overlap_desktop.core.match.coverage",
+    "covered_percent": "overlap_desktop.core.match.coverage",
+    "DEFAULT_REQUIRE": "overlap_desktop.core.match.coverage",
     "merge_indexes": "overlap_desktop.core.index.merge",
     "Report": "overlap_desktop.core.report.model",
     "write_report_json": "overlap_desktop.core.report.model",
@@ -241,6 +244,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from overlap_desktop.core.match.annotations import annotation_overlap  # noqa: F401
     from overlap_desktop.core.match.compare import audit_sample, compare, compare_offers, self_dedupe  # noqa: F401
+    from overlap_desktop.core.match.coverage import DEFAULT_REQUIRE, covered_percent, uncovered_files  # noqa: F401
     from overlap_desktop.core.report.model import (  # noqa: F401
         DISTANCE_SCALE,
         GLOSSARY,
