@@ -34,7 +34,7 @@ STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not fin
 COLUMNS = ("File", "Folder", "Length", "Status", "Could not be judged", "Problem")
 
 
-def load_library(index_path: Path, config: Any) -> dict[str, Any]:
+def load_library(index_path: Path, config: api.Config) -> dict[str, Any]:
     """Read the index's file list and totals (runs in a worker thread).
 
     Args:
