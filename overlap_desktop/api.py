@@ -8,6 +8,11 @@ returning ``True`` to stop; checked between frames and files) and raise
 
 Names are resolved lazily so that importing this module (e.g. at GUI start-up)
 does not load PyAV, pyqtgraph or the matcher until they are used.
+
+The CLI and the GUI import this module and nothing else of the package (checked by
+import-linter, see tests/unit/test_layers.py): the errors, exit statuses, settings and
+progress types they need are exported here too, and so is every question they ask of
+the core (``library_status``, ``check_offer``, ...).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# name -> module that defines it. One table, so the surface is visible in one place.
+# name -> module that defines it. One table, so the surface is visible in one place. A name added or moved
+# here is also imported under `if TYPE_CHECKING:` at the end of this file, so type checkers see it.
 _EXPORTS: dict[str, str] = {
     # configuration and environment
     "Config": "overlap_desktop.config",
