@@ -40,10 +40,7 @@ COMPARE_HINT = ("Click “Compare with my library” to find out how much of thi
 
 def api_tip(term: str) -> str:
     """The glossary's explanation of ``term`` (the same words as docs/glossary.md and the HTML report)."""
-    try:
-        return str(api.glossary_tip(term))
-    except AttributeError:  # an older core without the glossary
-        return ""
+    return api.glossary_tip(term)
 
 
 def _first(d: dict[str, Any], *keys: str) -> Any:
