@@ -73,13 +73,16 @@ def test_a_forbidden_import_breaks_a_contract(tmp_path: Path, module: str, plant
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     target = tmp_path / "overlap_desktop" / module
     # Appended at the end: a module-level import the package never runs here, only parses.
-    target.write_text(target.read_text(encoding="utf-8") + f"\n{planted}  # planted by test_layers\n",
-                      encoding="utf-8")
+    text = target.read_text(encoding="utf-8").rstrip("\n") + f"\n{planted}  # planted by test_layers\n"
+    target.write_text(text, encoding="utf-8")
+    line = text.count("\n")
     proc = _lint(tmp_path)
     assert proc.returncode != 0, proc.stdout
     assert "1 broken" in proc.stdout, proc.stdout
-    dotted = "overlap_desktop." + module.removesuffix(".py").replace("/", ".")
-    assert dotted in proc.stdout, proc.stdout
+    # The report names the planted import by its line: the copy was checked, not an installed package.
+    source = "overlap_desktop." + module.removesuffix(".py").replace("/", ".")
+    imported = planted.split()[1]
+    assert f"{source} -> {imported} (l.{line})" in proc.stdout, proc.stdout
 
 
 def _typing_mirror() -> dict[str, str]:
