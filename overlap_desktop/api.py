@@ -8,6 +8,11 @@ returning ``True`` to stop; checked between frames and files) and raise
 
 Names are resolved lazily so that importing this module (e.g. at GUI start-up)
 does not load PyAV, pyqtgraph or the matcher until they are used.
+
+The CLI and the GUI import this module and nothing else of the package (checked by
+import-linter, see tests/unit/test_layers.py): the errors, exit statuses, settings and
+progress types they need are exported here too, and so is every question they ask of
+the core (``library_status``, ``check_offer``, ...).
 """
 
 from __future__ import annotations
@@ -17,17 +22,38 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# name -> module that defines it. One table, so the surface is visible in one place.
+# name -> module that defines it. One table, so the surface is visible in one place. A name added or moved
+# here is also imported under `if TYPE_CHECKING:` at the end of this file, so type checkers see it.
 _EXPORTS: dict[str, str] = {
     # configuration and environment
     "Config": "overlap_desktop.config",
     "load_config": "overlap_desktop.config",
     "SETTINGS": "overlap_desktop.config",
+    "MAX_THREADS": "overlap_desktop.config",
+    "user_config_file": "overlap_desktop.paths",
+    "default_index_dir": "overlap_desktop.paths",
+    "atomic_write_bytes": "overlap_desktop.core.fsutil",
     "doctor": "overlap_desktop.services.doctor",
     "available_readers": "overlap_desktop.core.ingest.readers",
     "episode_spans_for": "overlap_desktop.core.ingest.readers.lerobot",
+    # errors and exit statuses (every error the api raises is an OverlapError)
+    "ExitCode": "overlap_desktop.errors",
+    "OverlapError": "overlap_desktop.errors",
+    "UsageError": "overlap_desktop.errors",
+    "ConfigError": "overlap_desktop.errors",
+    "InputError": "overlap_desktop.errors",
+    "MediaError": "overlap_desktop.errors",
+    "ManifestError": "overlap_desktop.errors",
+    "IndexError_": "overlap_desktop.errors",
+    "IndexBusyError": "overlap_desktop.errors",
+    "DiskFullError": "overlap_desktop.errors",
+    "MissingDependencyError": "overlap_desktop.errors",
+    "CheckFailed": "overlap_desktop.errors",
+    "Cancelled": "overlap_desktop.errors",
     # shared types
     "Progress": "overlap_desktop.core.types",
+    "ProgressCallback": "overlap_desktop.core.types",
+    "CancelCallback": "overlap_desktop.core.types",
     "CancelToken": "overlap_desktop.core.types",
     "Variant": "overlap_desktop.core.types",
     "Segment": "overlap_desktop.core.types",
@@ -39,6 +65,10 @@ _EXPORTS: dict[str, str] = {
     "open_index": "overlap_desktop.core.index.store",
     "Index": "overlap_desktop.core.index.store",
     "IndexedFile": "overlap_desktop.core.index.store",
+    # "is there a library yet?" and what it holds
+    "library_status": "overlap_desktop.core.index.status",
+    "LibraryStatus": "overlap_desktop.core.index.status",
+    "library_files": "overlap_desktop.core.index.status",
     # Core 2: manifests and delivery verification
     "export_manifest": "overlap_desktop.core.manifest.format",
     "read_manifest": "overlap_desktop.core.manifest.format",
@@ -49,6 +79,8 @@ _EXPORTS: dict[str, str] = {
     "ManifestFile": "overlap_desktop.core.manifest.format",
     "ManifestStream": "overlap_desktop.core.manifest.format",
     "TextNgrams": "overlap_desktop.core.manifest.sections",
+    "check_offer": "overlap_desktop.core.manifest.compat",
+    "OfferCheck": "overlap_desktop.core.manifest.compat",
     "verify_delivery": "overlap_desktop.core.manifest.verify",
     "VerifyResult": "overlap_desktop.core.manifest.verify",
     "verify_verdict": "overlap_desktop.core.manifest.verify",
@@ -60,6 +92,9 @@ _EXPORTS: dict[str, str] = {
     "self_dedupe": "overlap_desktop.core.match.compare",
     "compare_offers": "overlap_desktop.core.match.compare",
     "audit_sample": "overlap_desktop.core.match.compare",
+    "uncovered_files": "overlap_desktop.core.match.coverage",
+    "covered_percent": "overlap_desktop.core.match.coverage",
+    "DEFAULT_REQUIRE": "overlap_desktop.core.match.coverage",
     "merge_indexes": "overlap_desktop.core.index.merge",
     "Report": "overlap_desktop.core.report.model",
     "write_report_json": "overlap_desktop.core.report.json_io",
@@ -184,4 +219,102 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    pass
+    # The same names as _EXPORTS (tests/unit/test_layers.py keeps the two in step), so that
+    # `api.open_index(...)` in the shells is type-checked instead of being Any.
+    from overlap_desktop.config import MAX_THREADS, SETTINGS, Config, load_config  # noqa: F401
+    from overlap_desktop.core.fsutil import atomic_write_bytes  # noqa: F401
+    from overlap_desktop.core.index.indexer import IndexSummary, fingerprint_file, index_paths  # noqa: F401
+    from overlap_desktop.core.index.merge import MergeSummary, merge_indexes  # noqa: F401
+    from overlap_desktop.core.index.status import LibraryStatus, library_files, library_status  # noqa: F401
+    from overlap_desktop.core.index.store import Index, IndexedFile, open_index  # noqa: F401
+    from overlap_desktop.core.ingest.readers import available_readers  # noqa: F401
+    from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for  # noqa: F401
+    from overlap_desktop.core.manifest.compat import OfferCheck, check_offer  # noqa: F401
+    from overlap_desktop.core.manifest.format import (  # noqa: F401
+        ExportSummary,
+        Manifest,
+        ManifestFile,
+        ManifestStream,
+        export_manifest,
+        inspect_manifest,
+        read_manifest,
+        write_manifest,
+    )
+    from overlap_desktop.core.manifest.sections import TextNgrams  # noqa: F401
+    from overlap_desktop.core.manifest.verify import (  # noqa: F401
+        VerifyResult,
+        is_clutter,
+        verify_delivery,
+        verify_verdict,
+        write_verify_html,
+        write_verify_json,
+    )
+    from overlap_desktop.core.match.annotations import annotation_overlap  # noqa: F401
+    from overlap_desktop.core.match.compare import audit_sample, compare, compare_offers, self_dedupe  # noqa: F401
+    from overlap_desktop.core.match.coverage import DEFAULT_REQUIRE, covered_percent, uncovered_files  # noqa: F401
+    from overlap_desktop.core.report.model import (  # noqa: F401
+        DISTANCE_SCALE,
+        GLOSSARY,
+        DistanceLevel,
+        FileResult,
+        Report,
+        chance_words,
+        describe_flags,
+        describe_repeat,
+        describe_segment,
+        distance_colour,
+        distance_words,
+        format_clock,
+        format_date,
+        format_duration,
+        format_percent,
+        glossary_tip,
+        headline,
+        headline_details,
+        judged_unmatched_seconds,
+        load_report_json,
+        new_footage_sentence,
+        repeats_checked,
+        report_to_dict,
+        safe_text,
+        speed_text,
+        speed_words,
+        stream_words,
+        write_report_csv,
+        write_report_html,
+        write_report_json,
+    )
+    from overlap_desktop.core.text.overlap import (  # noqa: F401
+        TextOverlapResult,
+        check_hashed_overlap,
+        keyed_ngram_hashes,
+        text_overlap,
+    )
+    from overlap_desktop.core.types import (  # noqa: F401
+        CancelCallback,
+        CancelToken,
+        Progress,
+        ProgressCallback,
+        Segment,
+        StreamFingerprints,
+        Variant,
+    )
+    from overlap_desktop.errors import (  # noqa: F401
+        Cancelled,
+        CheckFailed,
+        ConfigError,
+        DiskFullError,
+        ExitCode,
+        IndexBusyError,
+        IndexError_,
+        InputError,
+        ManifestError,
+        MediaError,
+        MissingDependencyError,
+        OverlapError,
+        UsageError,
+    )
+    from overlap_desktop.paths import default_index_dir, user_config_file  # noqa: F401
+    from overlap_desktop.services.demo import default_demo_dir, run_demo  # noqa: F401
+    from overlap_desktop.services.doctor import doctor  # noqa: F401
+    from overlap_desktop.services.preview import frame_at  # noqa: F401

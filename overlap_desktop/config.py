@@ -17,7 +17,7 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -311,7 +311,7 @@ class Config(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         return self._values[key].value
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:

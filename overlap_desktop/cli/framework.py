@@ -19,8 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from overlap_desktop.config import Config, load_config
-from overlap_desktop.core.types import Progress
+from overlap_desktop.api import Config, Progress, load_config
 
 __all__ = ["CliContext", "Command", "discover_commands", "safe_terminal"]
 

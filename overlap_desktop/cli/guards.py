@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from overlap_desktop.errors import UsageError
+from overlap_desktop.api import UsageError
 
 __all__ = ["KINDS", "Output", "check_outputs", "looks_like"]
 

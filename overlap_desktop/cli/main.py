@@ -14,8 +14,8 @@ import traceback
 from collections.abc import Sequence
 
 from overlap_desktop import __version__
+from overlap_desktop.api import ExitCode, OverlapError
 from overlap_desktop.cli.framework import CliContext, discover_commands
-from overlap_desktop.errors import ExitCode, OverlapError
 
 __all__ = ["build_parser", "main"]
 

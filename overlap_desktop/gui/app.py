@@ -13,6 +13,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Qt is imported late so that --version and --help start fast
+    from PySide6.QtGui import QPalette
 
 _T0 = time.perf_counter()
 
@@ -37,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def dark_palette() -> object:
+def dark_palette() -> QPalette:
     """A Fusion dark palette, used when the system asks for dark but the style stays light."""
     from PySide6.QtGui import QColor, QPalette
 

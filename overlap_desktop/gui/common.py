@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QTableWidget, QWidget
 
-from overlap_desktop.errors import ManifestError, MediaError, OverlapError
+from overlap_desktop.api import ManifestError, MediaError, OverlapError
 
 __all__ = ["SavedNote", "SealField", "compact_rows", "error_text", "fit_to_screen", "fmt_duration",
            "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain", "show_error",

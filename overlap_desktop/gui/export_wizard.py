@@ -271,7 +271,7 @@ class _SavePage(RunPage):
         self.lay.addWidget(self.contains)
         self.show_button = QPushButton("Show in folder")
         self.show_button.setAccessibleName("Show the manifest in its folder")
-        self.show_button.clicked.connect(lambda: open_local_file(self.wiz.options.out_path().parent))
+        self.show_button.clicked.connect(lambda: open_local_file(self.wiz.options_page.out_path().parent))
         self.show_button.hide()
         self.lay.addWidget(self.show_button)
         self.lay.addStretch(1)
@@ -281,7 +281,7 @@ class _SavePage(RunPage):
         return "Writing the manifest…"
 
     def make_job(self) -> Job:
-        o = self.wiz.options
+        o = self.wiz.options_page
         out = o.out_path()
         out.parent.mkdir(parents=True, exist_ok=True)
         return Job(api.export_manifest, self.wiz.workspace(), out, parent=self,
@@ -318,10 +318,12 @@ class ExportWizard(QWizard):
         self.folders_page = _OfferFoldersPage(self)
         self.fingerprint = _FingerprintPage(self)
         self.dedupe = _DedupePage(self)
-        self.options = _OptionsPage(self)
+        self.options_page = _OptionsPage(self)
         self.save = _SavePage(self)
-        for pid, page in ((PAGE_FOLDERS, self.folders_page), (PAGE_FINGERPRINT, self.fingerprint),
-                          (PAGE_DEDUPE, self.dedupe), (PAGE_OPTIONS, self.options), (PAGE_SAVE, self.save)):
+        pages: tuple[tuple[int, QWizardPage], ...] = (
+            (PAGE_FOLDERS, self.folders_page), (PAGE_FINGERPRINT, self.fingerprint), (PAGE_DEDUPE, self.dedupe),
+            (PAGE_OPTIONS, self.options_page), (PAGE_SAVE, self.save))
+        for pid, page in pages:
             self.setPage(pid, page)
         self.setStartId(PAGE_FOLDERS)
         fit_to_screen(self, (760, 600))

@@ -34,7 +34,7 @@ STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not fin
 COLUMNS = ("File", "Folder", "Length", "Status", "Could not be judged", "Problem")
 
 
-def load_library(index_path: Path, config: Any) -> dict[str, Any]:
+def load_library(index_path: Path, config: api.Config) -> dict[str, Any]:
     """Read the index's file list and totals (runs in a worker thread).
 
     Args:
@@ -44,8 +44,7 @@ def load_library(index_path: Path, config: Any) -> dict[str, Any]:
     Returns:
         ``{"files": [IndexedFile...], "stats": {...}, "path": str}``.
     """
-    folder = Path(index_path)
-    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+    if api.library_status(index_path, config=config).empty:
         # Nothing indexed yet: an empty library, not an error.
         return {"files": [], "stats": {"files": 0, "hours": 0.0}, "path": str(index_path)}
     with api.open_index(Path(index_path), config=config, create=False, readonly=True) as idx:
@@ -136,6 +135,20 @@ class LibraryPage(QWidget):
         row.addStretch(1)
         lay.addLayout(row)
 
+        self._build_panels(lay)
+
+        self.summary_label = QLabel("")
+        self.summary_label.setWordWrap(True)
+        self.summary_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary_label.setAccessibleName("Library summary")
+        lay.addWidget(self.summary_label)
+
+        self._build_table(lay)
+
+        self.refresh()
+
+    def _build_panels(self, lay: QVBoxLayout) -> None:
+        """The resume banner and the indexing progress panel (both hidden until needed)."""
         # Resume banner: shown when an earlier indexing job did not finish.
         self.resume_frame = QFrame()
         self.resume_frame.setFrameShape(QFrame.Shape.StyledPanel)
@@ -178,12 +191,8 @@ class LibraryPage(QWidget):
         for label in (self.overall_label, self.file_label, self.resume_label):
             label.setTextFormat(Qt.TextFormat.PlainText)  # file names and error text
 
-        self.summary_label = QLabel("")
-        self.summary_label.setWordWrap(True)
-        self.summary_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.summary_label.setAccessibleName("Library summary")
-        lay.addWidget(self.summary_label)
-
+    def _build_table(self, lay: QVBoxLayout) -> None:
+        """The file table, sorted A to Z by name."""
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setAccessibleName("Files in your library")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
@@ -200,7 +209,6 @@ class LibraryPage(QWidget):
         hh.setSortIndicator(0, Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
         lay.addWidget(self.table, 1)
-        self.refresh()
 
     def jobs(self) -> list[Job | None]:
         return [self.index_job, self.load_job]
@@ -303,7 +311,9 @@ class LibraryPage(QWidget):
         for r, f in enumerate(files):
             p = Path(f.path)
             status = STATUS_WORDS.get(f.status, f.status)
-            self.table.setItem(r, 0, _item(p.name, tip=str(p)))
+            name = _item(p.name, tip=str(p))
+            name.setData(Qt.ItemDataRole.UserRole, str(p))  # the full path, for "Remove"
+            self.table.setItem(r, 0, name)
             self.table.setItem(r, 1, _item(str(p.parent), tip=str(p.parent)))
             self.table.setItem(r, 2, _item(fmt_hours(f.duration_s) if f.duration_s else "–"))
             self.table.setItem(r, 3, _item(status))
@@ -313,7 +323,6 @@ class LibraryPage(QWidget):
             problem = plain_problem(f.error) if f.error else ""
             tip = (problem + "\n\nDetails: " + f.error) if f.error else ""
             self.table.setItem(r, 5, _item(problem, tip=tip))
-            self.table.item(r, 0).setData(Qt.ItemDataRole.UserRole, str(p))
         self.table.setSortingEnabled(True)
         self.table.resizeColumnsToContents()
         self.table.resizeRowsToContents()
@@ -323,7 +332,8 @@ class LibraryPage(QWidget):
 
     def selected_paths(self) -> list[str]:
         rows = sorted({i.row() for i in self.table.selectedIndexes()})
-        return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in rows]
+        items = [self.table.item(r, 0) for r in rows]
+        return [str(it.data(Qt.ItemDataRole.UserRole)) for it in items if it is not None]
 
     # ------------------------------------------------------------------ indexing
     def choose_folder(self) -> None:

@@ -174,6 +174,41 @@ class ResultsView(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(4)
+        self._build_summary(outer)
+
+        # Files on top (full width so the plain-word flags are readable); below, the plot and
+        # the matched stretches on the left, the owned-frame preview on the right.
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.setChildrenCollapsible(False)
+        self.file_table = QTableWidget(0, len(FILE_COLUMNS))
+        self.file_table.setAccessibleName("Offered files")
+        self.file_table.setHorizontalHeaderLabels(list(FILE_COLUMNS))
+        self.file_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.file_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.file_table.verticalHeader().setVisible(False)
+        self.file_table.horizontalHeader().setStretchLastSection(True)
+        compact_rows(self.file_table)
+        # Never fewer than four files in view (the laptop complaint was "3.5 rows").
+        self.file_table.setMinimumHeight(self.file_table.horizontalHeader().sizeHint().height()
+                                         + 4 * self.file_table.verticalHeader().defaultSectionSize() + 6)
+        self.file_table.itemSelectionChanged.connect(self._on_file_selected)
+        split.addWidget(self.file_table)
+
+        lower = QWidget()
+        hl = QHBoxLayout(lower)
+        hl.setContentsMargins(0, 0, 0, 0)
+        self._build_plot_side(hl)
+        self._build_preview_side(hl)
+        split.addWidget(lower)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 4)
+        split.setSizes([175, 475])
+        outer.addWidget(split, 1)
+        self._update_legend()
+        self._set_enabled(False)
+
+    def _build_summary(self, outer: QVBoxLayout) -> None:
+        """The result in sentences, with the save and open buttons beside them."""
         # The sentences on the left, the save buttons beside them (not on a row of their own:
         # at 1366x768 every line of height goes to the file table and the plot).
         top_row = QHBoxLayout()
@@ -229,29 +264,9 @@ class ResultsView(QWidget):
         grid.addWidget(self.open_button, 1, 1)
         top_row.addLayout(grid)
         top_row.setAlignment(grid, Qt.AlignmentFlag.AlignTop)
-        lay = outer
 
-        # Files on top (full width so the plain-word flags are readable); below, the plot and
-        # the matched stretches on the left, the owned-frame preview on the right.
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.setChildrenCollapsible(False)
-        self.file_table = QTableWidget(0, len(FILE_COLUMNS))
-        self.file_table.setAccessibleName("Offered files")
-        self.file_table.setHorizontalHeaderLabels(list(FILE_COLUMNS))
-        self.file_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.file_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.file_table.verticalHeader().setVisible(False)
-        self.file_table.horizontalHeader().setStretchLastSection(True)
-        compact_rows(self.file_table)
-        # Never fewer than four files in view (the laptop complaint was "3.5 rows").
-        self.file_table.setMinimumHeight(self.file_table.horizontalHeader().sizeHint().height()
-                                         + 4 * self.file_table.verticalHeader().defaultSectionSize() + 6)
-        self.file_table.itemSelectionChanged.connect(self._on_file_selected)
-        split.addWidget(self.file_table)
-
-        lower = QWidget()
-        hl = QHBoxLayout(lower)
-        hl.setContentsMargins(0, 0, 0, 0)
+    def _build_plot_side(self, hl: QHBoxLayout) -> None:
+        """The match plot with its colour choice and legend, and the matched stretches below it."""
         left = QWidget()
         rl = QVBoxLayout(left)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -290,6 +305,8 @@ class ResultsView(QWidget):
         rl.addWidget(self.seg_table, 1)
         hl.addWidget(left, 1)
 
+    def _build_preview_side(self, hl: QHBoxLayout) -> None:
+        """The owned-frame preview and how to read the plot."""
         right = QWidget()
         right.setFixedWidth(340)
         pv = QVBoxLayout(right)
@@ -316,13 +333,6 @@ class ResultsView(QWidget):
         hint.setEnabled(False)
         pv.addWidget(hint)
         hl.addWidget(right)
-        split.addWidget(lower)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 4)
-        split.setSizes([175, 475])
-        lay.addWidget(split, 1)
-        self._update_legend()
-        self._set_enabled(False)
 
     def jobs(self) -> list[Job | None]:
         return [self.preview_job]
@@ -361,7 +371,7 @@ class ResultsView(QWidget):
         ft.setRowCount(len(report.files))
         for r, f in enumerate(report.files):
             name = api.safe_text(f.query_file)
-            ft.setItem(r, 0, _item(name, tip=name))
+            ft.setItem(r, 0, _item(name, tip=name, sort=r))  # the row's file, found again when selected
             ft.setItem(r, 1, _sorting_item(fmt_hours(f.duration_s), f.duration_s))
             pct = api.format_percent(f.matched_percent)
             below = len(f.below_floor)
@@ -381,7 +391,6 @@ class ResultsView(QWidget):
                                            tip="Static or featureless time: counted neither way"))
             words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else "no match")
             ft.setItem(r, 6, _item(words, tip=words))
-            ft.item(r, 0).setData(Qt.ItemDataRole.UserRole, r)
         ft.resizeColumnsToContents()
         if ft.columnWidth(0) > 260:
             ft.setColumnWidth(0, 260)
@@ -398,8 +407,10 @@ class ResultsView(QWidget):
         rows = self.file_table.selectionModel().selectedRows()
         if not rows or self.report is None:
             return None
-        idx = self.file_table.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole)
-        return self.report.files[int(idx)]
+        item = self.file_table.item(rows[0].row(), 0)
+        if item is None:
+            return None
+        return self.report.files[int(item.data(Qt.ItemDataRole.UserRole))]
 
     def _on_file_selected(self) -> None:
         f = self.selected_file()

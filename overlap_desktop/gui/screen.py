@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from overlap_desktop.gui.common import SealField, fmt_hours, fmt_size, headline_
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
-__all__ = ["ScreenOfferPage", "inspect_offer"]
+__all__ = ["ScreenOfferPage"]
 
 #: The next step when the library is empty (the button beside it goes there).
 ADD_FOOTAGE_FIRST = "Add your footage first: the folders of videos you own, in My library."
@@ -39,10 +40,7 @@ COMPARE_HINT = ("Click “Compare with my library” to find out how much of thi
 
 def api_tip(term: str) -> str:
     """The glossary's explanation of ``term`` (the same words as docs/glossary.md and the HTML report)."""
-    try:
-        return str(api.glossary_tip(term))
-    except AttributeError:  # an older core without the glossary
-        return ""
+    return api.glossary_tip(term)
 
 
 def _first(d: dict[str, Any], *keys: str) -> Any:
@@ -52,57 +50,16 @@ def _first(d: dict[str, Any], *keys: str) -> Any:
     return None
 
 
-def inspect_offer(path: Path, index_path: Path, config: Any) -> dict[str, Any]:
-    """Read a manifest's facts and check it against the library (runs in a worker thread).
-
-    Args:
-        path: The ``.ovlm`` file.
-        index_path: The lab's index folder.
-        config: Resolved configuration.
-
-    Returns:
-        ``{"info": inspect_manifest(path), "compatible": bool | None, "why": str}``;
-        ``compatible`` is ``None`` when there is no library yet.
-
-    Raises:
-        ManifestError: the manifest is malformed, tampered with or unsupported.
-    """
-    info = api.inspect_manifest(path)
-    algo = _first(info, "algo_id", "algo")
-    prep = _first(info, "prep_id", "prep")
-    out: dict[str, Any] = {"info": info, "compatible": None, "why": ""}
-    folder = Path(index_path)
-    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
-        out["why"] = ("Not yet: your library is empty. Add the folders of footage you own in "
-                      "My library first.")
-        return out
-    try:
-        idx = api.open_index(folder, config=config, create=False, readonly=True)
-    except Exception as exc:  # unreadable library: say so, do not refuse the manifest
-        out["why"] = f"Not now: your library cannot be read ({exc})."
-        return out
-    with idx:
-        try:
-            idx.check_compatible(algo, prep)
-        except Exception as exc:
-            out["compatible"] = False
-            out["why"] = str(exc)
-        else:
-            out["compatible"] = True
-        out["library_files"] = len(idx.files(status="ok"))
-    return out
-
-
 class ScreenOfferPage(QWidget):
     """Open a manifest → summary → Compare (worker) → results.
 
     Signals:
-        inspected(dict): the manifest summary is shown.
+        inspected(object): the manifest summary is shown (its ``api.OfferCheck``).
         compared(object): a comparison finished (the report).
         failed(str): opening or comparing failed (the message shown).
     """
 
-    inspected = Signal(dict)
+    inspected = Signal(object)
     compared = Signal(object)
     failed = Signal(str)
 
@@ -110,7 +67,7 @@ class ScreenOfferPage(QWidget):
         super().__init__(parent)
         self.state = state
         self.manifest_path: Path | None = None
-        self.summary: dict[str, Any] | None = None
+        self.summary: api.OfferCheck | None = None
         self.report: Any = None
         self.inspect_job: Job | None = None
         self.compare_job: Job | None = None
@@ -138,7 +95,11 @@ class ScreenOfferPage(QWidget):
         self.stack.currentChanged.connect(lambda i: self.title_row.setVisible(i == 0))
         lay.addWidget(self.stack, 1)
 
-        # Page 0: nothing open yet.
+        self._build_empty_page()
+        self._build_offer_page()
+
+    def _build_empty_page(self) -> None:
+        """Page 0: nothing open yet (drop hint and recently opened manifests)."""
         empty = QWidget()
         el = QVBoxLayout(empty)
         drop = QLabel("Drop the seller's manifest file (.ovlm) anywhere on this window, "
@@ -159,6 +120,8 @@ class ScreenOfferPage(QWidget):
         self.state.recent_changed.connect(self._fill_recent)
         self._fill_recent()
 
+    def _build_offer_page(self) -> None:
+        """Page 1: an offer's summary box, its buttons, the progress line and the results below."""
         # Page 1: an offer. The summary is a compact box (each value right beside its label),
         # so the results below get the height.
         offer = QWidget()
@@ -198,6 +161,29 @@ class ScreenOfferPage(QWidget):
         self.form.addWidget(self.seal, 2, 1, 1, 3)
         self.form.setRowStretch(3, 1)  # extra height (a tall button column) goes below the facts
         sl.addLayout(self.form, 1)
+        self._build_buttons(sl)
+
+        ol.addWidget(self.summary_frame)
+        self.progress_label = QLabel("")
+        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # names offered files
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setAccessibleName("Comparison progress")
+        self.progress_bar.hide()
+        self.progress_label.hide()
+        ol.addWidget(self.progress_label)
+        ol.addWidget(self.progress_bar)
+        self.results_holder = QVBoxLayout()
+        ol.addLayout(self.results_holder, 1)
+        # Before any results the space below the summary stays empty instead of stretching the box.
+        self.filler = QLabel(COMPARE_HINT)
+        self.filler.setWordWrap(True)
+        self.filler.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.filler.setEnabled(False)  # a hint, drawn quietly
+        self.results_holder.addWidget(self.filler, 1)
+        self.stack.addWidget(offer)
+
+    def _build_buttons(self, sl: QHBoxLayout) -> None:
+        """The summary box's buttons, and the next step when comparing is not possible yet."""
         btns = QVBoxLayout()
         self.compare_button = QPushButton("Compare with my library")
         self.compare_button.setAccessibleName("Compare with my library")
@@ -228,24 +214,6 @@ class ScreenOfferPage(QWidget):
         btns.addWidget(self.library_button)
         btns.addStretch(1)
         sl.addLayout(btns)
-        ol.addWidget(self.summary_frame)
-        self.progress_label = QLabel("")
-        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)  # names offered files
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setAccessibleName("Comparison progress")
-        self.progress_bar.hide()
-        self.progress_label.hide()
-        ol.addWidget(self.progress_label)
-        ol.addWidget(self.progress_bar)
-        self.results_holder = QVBoxLayout()
-        ol.addLayout(self.results_holder, 1)
-        # Before any results the space below the summary stays empty instead of stretching the box.
-        self.filler = QLabel(COMPARE_HINT)
-        self.filler.setWordWrap(True)
-        self.filler.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
-        self.filler.setEnabled(False)  # a hint, drawn quietly
-        self.results_holder.addWidget(self.filler, 1)
-        self.stack.addWidget(offer)
 
     def _say(self, text: str) -> None:
         """Progress text under the summary; the line takes no height while there is nothing to say."""
@@ -289,7 +257,7 @@ class ScreenOfferPage(QWidget):
         self._set_next_step(None)
         self.compare_button.setEnabled(False)
         self._say("")
-        job = Job(inspect_offer, path, self.state.index_path, config, parent=self, with_progress=False)
+        job = Job(api.check_offer, path, self.state.index_path, parent=self, with_progress=False, config=config)
         job.succeeded.connect(self._on_inspected)
         job.failed.connect(lambda exc: self._on_open_failed(path, exc))
         self.inspect_job = job
@@ -305,9 +273,9 @@ class ScreenOfferPage(QWidget):
         box = show_error(self.window(), title, exc)
         self.failed.emit(box.text())
 
-    def _on_inspected(self, summary: dict[str, Any], *, remember: bool = True) -> None:
+    def _on_inspected(self, summary: api.OfferCheck, *, remember: bool = True) -> None:
         self.summary = summary
-        info = summary["info"]
+        info = summary.info
         assert self.manifest_path is not None
         if remember:
             self.state.add_recent(self.manifest_path)
@@ -338,28 +306,24 @@ class ScreenOfferPage(QWidget):
         if _first(info, "creator"):
             made.append(f"with {info['creator']}")
         self.fields["made"].setText(api.safe_text(" ".join(made)) if made else "–")
-        compat = summary["compatible"]
+        compat = summary.compatible
         if compat is True:
-            n = summary.get("library_files", 0)
             self.fields["compat"].setText(f"Yes: made with the same fingerprint settings as your library "
-                                          f"({n} files).")
+                                          f"({summary.library_files} files).")
         elif compat is False:
-            self.fields["compat"].setText("No: " + summary["why"] + " Ask the seller for a manifest made "
+            self.fields["compat"].setText("No: " + summary.why + " Ask the seller for a manifest made "
                                           "with a current version of overlap.")
+        elif summary.library_empty:
+            self.fields["compat"].setText("Not yet: your library is empty.")
         else:
-            self.fields["compat"].setText("Not yet: your library is empty." if self._library_empty(summary)
-                                          else summary["why"])
+            self.fields["compat"].setText(f"Not now: {summary.why}.")
         self.compare_button.setEnabled(compat is True)
         self._set_next_step(summary)
         self.inspected.emit(summary)
 
-    @staticmethod
-    def _library_empty(summary: dict[str, Any]) -> bool:
-        return summary.get("compatible") is None and "library is empty" in str(summary.get("why", ""))
-
-    def _set_next_step(self, summary: dict[str, Any] | None) -> None:
+    def _set_next_step(self, summary: api.OfferCheck | None) -> None:
         """Say why "Compare" is disabled and what to do, with a button to get there."""
-        empty = summary is not None and self._library_empty(summary)
+        empty = summary is not None and summary.library_empty
         self.next_step.setText(ADD_FOOTAGE_FIRST if empty else "")
         self.next_step.setVisible(empty)
         self.filler.setText("" if empty else COMPARE_HINT)
@@ -377,7 +341,7 @@ class ScreenOfferPage(QWidget):
         """Compare the open manifest with the library in a worker."""
         if self.manifest_path is None:
             return None
-        if self.summary is not None and self.summary.get("compatible") is not True:
+        if self.summary is not None and self.summary.compatible is not True:
             self._set_next_step(self.summary)
             return None
         try:
@@ -430,7 +394,7 @@ class ScreenOfferPage(QWidget):
         self.open_button.setEnabled(True)
         self.open_other_button.setEnabled(True)
         self.compare_button.setEnabled(self.manifest_path is not None
-                                      and (self.summary or {}).get("compatible") is True)
+                                      and self.summary is not None and self.summary.compatible is True)
 
     def cancel(self) -> None:
         for job in (self.compare_job, self.demo_job):
@@ -492,11 +456,10 @@ class ScreenOfferPage(QWidget):
         # "Compare with my library" must reflect *your* library (empty after a first demo), not
         # the demo's sample library the report below was made with.
         try:
-            mine = inspect_offer(self.manifest_path, self.state.index_path, self.state.config())
-        except Exception:  # a library problem is reported when comparing; the demo still shows
-            mine = {"info": info, "compatible": None, "why": ""}
-        self._on_inspected({"info": info, "compatible": mine.get("compatible"), "why": mine.get("why", ""),
-                            "library_files": mine.get("library_files", 0)}, remember=False)
+            mine = api.check_offer(self.manifest_path, self.state.index_path, config=self.state.config())
+        except Exception as exc:  # a library problem is reported when comparing; the demo still shows
+            mine = api.OfferCheck(info, None, f"the offer cannot be checked ({exc})")
+        self._on_inspected(dataclasses.replace(mine, info=info), remember=False)
         self.fields["compat"].setText("The demo compared the offer with its own sample library (not yours).")
         report = result.report if result.report is not None else api.load_report_json(result.report_json)
         self.show_report(report, Path(result.index))

@@ -31,9 +31,9 @@ from PySide6.QtWidgets import (
 )
 
 from overlap_desktop import api
+from overlap_desktop.api import user_config_file
 from overlap_desktop.gui.common import show_error
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.paths import user_config_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -161,7 +161,35 @@ class SettingsDialog(QDialog):
         self.sources: dict[str, QLabel] = {}
         self.editors: dict[str, QWidget] = {}
         c = self.config
+        self._build_editors()
+        for key, label in EDITABLE:
+            src = QLabel(_source_words(c.source(key)))
+            src.setToolTip(c.source(key))
+            src.setEnabled(False)  # secondary text
+            src.setAccessibleName(f"Where {label.lower()} comes from")
+            self.sources[key] = src
+            box = QVBoxLayout()
+            box.setSpacing(1)
+            box.addWidget(self.editors[key])
+            box.addWidget(src)
+            w = QWidget()
+            w.setLayout(box)
+            box.setContentsMargins(0, 0, 0, 4)
+            form.addRow(label + ":", w)
+        lay.addLayout(form)
+        self.file_label = QLabel(f"Settings file: {user_config_file()}")
+        self.file_label.setWordWrap(True)
+        lay.addWidget(self.file_label)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
+                                   | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+        self.resize(620, self.sizeHint().height())
 
+    def _build_editors(self) -> None:
+        """One editor per setting in EDITABLE, filled with the values in effect."""
+        c = self.config
         self.path_edit = QLineEdit(str(c["index.path"]))
         self.path_edit.setAccessibleName("Library folder")
         browse = QPushButton("Browse…")
@@ -220,35 +248,10 @@ class SettingsDialog(QDialog):
 
         self.threads = QSpinBox()
         self.threads.setAccessibleName("Decoding threads")
-        self.threads.setRange(0, 64)  # the config refuses more (config.MAX_THREADS)
+        self.threads.setRange(0, api.MAX_THREADS)  # the config refuses more
         self.threads.setSpecialValueText("automatic")
         self.threads.setValue(int(c["index.threads"]))
         self.editors["index.threads"] = self.threads
-
-        for key, label in EDITABLE:
-            src = QLabel(_source_words(c.source(key)))
-            src.setToolTip(c.source(key))
-            src.setEnabled(False)  # secondary text
-            src.setAccessibleName(f"Where {label.lower()} comes from")
-            self.sources[key] = src
-            box = QVBoxLayout()
-            box.setSpacing(1)
-            box.addWidget(self.editors[key])
-            box.addWidget(src)
-            w = QWidget()
-            w.setLayout(box)
-            box.setContentsMargins(0, 0, 0, 4)
-            form.addRow(label + ":", w)
-        lay.addLayout(form)
-        self.file_label = QLabel(f"Settings file: {user_config_file()}")
-        self.file_label.setWordWrap(True)
-        lay.addWidget(self.file_label)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                                   | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.save)
-        buttons.rejected.connect(self.reject)
-        lay.addWidget(buttons)
-        self.resize(620, self.sizeHint().height())
 
     def _browse(self) -> None:
         d = QFileDialog.getExistingDirectory(self, "Folder for the library's fingerprints",

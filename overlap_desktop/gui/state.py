@@ -43,11 +43,11 @@ class AppState(QObject):
     def __init__(self, overrides: dict[str, Any] | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.overrides: dict[str, Any] = dict(overrides or {})
-        self._config: Any = None
+        self._config: api.Config | None = None
 
     # ------------------------------------------------------------------ config
-    def config(self) -> Any:
-        """The resolved :class:`~overlap_desktop.config.Config` (cached until :meth:`reload`).
+    def config(self) -> api.Config:
+        """The resolved :class:`~overlap_desktop.api.Config` (cached until :meth:`reload`).
 
         Raises:
             ConfigError: a setting does not parse (the message names key and source).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -48,25 +47,9 @@ STATUS_COLOURS = {"matched": "#1a9850", "altered": "#d73027", "missing": "#d7302
                   "unreadable": "#d73027"}
 
 
-def verdict_text(result: Any) -> str:
-    """One sentence for a :class:`~overlap_desktop.core.manifest.verify.VerifyResult` (the core's words)."""
-    verdict = getattr(api, "verify_verdict", None)
-    if verdict is not None:
-        return str(verdict(result))
-    n = len(result.entries)
-    if result.ok:
-        return f"The delivery matches the quote: all {n} files are exactly as quoted, nothing extra."
-    parts = []
-    if result.missing:
-        parts.append(f"{result.missing} missing")
-    if result.altered:
-        parts.append(f"{result.altered} altered")
-    if result.extra:
-        parts.append(f"{len(result.extra)} not in the quote")
-    if result.unreadable:
-        parts.append(f"{len(result.unreadable)} unreadable")
-    return (f"The delivery does NOT match the quote: {result.matched} of {n} files as quoted; "
-            + ", ".join(parts) + ".")
+def verdict_text(result: api.VerifyResult) -> str:
+    """The delivery's verdict in one sentence: the core's words, as the CLI and the HTML report say it."""
+    return api.verify_verdict(result)
 
 
 class _PathPage(QWizardPage):
@@ -266,13 +249,9 @@ class _ResultPage(QWizardPage):
         if path.suffix.lower() != "." + kind:
             path = path.with_name(path.name + "." + kind)
         try:
-            writer = getattr(api, "write_verify_html" if kind == "html" else "write_verify_json", None)
-            if writer is not None:
-                path = Path(writer(r, path))
-            else:  # an older core: its JSON form only
-                text = json.dumps(r.to_dict(), indent=2, ensure_ascii=False) + "\n"
-                path.write_text(text, encoding="utf-8")
-        except OSError as exc:
+            writer = api.write_verify_html if kind == "html" else api.write_verify_json
+            path = Path(writer(r, path))
+        except (OSError, api.OverlapError) as exc:  # the writers name the file and the problem
             show_error(self, "The report could not be saved", exc)
             return None
         self.saved_note.set_saved(path, "Saved")

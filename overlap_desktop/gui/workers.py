@@ -17,7 +17,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from overlap_desktop import api
-from overlap_desktop.errors import Cancelled
+from overlap_desktop.api import Cancelled
 
 __all__ = ["EtaEstimator", "Job", "Worker", "eta_text", "wait_all"]
 
@@ -132,7 +132,7 @@ class Job(QObject):
         self.worker.succeeded.connect(self._relay_succeeded)
         self.worker.failed.connect(self._relay_failed)
         self.worker.cancelled.connect(self._relay_cancelled)
-        self.thread: QThread | None = None
+        self._thread: QThread | None = None
         self.started_at = 0.0
         self._running = False
         if parent is not None:
@@ -146,7 +146,7 @@ class Job(QObject):
         """Start the worker thread; returns ``self`` for chaining."""
         _LIVE.add(self)
         thread = QThread()
-        self.thread = thread
+        self._thread = thread
         self.worker.moveToThread(thread)
         thread.started.connect(self.worker.run)
         # Direct: QThread.quit is thread-safe, and a queued quit could not run while the UI
@@ -173,9 +173,9 @@ class Job(QObject):
 
     def wait(self, ms: int = 30_000) -> bool:
         """Block until the thread ends (used when the window closes)."""
-        if self.thread is None:
+        if self._thread is None:
             return True
-        return bool(self.thread.wait(ms))
+        return bool(self._thread.wait(ms))
 
     @Slot(object)
     def _relay_progress(self, p: Any) -> None:

@@ -26,6 +26,8 @@ from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallbac
 from overlap_desktop.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
 
     from overlap_desktop.config import Config
@@ -183,7 +185,7 @@ def _make_footage(owned_dir: Path, offer_dir: Path, *, progress: ProgressCallbac
             scene = df.DemoScene(_NEW_SEED, size=SIZE, max_seconds=plant.owned_end + 1)
         else:
             scene = scenes[plant.owned_file]
-        transforms = []
+        transforms: list[Callable[[np.ndarray], np.ndarray]] = []
         if plant.mirrored:
             transforms.append(df.mirror)
         if plant.crop < 1.0:

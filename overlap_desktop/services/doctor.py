@@ -104,7 +104,9 @@ def _pyav_checks() -> list[DoctorCheck]:
     ffmpeg = getattr(av, "ffmpeg_version_info", "") or ""
     out = [DoctorCheck("PyAV", True, str(av.__version__), f"FFmpeg {ffmpeg}".strip())]
     out.append(DoctorCheck("FFmpeg libraries", bool(libs), lib_text or "unknown", "", False))
-    have, missing_required, missing = [], [], []
+    have: list[str] = []
+    missing_required: list[str] = []
+    missing: list[str] = []
     for name, needed in _DECODERS.items():
         try:
             av.codec.Codec(name, "r")
@@ -151,11 +153,12 @@ def _readers_checks() -> list[DoctorCheck]:
 
 
 def _index_checks(config: Config) -> list[DoctorCheck]:
-    from overlap_desktop.core.index.store import DB_NAME, _existing_ancestor, wal_support
+    from overlap_desktop.core.index.status import library_status
+    from overlap_desktop.core.index.store import _existing_ancestor, wal_support
 
     path = Path(config.index_path)
     src = config.source("index.path")
-    exists = (path / DB_NAME).is_file()
+    exists = library_status(path).has_index
     out = [DoctorCheck("index location", True, str(path),
                        f"{'existing index' if exists else 'no index yet'} (from {src})")]
     if exists:

@@ -13,6 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+from overlap_desktop import api
 from overlap_desktop.gui.screen import ScreenOfferPage
 
 HOSTILE = '<b>bold</b><img src="file:///etc/passwd"><a href="https://evil.example">x</a>\u202egpj.exe'
@@ -22,8 +23,8 @@ def test_manifest_label_and_creator_are_plain_text(qtbot: Any, state: Any, tmp_p
     page = ScreenOfferPage(state)
     qtbot.addWidget(page)
     page.manifest_path = tmp_path / "offer.ovlm"
-    summary = {"info": {"label": HOSTILE, "creator": HOSTILE, "files": 1, "root": "ab" * 32},
-               "compatible": None, "why": "The library is empty."}
+    summary = api.OfferCheck({"label": HOSTILE, "creator": HOSTILE, "files": 1, "root": "ab" * 32}, None,
+                             "the library is empty")
     page._on_inspected(summary, remember=False)
     for key in ("label", "made"):
         label = page.fields[key]

@@ -100,8 +100,8 @@ def test_vendor_flow_end_to_end_never_touches_the_library(qtbot: Any, lab_index:
     names = {wiz.dedupe.dupes.item(r, c).text() for r in range(wiz.dedupe.dupes.rowCount()) for c in (0, 2)}
     assert names == {"take-1.mp4", "take-1-again.mp4"}  # nothing from the lab's library
     wiz.next()
-    assert wiz.options.label.text() == "Q3 kitchen teleop"
-    out = Path(wiz.options.out.text())
+    assert wiz.options_page.label.text() == "Q3 kitchen teleop"
+    out = Path(wiz.options_page.out.text())
     assert out.parent == _user_folders / "Documents" and out.name == "Q3-kitchen-teleop.ovlm"
     with qtbot.waitSignal(wiz.save.done, timeout=60_000) as got:
         wiz.next()
@@ -205,7 +205,7 @@ def test_offer_summary_is_compact_seal_copyable_dates_human(qtbot: Any, lab_stat
     screen = w.screen
     with qtbot.waitSignal(screen.inspected, timeout=20_000) as got:
         w.open_manifest(offer_manifest)
-    root = got.args[0]["info"]["root"]
+    root = got.args[0].info["root"]
     qtbot.wait(50)
     assert screen.summary_frame.height() < 200
     for key in ("label", "amount"):  # each value on its label's line, not ~90 px below it

@@ -19,9 +19,10 @@ def test_open_compare_and_show_results(qtbot: Any, lab_state: Any, offer_manifes
     with qtbot.waitSignal(screen.inspected, timeout=20_000) as got:
         w.open_manifest(offer_manifest)
     summary = got.args[0]
-    assert summary["compatible"] is True
+    assert summary.compatible is True
+    assert summary.library_files == len(api.library_files(lab_state.index_path, status="ok")) > 0
     assert screen.fields["label"].text() == "Test offer"
-    assert summary["info"]["root"] == screen.seal.text()
+    assert summary.info["root"] == screen.seal.text()
     assert "2 files" in screen.fields["amount"].text()
     assert screen.compare_button.isEnabled()
     assert str(offer_manifest.resolve()) in lab_state.recent_manifests()
@@ -130,7 +131,7 @@ def test_an_offer_cannot_be_compared_before_the_library_has_footage(qtbot: Any, 
     screen = window.screen
     with qtbot.waitSignal(screen.inspected, timeout=20_000) as got:
         window.open_manifest(offer_manifest)
-    assert got.args[0]["compatible"] is None
+    assert got.args[0].compatible is None and got.args[0].library_empty
     assert "library is empty" in screen.fields["compat"].text()
     assert "overlap index" not in screen.fields["compat"].text()  # no command-line advice in the window
     assert not screen.compare_button.isEnabled()

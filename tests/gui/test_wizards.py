@@ -48,7 +48,7 @@ def test_export_wizard_end_to_end(qtbot: Any, state: Any, footage: dict[str, Pat
 
     wiz.next()
     assert wiz.currentId() == ew.PAGE_OPTIONS
-    opts = wiz.options
+    opts = wiz.options_page
     assert opts.label.text() == "vendor-offer"  # a sensible default
     assert opts.fps.value() == float(state.config()["export.fps"])
     opts.label.setText("")
@@ -117,6 +117,11 @@ def test_verify_wizard_exact_and_altered_delivery(qtbot: Any, state: Any, offer_
     assert out is not None
     data = json.loads(out.read_text())
     assert data["ok"] is False and data["summary"]["missing"] == 1
+    # A destination that cannot be written: a message naming it, not an exception in a slot.
+    (tmp_path / "a-file").write_text("x")
+    for kind in ("json", "html"):
+        assert wiz2.result_page.export(tmp_path / "a-file" / f"verify.{kind}", kind) is None
+        assert "a-file" in str(wiz2.result_page.property("last_message"))
 
 
 def test_verify_wizard_refuses_a_bad_manifest(qtbot: Any, state: Any, tmp_path: Path) -> None:

@@ -202,3 +202,21 @@ def test_hostile_file_names_survive_the_whole_pipeline(world: dict[str, Path], t
     assert "<script" not in text and "<img" not in text
     assert "clip[U+202E]4pm.exe&lt;script&gt;" in text
     assert "clip[U+202E]4pm.exe<script>" in out
+
+
+def test_audit_coverage_rule_is_the_apis() -> None:
+    """``overlap audit``'s verdict comes from ``api.uncovered_files`` (judgeable time only)."""
+    from types import SimpleNamespace
+
+    from overlap_desktop import api
+    from overlap_desktop.cli.commands import audit
+
+    def f(name: str, duration: float, matched: float, indeterminate: float = 0.0) -> SimpleNamespace:
+        return SimpleNamespace(query_file=name, duration_s=duration, matched_seconds=matched,
+                               indeterminate_seconds=indeterminate)
+
+    files = [f("exact", 10.0, 8.0), f("short", 10.0, 7.9), f("static-half", 10.0, 4.0, 5.0), f("static", 6.0, 0.0, 6.0)]
+    short, unjudged = api.uncovered_files(SimpleNamespace(files=files), 80.0)  # type: ignore[arg-type]
+    assert [x.query_file for x in short] == ["short"] and [x.query_file for x in unjudged] == ["static"]
+    assert api.covered_percent(files[2]) == pytest.approx(80.0) and api.covered_percent(files[3]) is None
+    assert audit.uncovered_files is api.uncovered_files and audit.DEFAULT_REQUIRE == api.DEFAULT_REQUIRE == 80.0

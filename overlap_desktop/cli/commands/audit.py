@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from overlap_desktop.api import DEFAULT_REQUIRE, ExitCode, UsageError, uncovered_files
 from overlap_desktop.cli.commands.compare import (
     add_floor_argument,
     add_output_arguments,
@@ -23,35 +24,12 @@ from overlap_desktop.cli.commands.compare import (
     write_outputs,
 )
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.report.model import FileResult, Report
+    pass
 
+# DEFAULT_REQUIRE and uncovered_files live in the core (core/match/coverage.py) and stay importable here.
 __all__ = ["COMMAND", "DEFAULT_REQUIRE", "uncovered_files"]
-
-#: Default share of each sample file's judgeable time the manifest must cover.
-DEFAULT_REQUIRE = 80.0
-
-
-def _judgeable(f: FileResult) -> float:
-    return max(0.0, f.duration_s - f.indeterminate_seconds)
-
-
-def uncovered_files(report: Report, require: float) -> tuple[list[FileResult], list[FileResult]]:
-    """Split an audit report's sample files into (short of ``require`` %, not judgeable).
-
-    Coverage is matched time over judgeable time (duration minus indeterminate time).
-    """
-    short: list[FileResult] = []
-    unjudged: list[FileResult] = []
-    for f in report.files:
-        j = _judgeable(f)
-        if j <= 0.0:
-            unjudged.append(f)
-        elif 100.0 * f.matched_seconds / j + 1e-9 < require:
-            short.append(f)
-    return short, unjudged
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -93,7 +71,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.note(f"some sample files are shorter than the {floor:g} s evidence floor and cannot count as "
                  "covered; lower it with --floor if you accept thinner evidence")
     for f in short:
-        covered = 100.0 * f.matched_seconds / _judgeable(f)
+        covered = api.covered_percent(f) or 0.0
         ctx.note(f"covered {covered:.0f}% (< {args.require:g}%): {api.safe_text(f.query_file, max_len=120)}")
     if short:
         ctx.note(f"{len(short)} sample file{'s are' if len(short) != 1 else ' is'} covered less than "

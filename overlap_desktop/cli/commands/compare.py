@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from overlap_desktop.api import ExitCode, UsageError
 from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
-from overlap_desktop.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.report.model import Report
+    from overlap_desktop.api import Report
 
 __all__ = ["COMMAND", "add_floor_argument", "add_gate_argument", "add_output_arguments", "check_gate",
            "guard_outputs", "percent_arg", "print_report", "write_outputs"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from overlap_desktop.api import UsageError
 from overlap_desktop.cli.commands.compare import (
     add_floor_argument,
     add_gate_argument,
@@ -15,7 +16,6 @@ from overlap_desktop.cli.commands.compare import (
     write_outputs,
 )
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.errors import UsageError
 
 __all__ = ["COMMAND"]
 

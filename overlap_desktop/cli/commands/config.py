@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from overlap_desktop.api import ExitCode, UsageError
 from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
-from overlap_desktop.errors import ExitCode, UsageError
 
 __all__ = ["COMMAND", "format_value"]
 

@@ -6,9 +6,8 @@ import argparse
 from contextlib import ExitStack
 from pathlib import Path
 
+from overlap_desktop.api import ExitCode, Progress, ProgressCallback
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.core.types import Progress, ProgressCallback
-from overlap_desktop.errors import ExitCode
 
 __all__ = ["COMMAND"]
 
@@ -45,7 +44,7 @@ class _StepBars:
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     from overlap_desktop import api
-    from overlap_desktop.services.demo import default_demo_dir
+    from overlap_desktop.api import default_demo_dir
 
     out = args.out if args.out is not None else default_demo_dir()
     bars = _StepBars(ctx)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from overlap_desktop.api import ExitCode
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.errors import ExitCode
 
 __all__ = ["COMMAND"]
 

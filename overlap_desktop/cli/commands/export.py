@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from overlap_desktop import api
+from overlap_desktop.api import ExitCode, UsageError
 from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
-from overlap_desktop.errors import ExitCode, UsageError
 
 
 def _add(p: argparse.ArgumentParser) -> None:

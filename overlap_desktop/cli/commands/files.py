@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from overlap_desktop.api import ExitCode
 from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
-from overlap_desktop.errors import ExitCode
 
 __all__ = ["COMMAND"]
 
@@ -26,25 +26,16 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     from overlap_desktop import api
-    from overlap_desktop.core.index.store import DB_NAME, _norm, _under
 
     path = ctx.config.index_path
-    if not (path / DB_NAME).is_file():
+    if not api.library_status(path).has_index:  # (a file there, too: nothing indexed yet)
         if args.json:
             ctx.print_json({"index": str(path), "files": []})
         else:
             ctx.note(f"No index at {safe_terminal(path)} yet; run `overlap index PATH` first.")
         return int(ExitCode.OK)
-    with api.open_index(path, readonly=True) as idx:
-        files = idx.files()
     status = "error" if args.errors else args.status
-    if status == "pending":
-        files = [f for f in files if f.status in ("pending", "running")]
-    elif status is not None:
-        files = [f for f in files if f.status == status]
-    if args.paths:
-        roots = [_norm(p) for p in args.paths]
-        files = [f for f in files if any(_under(f.path, r) for r in roots)]
+    files = api.library_files(path, status=status, under=args.paths, config=ctx.config)
     if args.json:
         ctx.print_json({"index": str(path), "files": [f.to_dict() for f in files]})
         return int(ExitCode.OK)
@@ -58,9 +49,9 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     ok = [f for f in files if f.status == "ok"]
     errors = sum(1 for f in files if f.status == "error")
     pending = sum(1 for f in files if f.status in ("pending", "running"))
-    hours = sum(f.hours for f in ok)
+    total_hours = sum(f.hours for f in ok)
     ind = sum(f.indeterminate_s for f in ok) / 3600.0
-    ctx.print(f"{len(files)} file(s): {len(ok)} ok ({hours:.3f} h, {ind:.3f} h indeterminate), "
+    ctx.print(f"{len(files)} file(s): {len(ok)} ok ({total_hours:.3f} h, {ind:.3f} h indeterminate), "
               f"{errors} error(s), {pending} pending  [index {safe_terminal(path)}{os.sep}]")
     return int(ExitCode.OK)
 

@@ -11,12 +11,11 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
+from overlap_desktop.api import Cancelled, ExitCode, UsageError
 from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
-from overlap_desktop.errors import Cancelled, ExitCode, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.index.indexer import IndexSummary
-    from overlap_desktop.core.types import Progress
+    from overlap_desktop.api import IndexSummary, Progress
 
 __all__ = ["COMMAND", "print_summary"]
 
@@ -217,7 +216,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
 def _totals(index_path: str) -> dict[str, Any] | None:
     """The whole index's counts after the run (None if it cannot be read right now)."""
     from overlap_desktop import api
-    from overlap_desktop.errors import OverlapError
+    from overlap_desktop.api import OverlapError
 
     try:
         with api.open_index(index_path, readonly=True) as idx:

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from overlap_desktop import api
+from overlap_desktop.api import ExitCode
 from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
-from overlap_desktop.errors import ExitCode
 
 
 def safe(text: object) -> str:

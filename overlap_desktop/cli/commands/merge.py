@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from overlap_desktop.api import ExitCode
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.errors import ExitCode
 
 __all__ = ["COMMAND"]
 

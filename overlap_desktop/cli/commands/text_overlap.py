@@ -9,9 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from overlap_desktop import api
+from overlap_desktop.api import ExitCode, InputError, Progress
 from overlap_desktop.cli.framework import CliContext, Command
-from overlap_desktop.core.types import Progress
-from overlap_desktop.errors import ExitCode, InputError
 
 #: Training files listed by name in the summary (the JSON output has all of them).
 SHOWN_SOURCES = 10

@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from overlap_desktop import api
+from overlap_desktop.api import MAX_THREADS, ExitCode, InputError, UsageError, atomic_write_bytes
 from overlap_desktop.cli.commands.inspect import safe
 from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
-from overlap_desktop.config import MAX_THREADS
-from overlap_desktop.core.fsutil import atomic_write_bytes
-from overlap_desktop.errors import ExitCode, InputError, UsageError
 
 
 def _add(p: argparse.ArgumentParser) -> None:

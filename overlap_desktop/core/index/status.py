@@ -1,0 +1,116 @@
+"""Is there a library yet, and what does it hold? The one answer the CLI and the GUI both ask for.
+
+"Library" is the lab's index folder. Before anything is indexed the folder may be
+missing, empty, or hold other things; only an index database in it makes a library.
+These helpers answer that without opening the database (cheap enough for a window
+to ask on every refresh), and list the files of an existing library with the filters
+``overlap files`` offers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+# `_norm`/`_under` are the store's own rule for "this path is at or under that root"; using
+# them keeps `overlap files PATH` in step with how paths are stored.
+from overlap_desktop.core.index.store import DB_NAME, IndexedFile, _norm, _under, open_index
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.config import Config
+
+__all__ = ["FILE_STATUSES", "LibraryStatus", "library_files", "library_status"]
+
+#: What ``library_files(status=...)`` accepts; "pending" also covers files a writer is working on.
+FILE_STATUSES = ("ok", "error", "pending")
+
+
+@dataclass(frozen=True)
+class LibraryStatus:
+    """What is at the library (index) folder, found without opening the database.
+
+    Attributes:
+        path: The index folder, absolute.
+        has_index: An index database is there (something was indexed, or indexing started).
+        problem: Why the folder cannot be a library (e.g. it is a file); empty when it can.
+    """
+
+    path: Path
+    has_index: bool
+    problem: str = ""
+
+    @property
+    def empty(self) -> bool:
+        """Nothing indexed yet: the next step is to add footage (not an error)."""
+        return not self.has_index and not self.problem
+
+    @property
+    def ready(self) -> bool:
+        """There is an index to open, read and compare against."""
+        return self.has_index and not self.problem
+
+
+def _folder(path: str | os.PathLike[str] | None, config: Config | None) -> Path:
+    if path is None:
+        if config is None:
+            from overlap_desktop.config import load_config
+
+            config = load_config()
+        path = config.index_path
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+
+
+def library_status(path: str | os.PathLike[str] | None = None, *, config: Config | None = None) -> LibraryStatus:
+    """Is there a library yet at ``path``?
+
+    Args:
+        path: The index folder; default the configured one (``config.index_path``).
+        config: Resolved settings, used when ``path`` is not given (default: loaded).
+
+    Returns:
+        A :class:`LibraryStatus`; a missing or empty folder is an empty library, not an error.
+    """
+    folder = _folder(path, config)
+    if folder.exists() and not folder.is_dir():
+        return LibraryStatus(folder, has_index=False, problem="is a file, not an index folder")
+    return LibraryStatus(folder, has_index=(folder / DB_NAME).is_file())
+
+
+def library_files(path: str | os.PathLike[str] | None = None, *, status: str | None = None,
+                  under: Iterable[str | os.PathLike[str]] = (), config: Config | None = None,
+                  ) -> list[IndexedFile]:
+    """The files a library holds, sorted by path; none when nothing was indexed yet.
+
+    Args:
+        path: The index folder; default the configured one.
+        status: Only files with this status (one of :data:`FILE_STATUSES`; ``"pending"``
+            includes files being indexed right now).
+        under: Only files at or under one of these paths (as given on a command line:
+            relative paths are taken from the current folder).
+        config: Resolved settings.
+
+    Returns:
+        The matching :class:`IndexedFile` rows.
+
+    Raises:
+        ValueError: ``status`` is not one of :data:`FILE_STATUSES`.
+        IndexError_: the folder is not a readable index (damaged, a file, a newer version).
+    """
+    if status is not None and status not in FILE_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(FILE_STATUSES)}, not {status!r}")
+    lib = library_status(path, config=config)
+    if lib.empty:
+        return []
+    with open_index(lib.path, config=config, create=False, readonly=True) as idx:
+        files = idx.files()
+    if status == "pending":
+        files = [f for f in files if f.status in ("pending", "running")]
+    elif status is not None:
+        files = [f for f in files if f.status == status]
+    roots = [_norm(p) for p in under]
+    if roots:
+        files = [f for f in files if any(_under(f.path, r) for r in roots)]
+    return files

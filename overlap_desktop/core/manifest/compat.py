@@ -1,0 +1,84 @@
+"""Can this offer be compared with the lab's library? Asked before a comparison is offered.
+
+A comparison needs a library with something in it, and an offer fingerprinted with the
+same hash and normalisation as the library (the same rule :func:`~overlap_desktop.core.
+match.compare.compare` enforces). Checking this up front lets a window say "add your
+footage first" or "ask the seller for a current manifest" instead of failing later.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from overlap_desktop.core.index.status import LibraryStatus, library_status
+from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.manifest.format import inspect_manifest
+from overlap_desktop.errors import OverlapError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.config import Config
+
+__all__ = ["OfferCheck", "check_offer"]
+
+
+@dataclass(frozen=True)
+class OfferCheck:
+    """An offer's facts and whether it can be compared with the library now.
+
+    Attributes:
+        info: :func:`~overlap_desktop.core.manifest.format.inspect_manifest` of the offer.
+        compatible: ``True``: compare away; ``False``: the fingerprints differ (a comparison
+            would be refused); ``None``: cannot tell yet (no library, or it cannot be read).
+        why: Why not, in plain words (empty when compatible).
+        library: What is at the library folder.
+        library_files: Files of the library that are ready to compare against.
+    """
+
+    info: dict[str, Any]
+    compatible: bool | None
+    why: str = ""
+    library: LibraryStatus | None = field(default=None, compare=False)
+    library_files: int = 0
+
+    @property
+    def library_empty(self) -> bool:
+        """Nothing indexed yet: the next step is to add the lab's own footage."""
+        return self.library is not None and self.library.empty
+
+
+def check_offer(manifest: str | os.PathLike[str], index_path: str | os.PathLike[str] | None = None, *,
+                config: Config | None = None) -> OfferCheck:
+    """Read an offer's manifest and check it against the library.
+
+    Args:
+        manifest: The ``.ovlm`` file.
+        index_path: The library's index folder; default the configured one.
+        config: Resolved settings.
+
+    Returns:
+        An :class:`OfferCheck`. An empty or unreadable library is reported in it, never
+        raised: the offer itself is fine and its facts are worth showing.
+
+    Raises:
+        ManifestError: the manifest is malformed, tampered with or unsupported.
+    """
+    info = inspect_manifest(manifest)
+    lib = library_status(index_path, config=config)
+    if lib.empty:
+        return OfferCheck(info, None, "the library is empty", lib)
+    if lib.problem:
+        return OfferCheck(info, None, f"the library cannot be read ({lib.path}: {lib.problem})", lib)
+    try:
+        idx = open_index(lib.path, config=config, create=False, readonly=True)
+    except (OverlapError, OSError) as exc:  # busy, damaged, newer: say so, do not refuse the manifest
+        return OfferCheck(info, None, f"the library cannot be read ({exc})", lib)
+    with idx:
+        ready = len(idx.files(status="ok"))
+        theirs, ours = (info.get("algo_id"), info.get("prep_id")), (idx.algo_id, idx.prep_id)
+    if theirs != ours:
+        why = (f"the offer was fingerprinted with {theirs[0]}/{theirs[1]}, your library with "
+               f"{ours[0]}/{ours[1]}, so they cannot be compared.")
+        return OfferCheck(info, False, why, lib, ready)
+    return OfferCheck(info, True, "", lib, ready)
