@@ -219,18 +219,18 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    # The same names as _EXPORTS (tests/unit/test_layers.py keeps the two in step), so that
-    # `api.open_index(...)` in the shells is type-checked instead of being Any.
-    from overlap_desktop.config import MAX_THREADS, SETTINGS, Config, load_config  # noqa: F401
-    from overlap_desktop.core.fsutil import atomic_write_bytes  # noqa: F401
-    from overlap_desktop.core.index.indexer import IndexSummary, fingerprint_file, index_paths  # noqa: F401
-    from overlap_desktop.core.index.merge import MergeSummary, merge_indexes  # noqa: F401
-    from overlap_desktop.core.index.status import LibraryStatus, library_files, library_status  # noqa: F401
-    from overlap_desktop.core.index.store import Index, IndexedFile, open_index  # noqa: F401
-    from overlap_desktop.core.ingest.readers import available_readers  # noqa: F401
-    from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for  # noqa: F401
-    from overlap_desktop.core.manifest.compat import OfferCheck, check_offer  # noqa: F401
-    from overlap_desktop.core.manifest.format import (  # noqa: F401
+    # The same names as _EXPORTS, written by tools/sync_api_typing.py (tests/unit/test_layers.py
+    # keeps the two in step), so `api.open_index(...)` in the shells is type-checked, not Any.
+    from overlap_desktop.config import MAX_THREADS, SETTINGS, Config, load_config
+    from overlap_desktop.core.fsutil import atomic_write_bytes
+    from overlap_desktop.core.index.indexer import IndexSummary, fingerprint_file, index_paths
+    from overlap_desktop.core.index.merge import MergeSummary, merge_indexes
+    from overlap_desktop.core.index.status import LibraryStatus, library_files, library_status
+    from overlap_desktop.core.index.store import Index, IndexedFile, open_index
+    from overlap_desktop.core.ingest.readers import available_readers
+    from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for
+    from overlap_desktop.core.manifest.compat import OfferCheck, check_offer
+    from overlap_desktop.core.manifest.format import (
         ExportSummary,
         Manifest,
         ManifestFile,
@@ -240,8 +240,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         read_manifest,
         write_manifest,
     )
-    from overlap_desktop.core.manifest.sections import TextNgrams  # noqa: F401
-    from overlap_desktop.core.manifest.verify import (  # noqa: F401
+    from overlap_desktop.core.manifest.sections import TextNgrams
+    from overlap_desktop.core.manifest.verify import (
         VerifyResult,
         is_clutter,
         verify_delivery,
@@ -249,48 +249,45 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_verify_html,
         write_verify_json,
     )
-    from overlap_desktop.core.match.annotations import annotation_overlap  # noqa: F401
-    from overlap_desktop.core.match.compare import audit_sample, compare, compare_offers, self_dedupe  # noqa: F401
-    from overlap_desktop.core.match.coverage import DEFAULT_REQUIRE, covered_percent, uncovered_files  # noqa: F401
-    from overlap_desktop.core.report.model import (  # noqa: F401
+    from overlap_desktop.core.match.annotations import annotation_overlap
+    from overlap_desktop.core.match.compare import audit_sample, compare, compare_offers, self_dedupe
+    from overlap_desktop.core.match.coverage import DEFAULT_REQUIRE, covered_percent, uncovered_files
+    from overlap_desktop.core.report.csv_io import write_report_csv
+    from overlap_desktop.core.report.glossary import GLOSSARY, glossary_tip
+    from overlap_desktop.core.report.html import write_report_html
+    from overlap_desktop.core.report.json_io import load_report_json, report_to_dict, write_report_json
+    from overlap_desktop.core.report.model import FileResult, Report, judged_unmatched_seconds, repeats_checked
+    from overlap_desktop.core.report.scale import (
         DISTANCE_SCALE,
-        GLOSSARY,
         DistanceLevel,
-        FileResult,
-        Report,
+        distance_colour,
+        distance_level_indices,
+        distance_words,
+    )
+    from overlap_desktop.core.report.wording import (
         chance_words,
         describe_flags,
         describe_repeat,
         describe_segment,
-        distance_colour,
-        distance_words,
         format_clock,
         format_date,
         format_duration,
         format_percent,
-        glossary_tip,
         headline,
         headline_details,
-        judged_unmatched_seconds,
-        load_report_json,
         new_footage_sentence,
-        repeats_checked,
-        report_to_dict,
         safe_text,
         speed_text,
         speed_words,
         stream_words,
-        write_report_csv,
-        write_report_html,
-        write_report_json,
     )
-    from overlap_desktop.core.text.overlap import (  # noqa: F401
+    from overlap_desktop.core.text.overlap import (
         TextOverlapResult,
         check_hashed_overlap,
         keyed_ngram_hashes,
         text_overlap,
     )
-    from overlap_desktop.core.types import (  # noqa: F401
+    from overlap_desktop.core.types import (
         CancelCallback,
         CancelToken,
         Progress,
@@ -299,7 +296,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         StreamFingerprints,
         Variant,
     )
-    from overlap_desktop.errors import (  # noqa: F401
+    from overlap_desktop.errors import (
         Cancelled,
         CheckFailed,
         ConfigError,
@@ -314,7 +311,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         OverlapError,
         UsageError,
     )
-    from overlap_desktop.paths import default_index_dir, user_config_file  # noqa: F401
-    from overlap_desktop.services.demo import default_demo_dir, run_demo  # noqa: F401
-    from overlap_desktop.services.doctor import doctor  # noqa: F401
-    from overlap_desktop.services.preview import frame_at  # noqa: F401
+    from overlap_desktop.paths import default_index_dir, user_config_file
+    from overlap_desktop.services.demo import default_demo_dir, run_demo
+    from overlap_desktop.services.doctor import doctor
+    from overlap_desktop.services.preview import frame_at

@@ -105,7 +105,8 @@ def test_the_api_typing_mirror_matches_its_export_table() -> None:
     wrong = {name: module for name, module in api._EXPORTS.items() if mirror.get(name) != module}
     extra = sorted(set(mirror) - set(api._EXPORTS))
     assert not wrong and not extra, (
-        f"api.py: import these under `if TYPE_CHECKING:` from the module _EXPORTS names: {wrong}; "
+        f"api.py: run `python tools/sync_api_typing.py`; import these under `if TYPE_CHECKING:` "
+        f"from the module _EXPORTS names: {wrong}; "
         f"imported there but not exported: {extra}")
 
 
