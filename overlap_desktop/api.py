@@ -101,7 +101,7 @@ _EXPORTS: dict[str, str] = {
     # text overlap (overlapy method)
     "text_overlap": "overlap_desktop.core.text.overlap",
     "check_hashed_overlap": "overlap_desktop.core.text.overlap",
-    "keyed_ngram_hashes": "overlap_desktop.core.text.overlap",
+    "keyed_ngram_hashes": "overlap_desktop.core.text.ngrams",
     "TextOverlapResult": "overlap_desktop.core.text.overlap",
     "annotation_overlap": "overlap_desktop.core.match.annotations",
 }

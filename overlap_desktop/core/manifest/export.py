@@ -181,7 +181,8 @@ def _annotation_ngrams(sources: Sequence[str | os.PathLike[str]], fields: Sequen
                        tokenizer: str | None, ns: Sequence[int] | None,
                        cancel: CancelCallback | None) -> TextNgrams:
     """Keyed n-gram hashes of the annotation sources (the text itself is never written)."""
-    from overlap_desktop.core.text.overlap import DEFAULT_TOKENIZER, iter_documents, keyed_ngram_hashes
+    from overlap_desktop.core.text.ngrams import DEFAULT_TOKENIZER, keyed_ngram_hashes
+    from overlap_desktop.core.text.overlap import iter_documents
 
     tokenizer = tokenizer or DEFAULT_TOKENIZER
     ns = sorted(set(int(n) for n in (ns if ns else range(8, 14))))
