@@ -24,8 +24,8 @@ from overlap_desktop.core.ingest.readers._images import (
     reader_settings,
     validate_raw,
 )
+from overlap_desktop.core.ingest.readers._mcap_messages import ProtobufSchema, decompress_payload
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
-from overlap_desktop.core.ingest.readers.mcap import ProtobufSchema, decompress_payload
 from overlap_desktop.errors import MediaError
 from tests.fixtures_recordings import (
     encode_raw,
