@@ -14,7 +14,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from overlap_desktop.core.ingest.readers._images import ImageError, ImageMessage, message_fields
+from overlap_desktop.core.ingest.readers._decoders import ImageError
+from overlap_desktop.core.ingest.readers._images import ImageMessage, message_fields
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 
 __all__ = ["ProtobufSchema", "decompress_payload"]

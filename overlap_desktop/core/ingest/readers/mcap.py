@@ -42,12 +42,11 @@ from typing import Any
 
 from overlap_desktop.core.ingest.frames import noting_gaps
 from overlap_desktop.core.ingest.readers._bounded import BudgetBook
+from overlap_desktop.core.ingest.readers._decoders import ImageError, VideoDecoder
 from overlap_desktop.core.ingest.readers._images import (
     ConfigurableReader,
-    ImageError,
     ImageMessage,
     ReaderSettings,
-    VideoDecoder,
     describe_codec,
     image_size,
     topic_frames,

@@ -32,9 +32,9 @@ from typing import Any
 from overlap_desktop.core.fsutil import file_kind, is_regular_file, read_regular
 from overlap_desktop.core.ingest.frames import noting_gaps
 from overlap_desktop.core.ingest.readers._bounded import Budget, BudgetBook, count_stream
+from overlap_desktop.core.ingest.readers._decoders import ImageError
 from overlap_desktop.core.ingest.readers._images import (
     ConfigurableReader,
-    ImageError,
     ImageMessage,
     ReaderSettings,
     describe_codec,
