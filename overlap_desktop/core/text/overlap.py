@@ -33,8 +33,6 @@ import platformdirs
 from overlap_desktop.core.text import fanout as _fanout
 from overlap_desktop.core.text import scan as _scan
 from overlap_desktop.core.text import sources as _sources
-# Tokenizers and hashing live in ngrams.py; the public ones stay importable from here (__all__),
-# the module callers have always used for text overlap.
 from overlap_desktop.core.text.ngrams import (
     DEFAULT_TOKENIZER,
     TOKENIZERS,
@@ -51,6 +49,8 @@ from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallbac
 from overlap_desktop.errors import InputError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
+# Tokenizers and hashing live in ngrams.py; the public ones stay importable from here, the
+# module callers have always used for text overlap.
 __all__ = [
     "TOKENIZERS",
     "Document",
