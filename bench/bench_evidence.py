@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 
 from overlap_desktop import api  # noqa: E402
 from overlap_desktop.core.index.store import open_index  # noqa: E402
-from overlap_desktop.core.manifest.format import read_manifest  # noqa: E402
+from overlap_desktop.core.manifest.parse import read_manifest  # noqa: E402
 from overlap_desktop.core.match import compare as C  # noqa: E402
 from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
 from tests import manipulations as m  # noqa: E402

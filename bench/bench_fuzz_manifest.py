@@ -28,7 +28,7 @@ def _bases(work: Path) -> list[bytes]:
     from overlap_desktop.config import load_config
     from overlap_desktop.core.index.indexer import index_paths
     from overlap_desktop.core.index.store import open_index
-    from overlap_desktop.core.manifest.format import export_manifest
+    from overlap_desktop.core.manifest.export import export_manifest
     from tests.footage import make_clip
 
     corpus = work / "corpus"
@@ -48,7 +48,7 @@ def _bases(work: Path) -> list[bytes]:
 
 def main() -> int:
     """Run the loop; print cases, outcomes and the slowest parses."""
-    from overlap_desktop.core.manifest.format import parse_manifest
+    from overlap_desktop.core.manifest.parse import parse_manifest
     from overlap_desktop.errors import ManifestError
     from tests.reliability.test_hostile_manifests import mutate
 

@@ -70,12 +70,12 @@ _EXPORTS: dict[str, str] = {
     "LibraryStatus": "overlap_desktop.core.index.status",
     "library_files": "overlap_desktop.core.index.status",
     # Core 2: manifests and delivery verification
-    "export_manifest": "overlap_desktop.core.manifest.format",
-    "read_manifest": "overlap_desktop.core.manifest.format",
-    "inspect_manifest": "overlap_desktop.core.manifest.format",
+    "export_manifest": "overlap_desktop.core.manifest.export",
+    "read_manifest": "overlap_desktop.core.manifest.parse",
+    "inspect_manifest": "overlap_desktop.core.manifest.inspect",
     "Manifest": "overlap_desktop.core.manifest.format",
-    "ExportSummary": "overlap_desktop.core.manifest.format",
-    "write_manifest": "overlap_desktop.core.manifest.format",
+    "ExportSummary": "overlap_desktop.core.manifest.export",
+    "write_manifest": "overlap_desktop.core.manifest.export",
     "ManifestFile": "overlap_desktop.core.manifest.format",
     "ManifestStream": "overlap_desktop.core.manifest.format",
     "TextNgrams": "overlap_desktop.core.manifest.sections",
@@ -137,7 +137,7 @@ _EXPORTS: dict[str, str] = {
     # text overlap (overlapy method)
     "text_overlap": "overlap_desktop.core.text.overlap",
     "check_hashed_overlap": "overlap_desktop.core.text.overlap",
-    "keyed_ngram_hashes": "overlap_desktop.core.text.overlap",
+    "keyed_ngram_hashes": "overlap_desktop.core.text.ngrams",
     "TextOverlapResult": "overlap_desktop.core.text.overlap",
     "annotation_overlap": "overlap_desktop.core.match.annotations",
 }
@@ -230,16 +230,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.ingest.readers import available_readers
     from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for
     from overlap_desktop.core.manifest.compat import OfferCheck, check_offer
-    from overlap_desktop.core.manifest.format import (
-        ExportSummary,
-        Manifest,
-        ManifestFile,
-        ManifestStream,
-        export_manifest,
-        inspect_manifest,
-        read_manifest,
-        write_manifest,
-    )
+    from overlap_desktop.core.manifest.export import ExportSummary, export_manifest, write_manifest
+    from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream
+    from overlap_desktop.core.manifest.inspect import inspect_manifest
+    from overlap_desktop.core.manifest.parse import read_manifest
     from overlap_desktop.core.manifest.sections import TextNgrams
     from overlap_desktop.core.manifest.verify import (
         VerifyResult,
@@ -281,12 +275,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         speed_words,
         stream_words,
     )
-    from overlap_desktop.core.text.overlap import (
-        TextOverlapResult,
-        check_hashed_overlap,
-        keyed_ngram_hashes,
-        text_overlap,
-    )
+    from overlap_desktop.core.text.ngrams import keyed_ngram_hashes
+    from overlap_desktop.core.text.overlap import TextOverlapResult, check_hashed_overlap, text_overlap
     from overlap_desktop.core.types import (
         CancelCallback,
         CancelToken,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream, encode_manifest
+from overlap_desktop.core.manifest.encode import encode_manifest
+from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream
 from overlap_desktop.core.types import Span, StreamFingerprints, Variant
 
 ALGO = "test-algo"

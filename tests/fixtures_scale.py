@@ -14,7 +14,7 @@ import pytest
 
 from overlap_desktop.config import Config, load_config
 from overlap_desktop.core.index.indexer import IndexSummary, index_paths
-from overlap_desktop.core.manifest.format import export_manifest
+from overlap_desktop.core.manifest.export import export_manifest
 from tests.footage import make_clip
 
 __all__ = ["N_CLIPS", "build_and_export", "scale_config", "scale_corpus", "serial_manifest"]

@@ -14,7 +14,8 @@ import pytest
 from overlap_desktop.cli.main import main
 from overlap_desktop.core.index import store as index_mod
 from overlap_desktop.core.index.store import Index, open_index
-from overlap_desktop.core.manifest.format import export_manifest, read_manifest
+from overlap_desktop.core.manifest.export import export_manifest
+from overlap_desktop.core.manifest.parse import read_manifest
 from overlap_desktop.core.types import StreamInfo
 from overlap_desktop.errors import Cancelled, ManifestError
 from tests.fixtures_manifest import ALGO, PREP, synthetic_fp

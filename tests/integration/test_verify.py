@@ -13,7 +13,9 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
-from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream, encode_manifest, write_manifest
+from overlap_desktop.core.manifest.encode import encode_manifest
+from overlap_desktop.core.manifest.export import write_manifest
+from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream
 from overlap_desktop.core.manifest.verify import hash_file, verify_delivery
 from overlap_desktop.errors import Cancelled, InputError
 from tests.fixtures_manifest import ALGO, PREP, reroot, sparse_file, synthetic_fp

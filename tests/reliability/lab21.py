@@ -28,7 +28,7 @@ class Lab:
 def lab21(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     from overlap_desktop.config import load_config
     from overlap_desktop.core.index.indexer import index_paths
-    from overlap_desktop.core.manifest.format import export_manifest
+    from overlap_desktop.core.manifest.export import export_manifest
 
     root = tmp_path_factory.mktemp("lab21")
     clip = root / "footage" / "clip.mp4"

@@ -28,7 +28,7 @@ import pytest
 from overlap_desktop.config import load_config
 from overlap_desktop.core.index.indexer import index_paths
 from overlap_desktop.core.index.store import open_index
-from overlap_desktop.core.manifest.format import export_manifest
+from overlap_desktop.core.manifest.export import export_manifest
 from overlap_desktop.core.match.compare import compare
 from overlap_desktop.errors import IndexError_
 

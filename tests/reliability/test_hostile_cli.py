@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream, encode_manifest
+from overlap_desktop.core.manifest.encode import encode_manifest
+from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream
 from tests.fixtures_manifest import synthetic_fp
 from tests.reliability.lab21 import Lab, lab21, run_cli  # noqa: F401 - fixture
 

@@ -44,7 +44,8 @@ from hypothesis import strategies as st
 from overlap_desktop.config import load_config
 from overlap_desktop.core.index.indexer import index_paths
 from overlap_desktop.core.index.store import open_index
-from overlap_desktop.core.manifest.format import export_manifest, parse_manifest, read_manifest
+from overlap_desktop.core.manifest.export import export_manifest
+from overlap_desktop.core.manifest.parse import parse_manifest, read_manifest
 from overlap_desktop.errors import ManifestError
 
 COUNT = int(os.environ.get("OVERLAP_FUZZ_COUNT", "2000"))

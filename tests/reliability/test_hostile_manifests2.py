@@ -19,15 +19,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.manifest import format as manifest_mod
+from overlap_desktop.core.manifest import encode as manifest_mod
+from overlap_desktop.core.manifest.encode import encode_manifest
 from overlap_desktop.core.manifest.format import (
     MAX_FILES_WITHOUT_SAMPLES,
     MAX_SAMPLES_PER_SECOND,
     ManifestFile,
     ManifestStream,
-    encode_manifest,
-    parse_manifest,
 )
+from overlap_desktop.core.manifest.parse import parse_manifest
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from overlap_desktop.errors import ManifestError
 from tests.reliability.lab21 import Lab, lab21, run_cli  # noqa: F401 - fixture

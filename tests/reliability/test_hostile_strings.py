@@ -27,15 +27,11 @@ import pytest
 from overlap_desktop.config import load_config
 from overlap_desktop.core.index.indexer import index_paths
 from overlap_desktop.core.index.store import open_index
-from overlap_desktop.core.manifest import format as manifest_mod
-from overlap_desktop.core.manifest.format import (
-    Manifest,
-    ManifestFile,
-    ManifestStream,
-    encode_manifest,
-    export_manifest,
-    parse_manifest,
-)
+from overlap_desktop.core.manifest import encode as manifest_mod
+from overlap_desktop.core.manifest.encode import encode_manifest
+from overlap_desktop.core.manifest.export import export_manifest
+from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream
+from overlap_desktop.core.manifest.parse import parse_manifest
 from overlap_desktop.core.manifest.verify import verify_delivery
 from overlap_desktop.core.match.compare import compare
 from overlap_desktop.core.report.csv_io import write_report_csv

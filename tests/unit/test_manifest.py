@@ -9,17 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.manifest import format as mf
-from overlap_desktop.core.manifest.format import (
-    ManifestFile,
-    ManifestStream,
-    OptionalSection,
-    encode_manifest,
-    inspect_manifest,
-    parse_manifest,
-    read_manifest,
-    write_manifest,
-)
+from overlap_desktop.core.manifest import parse as mf
+from overlap_desktop.core.manifest.encode import encode_manifest
+from overlap_desktop.core.manifest.export import stride_fingerprints, write_manifest
+from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream, OptionalSection
+from overlap_desktop.core.manifest.inspect import inspect_manifest
+from overlap_desktop.core.manifest.parse import parse_manifest, read_manifest
 from overlap_desktop.core.types import Span, StreamFingerprints, Variant
 from overlap_desktop.errors import ExitCode, ManifestError
 from tests.fixtures_manifest import ALGO, PREP, layout, reroot, synthetic_files, synthetic_fp, synthetic_manifest
@@ -339,14 +334,14 @@ def test_no_bytes_may_hide_after_a_zstd_frame() -> None:
 
 def test_stride_keeps_exact_index_times() -> None:
     fp = synthetic_fp(5, 25, fps=2.5, variants=3)  # 0, 0.4, 0.8 ... 9.6 s
-    out = mf.stride_fingerprints(fp, 1.0)
+    out = stride_fingerprints(fp, 1.0)
     # The frame shown at each whole second: the latest sample at or before it.
     assert out.times_ns.tolist() == [0, 800_000_000, 2_000_000_000, 2_800_000_000, 4_000_000_000,
                                      4_800_000_000, 6_000_000_000, 6_800_000_000, 8_000_000_000,
                                      8_800_000_000]
     assert out.fps == 1.0 and out.codes.shape == (10, 1, 32) and out.variants == (Variant(),)
     assert set(out.times_ns.tolist()) <= set(fp.times_ns.tolist())
-    whole = mf.stride_fingerprints(fp, 4.0)
+    whole = stride_fingerprints(fp, 4.0)
     assert whole.fps == 2.5 and len(whole) == 25
 
 

@@ -9,23 +9,25 @@ import numpy as np
 import pytest
 
 from overlap_desktop.config import load_config
-from overlap_desktop.core.ingest.readers._images import (
+from overlap_desktop.core.ingest.readers._decoders import (
     ImageError,
-    ImageMessage,
-    LazyImageFrame,
     VideoDecoder,
     compressed_format,
     compressed_size,
     compressed_to_rgb,
+    raw_to_rgb,
+    validate_raw,
+)
+from overlap_desktop.core.ingest.readers._images import (
+    ImageMessage,
+    LazyImageFrame,
     frame_for_message,
     image_kind,
     message_fields,
-    raw_to_rgb,
     reader_settings,
-    validate_raw,
 )
+from overlap_desktop.core.ingest.readers._mcap_messages import ProtobufSchema, decompress_payload
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
-from overlap_desktop.core.ingest.readers.mcap import ProtobufSchema, decompress_payload
 from overlap_desktop.errors import MediaError
 from tests.fixtures_recordings import (
     encode_raw,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.index.status import LibraryStatus, library_status
 from overlap_desktop.core.index.store import open_index
-from overlap_desktop.core.manifest.format import inspect_manifest
+from overlap_desktop.core.manifest.inspect import inspect_manifest
 from overlap_desktop.errors import OverlapError
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -2,9 +2,10 @@
 
 Both are non-critical sections of format v1 (docs/manifest-spec.md, "TEXT_NGRAMS" and
 "STREAM_EPISODES"): a reader that does not know them skips them, and they are bound
-into the Merkle root like every optional section. :mod:`overlap_desktop.core.manifest.format`
-calls :func:`encode_text_ngrams` / :func:`encode_stream_episodes` when writing and
-:func:`parse_text_ngrams` / :func:`parse_stream_episodes` when reading; the parsers
+into the Merkle root like every optional section. The writer
+(:mod:`~overlap_desktop.core.manifest.encode`) calls :func:`encode_text_ngrams` /
+:func:`encode_stream_episodes` and the reader (:mod:`~overlap_desktop.core.manifest.parse`)
+calls :func:`parse_text_ngrams` / :func:`parse_stream_episodes`; the parsers
 are as strict as the rest of the reader (every count is checked against the bytes
 that remain, and decoded sizes against the decoded budget, before any allocation).
 """

@@ -28,7 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from overlap_desktop.core.manifest.format import Manifest, read_manifest
+from overlap_desktop.core.manifest.format import Manifest
+from overlap_desktop.core.manifest.parse import read_manifest
 from overlap_desktop.core.report.output import dumps_json, write_atomically
 from overlap_desktop.core.report.wording import format_date, safe_text
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel

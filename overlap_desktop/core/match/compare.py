@@ -520,7 +520,7 @@ def _manifest_queries(m: Manifest) -> list[QueryStream]:
 def _load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
                    expect_prep: str | None = None) -> tuple[Manifest, str | None]:
     if isinstance(manifest, (str, os.PathLike)):
-        from overlap_desktop.core.manifest.format import read_manifest
+        from overlap_desktop.core.manifest.parse import read_manifest
 
         path = Path(manifest)
         return read_manifest(path, expect_algo=expect_algo, expect_prep=expect_prep), str(path)

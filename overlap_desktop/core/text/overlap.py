@@ -20,12 +20,9 @@ carry them and a lab checks its own evaluation set against them with
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
-import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -36,10 +33,24 @@ import platformdirs
 from overlap_desktop.core.text import fanout as _fanout
 from overlap_desktop.core.text import scan as _scan
 from overlap_desktop.core.text import sources as _sources
+from overlap_desktop.core.text.ngrams import (
+    DEFAULT_TOKENIZER,
+    TOKENIZERS,
+    _ngram_key,
+    _TokenHasher,
+    _windows,
+    check_n_rule,
+    choose_n,
+    keyed_ngram_hashes,
+    ngram_hashes,
+    tokenize,
+)
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import InputError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
+# Tokenizers and hashing live in ngrams.py; the public ones stay importable from here, the
+# module callers have always used for text overlap.
 __all__ = [
     "TOKENIZERS",
     "Document",
@@ -60,137 +71,6 @@ __all__ = [
 MAX_LINE_BYTES = 64 * 1024 * 1024
 #: Training occurrences reported per test n-gram (all are counted as a match either way).
 MAX_OCCURRENCES = 5
-
-_NON_ALNUM = re.compile(r"[^\w\s]|_")
-
-
-def _tok_alnum_lower(text: str) -> list[str]:
-    # One regex pass over the whole text, then a split: much faster than filtering each token.
-    return _NON_ALNUM.sub("", text.lower()).split()
-
-
-def _tok_whitespace(text: str) -> list[str]:
-    return text.split()
-
-
-#: Tokenizer id -> function. The id is part of every hashed n-gram key, so both sides of a
-#: privacy-preserving check must use the same tokenizer.
-TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
-    "alnum-lower-v1": _tok_alnum_lower,
-    "whitespace-v1": _tok_whitespace,
-}
-DEFAULT_TOKENIZER = "alnum-lower-v1"
-
-
-def tokenize(text: str, tokenizer: str = DEFAULT_TOKENIZER) -> list[str]:
-    """Split ``text`` into tokens with a registered tokenizer (default: lower-cased alphanumeric
-    tokens delimited by whitespace)."""
-    try:
-        return TOKENIZERS[tokenizer](text)
-    except KeyError:
-        raise InputError(f"unknown tokenizer {tokenizer!r} (known: {', '.join(sorted(TOKENIZERS))})") from None
-
-
-def check_n_rule(percentile: float, min_n: int, max_n: int) -> None:
-    """Refuse n-choosing settings that cannot mean anything (NaN, 500th percentile, min > max).
-
-    Raises:
-        UsageError: naming the setting and the allowed range.
-    """
-    if not (isinstance(percentile, (int, float)) and math.isfinite(percentile) and 0 <= percentile <= 100):
-        raise UsageError(f"--percentile must be a number from 0 to 100 (got {percentile!r})")
-    if min_n < 1 or max_n < min_n:
-        raise UsageError(f"need 1 <= --min-n <= --max-n (got --min-n {min_n}, --max-n {max_n})")
-
-
-def choose_n(lengths: Sequence[int], *, percentile: float = 5.0, min_n: int = 8, max_n: int = 13) -> int:
-    """The n-gram size: the ``percentile`` of test-example lengths (in tokens), clamped to
-    [``min_n``, ``max_n``].
-
-    The percentile is overlapy's rule exactly, ``sorted(lengths)[int(N * p / 100)]`` (the
-    element at that rank, no interpolation), so a test set gets the same n as with the
-    reference implementation. An interpolating rule (``numpy.percentile``) differs on small
-    test sets (about one 20-example set in three) and is not more right for them: with so
-    few examples any percentile is a rank anyway, and the method is defined by the reference.
-    ``p = 100`` takes the longest example.
-
-    Raises:
-        UsageError: ``percentile`` outside 0..100 or not a number, or ``min_n``/``max_n`` unusable.
-    """
-    check_n_rule(percentile, min_n, max_n)
-    if not lengths:
-        return min_n
-    ordered = sorted(lengths)
-    n = ordered[min(len(ordered) - 1, int(len(ordered) * percentile / 100))]
-    return int(max(min_n, min(max_n, n)))
-
-
-# --------------------------------------------------------------------------- hashing
-
-_MASK = (1 << 64) - 1
-_P = np.uint64(0x100000001B3)  # FNV prime: odd, so the polynomial is invertible mod 2^64
-
-
-def _token_hash(token: str, key: bytes = b"") -> int:
-    return int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8, key=key).digest(), "little")
-
-
-class _TokenHasher(dict):  # type: ignore[type-arg]
-    """Per-token 64-bit hashes, cached (vocabularies are small next to text volumes).
-
-    A dict with ``__missing__`` so that ``np.fromiter(map(hasher.__getitem__, tokens))``
-    runs the per-token step in C for every token seen before.
-    """
-
-    def __init__(self, key: bytes = b"") -> None:
-        super().__init__()
-        self.key = key
-
-    def __missing__(self, token: str) -> int:
-        h = self[token] = _token_hash(token, self.key)
-        return h
-
-    def __call__(self, tokens: Sequence[str]) -> np.ndarray:
-        return np.fromiter(map(self.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
-
-
-def _windows(token_hashes: np.ndarray, n: int) -> np.ndarray:
-    """Rolling polynomial hash of every window of ``n`` token hashes (uint64, wrapping)."""
-    m = token_hashes.shape[0] - n + 1
-    if m <= 0:
-        return np.empty(0, dtype=np.uint64)
-    acc = np.zeros(m, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for k in range(n):
-            acc = acc * _P + token_hashes[k:k + m]
-    return acc
-
-
-def ngram_hashes(tokens: Sequence[str], n: int, *, key: bytes = b"") -> np.ndarray:
-    """64-bit hashes of every n-gram of ``tokens`` in order (``len(tokens) - n + 1`` values)."""
-    return _windows(_TokenHasher(key)(tokens), n)
-
-
-def _ngram_key(tokenizer: str, n: int) -> bytes:
-    # blake2b keys are at most 64 bytes; the key binds the hashes to the tokenizer and n.
-    return hashlib.blake2b(f"overlap-text-ngrams/v1/{tokenizer}/{n}".encode(), digest_size=32).digest()
-
-
-def keyed_ngram_hashes(examples: Iterable[str], *, tokenizer: str = DEFAULT_TOKENIZER,
-                       ns: Sequence[int] = tuple(range(8, 14))) -> dict[int, np.ndarray]:
-    """Sorted unique keyed hashes of every n-gram of ``examples`` for each n in ``ns``.
-
-    This is what a manifest carries instead of text: the key depends on the tokenizer id
-    and n, so hashes of different settings never collide by construction.
-    """
-    tok = [tokenize(e, tokenizer) for e in examples]
-    out: dict[int, np.ndarray] = {}
-    for n in ns:
-        hasher = _TokenHasher(_ngram_key(tokenizer, n))
-        parts = [_windows(hasher(t), n) for t in tok if len(t) >= n]
-        out[n] = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
-    return out
-
 
 # --------------------------------------------------------------------------- sources
 
@@ -283,8 +163,7 @@ def _lerobot_documents(root: Path) -> Iterator[Document]:
         p = root / "meta" / name
         if p.is_file():
             found = True
-            for doc in iter_documents(p, fields=fields):
-                yield doc
+            yield from iter_documents(p, fields=fields)
     if not found:
         raise InputError("LeRobot dataset without meta/tasks.jsonl or meta/episodes.jsonl "
                          "(parquet task tables are not read)", path=root)
@@ -308,8 +187,8 @@ def _streamed_documents(path: Path, fields: Sequence[str] | None) -> Iterator[Do
                 if line.strip():
                     yield Document(line, src, f"line {block.first_line + k + 1}")
             continue
-        for text, (line, loc) in zip(block.texts or [], block.locs or []):
-            where = " ".join(x for x in ((f"line {line + 1}" if line >= 0 else ""), loc) if x)
+        for text, (lineno, loc) in zip(block.texts or [], block.locs or []):
+            where = " ".join(x for x in ((f"line {lineno + 1}" if lineno >= 0 else ""), loc) if x)
             yield Document(text, src, where)
 
 
@@ -323,7 +202,7 @@ def mcap_documents(path: Path) -> Iterator[Document]:
         with open(path, "rb") as fh:
             reader = make_reader(fh, decoder_factories=[Ros2Decoder()])
             counts: dict[str, int] = {}
-            for schema, channel, message, decoded in reader.iter_decoded_messages():
+            for _schema, channel, _message, decoded in reader.iter_decoded_messages():
                 text = getattr(decoded, "data", None)
                 if not isinstance(text, str):
                     continue
@@ -489,13 +368,12 @@ def text_overlap(test: Sequence[Path | str] | Sequence[Document], train: Sequenc
     if workers < 0:
         raise UsageError(f"--workers must be 0 (one per core) or more (got {workers})")
     examples = _examples(test, fields)
-    fn = TOKENIZERS[tokenizer]
     lengths = [len(tokenize(d.text, tokenizer)) for d in examples]
     if n is None:
         n = choose_n(lengths, percentile=percentile, min_n=min_n, max_n=max_n)
     if n < 1:
         raise InputError(f"n-gram size must be at least 1 (got {n})")
-    test_norm = _scan.normalize_docs([d.text for d in examples], tokenizer, fn)
+    test_norm = _scan.normalize_docs([d.text for d in examples], tokenizer, TOKENIZERS[tokenizer])
     table = _scan.TestTable(test_norm, n)
     sources, skipped = _sources.expand_sources(train)
     state = _fanout.ScanState(tokenizer, table, list(fields) if fields else None, MAX_OCCURRENCES)
@@ -505,72 +383,88 @@ def text_overlap(test: Sequence[Path | str] | Sequence[Document], train: Sequenc
                                skipped_files=skipped)
     ckpt = None
     if checkpoint is not None:
-        job = _fanout.job_digest(["text-overlap/2", tokenizer, str(n), json.dumps(sorted(fields or [])),
-                                  str(MAX_OCCURRENCES), test_norm])
-        if checkpoint == "auto":
-            where = _fanout.job_digest([job, *(os.path.abspath(t) for t in train)])[:24]
-            checkpoint = Path(platformdirs.user_cache_dir(APP_NAME, APP_AUTHOR)) / "text-overlap" / f"{where}.ckpt"
-        ckpt = _fanout.Checkpoint(Path(checkpoint), job)
+        ckpt = _checkpoint(checkpoint, tokenizer, n, fields, test_norm, train)
         ckpt.load()
-    finished: dict[int, _fanout.SourceResult] = {}
-    for i, s in enumerate(sources):
-        prev = ckpt.finished(s) if ckpt else None
-        if prev is not None:
-            finished[i] = prev
-    total = sum(s.size for s in sources)
-    done = sum(sources[i].size for i in finished)
-    result.resumed_files = len(finished)
+    run = _Run(sources, ckpt, progress, cancel)
+    result.resumed_files = len(run.finished)
     if ckpt:
         ckpt.open()
+    run.on_bytes(0)
+    try:
+        _fanout.run_tasks(run.tasks(), state, workers=workers or (os.cpu_count() or 1), cluster=cluster,
+                          on_result=run.on_result, on_bytes=run.on_bytes, cancel=cancel)
+    finally:
+        if ckpt:
+            ckpt.close(remove=False)
+    _merge_sources(result, [run.finished[i] for i in sorted(run.finished)])
+    result.train_bytes = run.total
+    if ckpt:
+        ckpt.close(remove=True)
+    return result
 
-    def on_bytes(k: int) -> None:
-        nonlocal done
-        done += k
-        if progress:
-            progress(Progress("text-overlap", done, total, unit="bytes"))
 
-    on_bytes(0)
-    parts: dict[int, list[_fanout.TaskResult]] = {}
-    expected: dict[int, int] = {}
+def _checkpoint(checkpoint: Path | str, tokenizer: str, n: int, fields: Sequence[str] | None,
+                test_norm: bytes, train: Sequence[Path | str]) -> _fanout.Checkpoint:
+    """The checkpoint of this job: the settings and test set decide which results it may reuse;
+    ``"auto"`` places it in the user cache folder, named after the job and training paths."""
+    job = _fanout.job_digest(["text-overlap/2", tokenizer, str(n), json.dumps(sorted(fields or [])),
+                              str(MAX_OCCURRENCES), test_norm])
+    if checkpoint == "auto":
+        where = _fanout.job_digest([job, *(os.path.abspath(t) for t in train)])[:24]
+        checkpoint = Path(platformdirs.user_cache_dir(APP_NAME, APP_AUTHOR)) / "text-overlap" / f"{where}.ckpt"
+    return _fanout.Checkpoint(Path(checkpoint), job)
 
-    def tasks() -> Iterator[_sources.Task]:
+
+class _Run:
+    """One scan's bookkeeping: which sources are finished (from the checkpoint or just now),
+    the tasks still to run, per-source parts until a source is complete, and bytes done."""
+
+    def __init__(self, sources: Sequence[_sources.Source], ckpt: _fanout.Checkpoint | None,
+                 progress: ProgressCallback | None, cancel: CancelCallback | None) -> None:
+        self.sources, self.ckpt, self.progress, self.cancel = sources, ckpt, progress, cancel
+        self.finished: dict[int, _fanout.SourceResult] = {}
+        for i, s in enumerate(sources):
+            prev = ckpt.finished(s) if ckpt else None
+            if prev is not None:
+                self.finished[i] = prev
+        self.total = sum(s.size for s in sources)
+        self.done = sum(sources[i].size for i in self.finished)
+        self.parts: dict[int, list[_fanout.TaskResult]] = {}
+        self.expected: dict[int, int] = {}
+
+    def on_bytes(self, k: int) -> None:
+        self.done += k
+        if self.progress:
+            self.progress(Progress("text-overlap", self.done, self.total, unit="bytes"))
+
+    def tasks(self) -> Iterator[_sources.Task]:
+        """Tasks of unfinished sources; parts a checkpoint already holds are replayed instead."""
+        ckpt, sources = self.ckpt, self.sources
         for i in range(len(sources)):
-            if i in finished:
+            if i in self.finished:
                 continue
-            check_cancel(cancel)
+            check_cancel(self.cancel)
             planned = _sources.plan_tasks(sources, i)
-            expected[i] = len(planned)
+            self.expected[i] = len(planned)
             for task in planned:
                 stored = ckpt.finished_part(sources[i], task) if ckpt and len(planned) > 1 else None
                 if stored is None:
                     yield task
                 else:
-                    on_bytes(task.size)
-                    on_result(stored, None)
+                    self.on_bytes(task.size)
+                    self.on_result(stored, None)
 
-    def on_result(r: _fanout.TaskResult, task: _sources.Task | None) -> None:
-        if ckpt and task is not None and expected.get(r.source, 0) > 1:
-            ckpt.add_part(sources[r.source], task, r)
-        got = parts.setdefault(r.source, [])
+    def on_result(self, r: _fanout.TaskResult, task: _sources.Task | None) -> None:
+        ckpt = self.ckpt
+        if ckpt and task is not None and self.expected.get(r.source, 0) > 1:
+            ckpt.add_part(self.sources[r.source], task, r)
+        got = self.parts.setdefault(r.source, [])
         got.append(r)
-        if len(got) == expected.get(r.source, -1):
-            sr = _fanout.merge_parts(sources[r.source], parts.pop(r.source), MAX_OCCURRENCES)
-            finished[r.source] = sr
+        if len(got) == self.expected.get(r.source, -1):
+            sr = _fanout.merge_parts(self.sources[r.source], self.parts.pop(r.source), MAX_OCCURRENCES)
+            self.finished[r.source] = sr
             if ckpt:
                 ckpt.add(sr)
-
-    nworkers = workers or (os.cpu_count() or 1)
-    try:
-        _fanout.run_tasks(tasks(), state, workers=nworkers, cluster=cluster, on_result=on_result,
-                          on_bytes=on_bytes, cancel=cancel)
-    finally:
-        if ckpt:
-            ckpt.close(remove=False)
-    _merge_sources(result, [finished[i] for i in sorted(finished)])
-    result.train_bytes = total
-    if ckpt:
-        ckpt.close(remove=True)
-    return result
 
 
 def _merge_sources(result: TextOverlapResult, done: Sequence[_fanout.SourceResult]) -> None:
@@ -605,7 +499,8 @@ def check_hashed_overlap(test: Sequence[Path | str] | Sequence[Document], hashed
         raise InputError("the manifest carries no text n-gram hashes")
     if n is None:
         n = choose_n([len(t) for t in toks], percentile=percentile, min_n=min_n, max_n=max_n)
-    n = min(hashed, key=lambda k: (abs(k - n), k))
+    want = n
+    n = min(hashed, key=lambda k: (abs(k - want), k))
     ref = np.asarray(hashed[n], dtype=np.uint64)
     hasher = _TokenHasher(_ngram_key(tokenizer, n))
     result = TextOverlapResult(n=n, tokenizer=tokenizer, examples=len(examples), too_short=0,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import bz2
 import codecs
 import gzip
+import io
 import itertools
 import json
 import lzma
@@ -32,7 +33,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from overlap_desktop.errors import InputError
 
@@ -224,7 +225,7 @@ class Block:
 class _Counting:
     """A raw file that remembers how far it has been read (compressed bytes consumed)."""
 
-    def __init__(self, fh: IO[bytes]) -> None:
+    def __init__(self, fh: io.BufferedReader) -> None:
         self.fh = fh
         self.pos = 0
 
@@ -258,16 +259,19 @@ def _open_stream(task: Task) -> tuple[Any, _Counting]:
         raise InputError(f"cannot read: {exc.strerror or exc} (on a cluster, every worker must see this path)",
                          path=task.path) from exc
     counted = _Counting(raw)
+    # Read front to back (never rewound), the decompressors use only the read side of their
+    # file object, which _Counting implements; their stubs ask for a whole IO[bytes].
+    fileobj = cast(IO[bytes], counted)
     if task.codec == "gz":
-        return gzip.GzipFile(fileobj=counted, mode="rb"), counted  # type: ignore[arg-type]
+        return gzip.GzipFile(fileobj=fileobj, mode="rb"), counted
     if task.codec == "xz":
-        return lzma.LZMAFile(counted, "rb"), counted  # type: ignore[arg-type]
+        return lzma.LZMAFile(fileobj, "rb"), counted
     if task.codec == "bz2":
-        return bz2.BZ2File(counted, "rb"), counted  # type: ignore[arg-type]
+        return bz2.BZ2File(fileobj, "rb"), counted
     if task.codec == "zst":
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(counted, read_across_frames=True), counted
+        return zstandard.ZstdDecompressor().stream_reader(fileobj, read_across_frames=True), counted
     return counted, counted
 
 

@@ -30,15 +30,14 @@ from typing import Any
 
 from overlap_desktop.core.fsutil import is_regular_file, read_regular
 from overlap_desktop.core.ingest.frames import noting_gaps
-from overlap_desktop.core.ingest.readers._images import (
-    ConfigurableReader,
+from overlap_desktop.core.ingest.readers._decoders import (
     ImageError,
-    LazyImageFrame,
     check_dimensions,
     compressed_format,
     compressed_size,
     compressed_to_rgb,
 )
+from overlap_desktop.core.ingest.readers._images import ConfigurableReader, LazyImageFrame
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 

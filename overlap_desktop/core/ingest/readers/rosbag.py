@@ -32,9 +32,9 @@ from typing import Any
 from overlap_desktop.core.fsutil import file_kind, is_regular_file, read_regular
 from overlap_desktop.core.ingest.frames import noting_gaps
 from overlap_desktop.core.ingest.readers._bounded import Budget, BudgetBook, count_stream
+from overlap_desktop.core.ingest.readers._decoders import ImageError
 from overlap_desktop.core.ingest.readers._images import (
     ConfigurableReader,
-    ImageError,
     ImageMessage,
     ReaderSettings,
     describe_codec,
@@ -257,12 +257,12 @@ def _decode(reader: Any, conn: Any, raw: bytes, kind: str, settings: ReaderSetti
     if len(raw) > settings.limits.max_message_bytes:
         raise ImageError(f"message of {len(raw)} bytes is over the limit of "
                          f"{settings.limits.max_message_bytes}")
-    from overlap_desktop.core.ingest.readers.mcap import decompress_payload
+    from overlap_desktop.core.ingest.readers._mcap_messages import decompress_payload
 
     # rosbag2 "compression_mode: message" payloads (left compressed by _bound_decompression).
-    raw = decompress_payload(raw, settings.limits)
+    payload = decompress_payload(raw, settings.limits)
     try:
-        obj = reader.deserialize(raw, conn.msgtype)
+        obj = reader.deserialize(payload, conn.msgtype)
     except Exception as exc:  # rosbags raises assorted types on malformed bytes
         raise ImageError(f"cannot parse message: {type(exc).__name__}: {exc}") from exc
     return message_fields(obj, kind)
@@ -362,7 +362,7 @@ def _prevalidate(path: Path, limits: ReaderLimits, budget: Budget) -> None:
         if mode == "file":
             count_stream(budget, f, "zstd", f.name)
         elif storage == "mcap" or f.suffix == ".mcap":
-            from overlap_desktop.core.ingest.readers.mcap import McapParseError, _make_reader
+            from overlap_desktop.core.ingest.readers._mcap_file import McapParseError, _make_reader
 
             with open(f, "rb") as fh:
                 try:
@@ -400,5 +400,5 @@ def _bound_decompression(reader: Any, budget: Budget) -> None:
         # rosbag2: the reader's storage object holds the metadata its messages() consults.
         for holder in (sub, getattr(sub, "storage", None)):
             meta = getattr(holder, "metadata", None)
-            if meta is not None and getattr(meta, "compression_mode", None) == "message":
+            if holder is not None and meta is not None and getattr(meta, "compression_mode", None) == "message":
                 holder.metadata = meta._replace(compression_mode=None)
