@@ -145,7 +145,7 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
     if codes.ndim != 2 or codes.shape[1] != 32:
         raise ValueError(f"codes must be (N, 32) uint8, got {codes.shape}")
     n = codes.shape[0]
-    arrays = {
+    arrays: dict[str, np.ndarray] = {
         "stream_ids": np.ascontiguousarray(stream_ids, dtype=np.int64),
         "frame_idx": np.ascontiguousarray(frame_idx, dtype=np.int32),
         "variant_idx": np.ascontiguousarray(variant_idx, dtype=np.int16),
@@ -278,7 +278,7 @@ class QueryPlan:
              probe: int = 0) -> QueryPlan:
         """Cut ``query`` into chunk probes (plus 1-bit flips when ``probe`` is 1)."""
         codes = np.ascontiguousarray(query, dtype=np.uint8).reshape(-1, 32)
-        chunks = [tuple(c) for c in (chunks or _chunk_spec(DEFAULT_CHUNK_BYTES))]  # type: ignore[misc]
+        chunks = [(int(a), int(b)) for a, b in (chunks or _chunk_spec(DEFAULT_CHUNK_BYTES))]
         keys: list[np.ndarray] = []
         rows: list[np.ndarray] = []
         m = codes.shape[0]
@@ -293,7 +293,7 @@ class QueryPlan:
             order = np.argsort(qk, kind="stable")
             keys.append(qk[order])
             rows.append(qrow[order])
-        return cls(codes, chunks, int(bool(probe)), keys, rows)  # type: ignore[arg-type]
+        return cls(codes, chunks, int(bool(probe)), keys, rows)
 
 
 class Shard:
