@@ -2,20 +2,31 @@
 
 For each corpus size (footage hours) this builds a synthetic corpus on disk: streams
 of 30 minutes sampled at 4 fps, each frame stored in ``--variants`` variants, with
-codes that drift over time like real footage (a random walk in bit space), written as
-search shards of ``--shard-codes`` rows with the product's own ``build_shard``. A
-1-hour, 1-fps manifest is made of planted copies of corpus footage (normal speed, 0.5x,
-2x, reversed, mirrored variant, noisier copies) separated by unrelated footage. The
-product's comparison engine (``compare_streams``) then runs in a fresh process, so
-its peak RSS is the comparison's alone.
+codes that behave like real footage (consecutive samples differ by a few bits, and a
+scene cut every 2-8 s jumps to an unrelated code), written as search shards of
+``--shard-codes`` rows with the product's own ``build_shard``. A 1-hour, 1-fps manifest
+is made of planted copies of corpus footage (normal speed, 0.5x, 2x, reversed,
+mirrored variant, noisier copies) separated by unrelated footage. The product's
+comparison engine (``compare_streams``) then runs in a fresh process, so its peak RSS
+is the comparison's alone.
+
+Corpora larger than ``--max-build-hours`` are not written out (10,000 hours would take
+over 100 GB): they are the built corpus searched as ``hours / max-build-hours``
+replicas, replica ``k`` being every code XOR a fixed random mask (:class:`_ReplicaShard`).
+XOR with a constant keeps every Hamming distance, so a replica costs exactly what a
+distinct corpus of the same kind of footage costs to search, and is unrelated to the
+planted copies. What it does not reproduce is the page cache: the replicas share one
+corpus's pages, so figures are for a warm cache (a real 10,000-hour index reads its
+pages from disk on the first comparison).
 
 Printed per size: build time, compare wall and CPU time, recall of the planted
 segments (found = a reported segment from the right stream covering >= 80% of it
 with the speed within 3%), false segments, and peak RSS; then the time ratio per
 10x corpus. Usage::
 
-    python bench/bench_compare.py                       # 10, 100 and 1000 hours
-    python bench/bench_compare.py --hours 10 100 300 --probe 0 --shard-codes 8000000
+    python bench/bench_compare.py                       # 10, 100, 1,000 and 10,000 hours
+    python bench/bench_compare.py --hours 10 100 1000 --max-build-hours 100 --shard-codes 16000000
+    python bench/bench_compare.py --phase convert --target DIR --dest DIR2 --to-version 2
 
 No timed assertions: this prints figures for docs/scale.md.
 """

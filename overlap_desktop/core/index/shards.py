@@ -2,28 +2,35 @@
 
 A shard is a folder of ``.npy`` arrays holding N codes (256-bit PDQ, one per corpus
 frame *and* variant) and, for each of ``m`` substrings ("chunks") of the code, an
-index of the chunk values: the rows sorted by chunk value (``perm_j``), a prefix
-table of bucket offsets by the value's top bits (``off_j``; sized to the shard so a
-bucket holds ~4 rows), and the remaining low bits of each sorted value (``low_j``,
-one byte per row up to 2**24 rows). A query code looks each chunk up: prefix ->
-bucket -> compare the bucket's low bits; rows sharing at least one chunk exactly
-become candidates, verified with the full Hamming distance.
+index of the chunk values: the rows sorted by chunk value (``perm``), a prefix table
+of bucket offsets by the value's top bits (``off``; sized to the shard so a bucket
+holds ~4 rows), and the remaining low bits of each sorted value (``low``, one byte per
+row up to 2**24 rows). Format 3 stacks the ``m`` chunks of each table in one file
+(``off.npy`` is ``(m, buckets + 1)``), so a search maps three table files per shard and
+looks every chunk up in one vectorised pass; format 2 kept one file per table and
+chunk (``off_j``, ``low_j``, ``perm_j``) and is still read. A query code looks each
+chunk up: prefix -> bucket -> compare the bucket's low bits; rows sharing at least one
+chunk exactly become candidates, verified with the full Hamming distance.
 
 Why this structure: by the pigeonhole principle, two codes within ``r`` bits agree
 exactly on at least one of ``m`` chunks when ``r < m``; for larger ``r`` the chance
 of an exact chunk agreement is still high enough that a matched *segment* (ten or
 more query frames) gets seeds, and the matcher verifies and extends along the line
-from any seed using the full fingerprints (see :mod:`.match`). A lookup touches one
-page of ``off_j`` and of ``low_j`` (and of ``perm_j`` on a hit) whatever the shard
-size; random chunk collisions cost ``N / 2**24`` verifications per lookup. A binary
-search over sorted 4-byte keys (format 1, still readable) touched most pages of every
-key array at 1,000 hours, and a fixed 16-bit prefix scanned ``N / 65536`` rows per
-lookup: both made the time grow 4-7x per 10x corpus (bench/bench_compare.py). 24-bit chunks: 16-bit chunks
-drown in random collisions at 100M+ codes, 32-bit chunks find too few seeds at the
-distances re-encodes and phase shifts produce.
+from any seed using the full fingerprints (see :mod:`overlap_desktop.core.match.lines`).
+A lookup touches one page of ``off`` and of ``low`` (and of ``perm`` on a hit) whatever
+the shard size; random chunk collisions cost ``N / 2**24`` verifications per lookup.
+A binary search over sorted 4-byte keys (format 1, still readable) touched most pages
+of every key array at 1,000 hours, and a fixed 16-bit prefix scanned ``N / 65536`` rows
+per lookup: both made the time grow 4-7x per 10x corpus (bench/bench_compare.py).
+24-bit chunks: 16-bit chunks drown in random collisions at 100M+ codes, 32-bit chunks
+find too few seeds at the distances re-encodes and phase shifts produce.
 
-Only the shard's own arrays are memory-mapped, one chunk's tables at a time, so the
-resident memory of a search is bounded by one shard's touched pages and candidates.
+Because the work per lookup is the same in every shard, a comparison costs about
+(shards x probes): at 10,000 hours the number of shards, not their size, sets the
+search time (docs/scale.md).
+
+Only the shard's own arrays are memory-mapped, so the resident memory of a search is
+bounded by one shard's touched pages and candidates.
 """
 
 from __future__ import annotations
