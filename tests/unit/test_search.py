@@ -155,12 +155,15 @@ def test_version_2_shards_give_the_same_hits(tmp_path, n: int) -> None:  # type:
     old, new = Shard.open(tmp_path / "v2"), Shard.open(tmp_path / "v3")
     assert (old.version, new.version) == (2, SHARD_VERSION) and SHARD_VERSION == 3
     query = np.concatenate([_flip(codes[:200], 9, rng), rng.integers(0, 256, (50, 32), dtype=np.uint8)])
+    query = np.concatenate([query, query[::3]])  # repeated query codes share their probes
     for probe in (0, 1):
         a = old.search(query, max_distance=40, probe=probe)
         b = new.search(query, max_distance=40, probe=probe)
         for field in ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance"):
             assert np.array_equal(getattr(a, field), getattr(b, field)), field
     if n:
-        assert len(new.search(query, max_distance=40)) >= min(n, 200) // 2
+        hits = new.search(query, max_distance=40)
+        assert len(hits) >= min(n, 200) // 2
+        assert len(set(hits.q_idx.tolist()) & set(range(250, query.shape[0]))) >= min(n, 200) // 6
     with pytest.raises(ValueError, match="version"):
         build_shard(tmp_path / "v9", *args, version=9)

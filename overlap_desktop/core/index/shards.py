@@ -357,19 +357,27 @@ class QueryPlan:
     probe: int
     keys: list[np.ndarray]
     rows: list[np.ndarray]
-    #: All chunks' probes in one array each (format 3 looks them up in one pass):
-    #: chunk number, probe value and query row, sorted by chunk then value.
-    all_chunk: np.ndarray | None = None
-    all_keys: np.ndarray | None = None
-    all_rows: np.ndarray | None = None
+    #: Distinct probes of all chunks (format 3 looks them up in one pass), filled on
+    #: first use: chunk number and value of each, and the query rows sharing it.
+    _unique: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def stacked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(chunk, key, row)`` of every probe, concatenated once per plan."""
-        if self.all_keys is None or self.all_chunk is None or self.all_rows is None:
-            self.all_chunk = np.repeat(np.arange(len(self.keys), dtype=np.int64), [k.size for k in self.keys])
-            self.all_keys = np.concatenate(self.keys) if self.keys else np.zeros(0, np.uint32)
-            self.all_rows = np.concatenate(self.rows) if self.rows else np.zeros(0, np.int64)
-        return self.all_chunk, self.all_keys, self.all_rows
+    def unique_probes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(chunk, value, start, rows)`` of the distinct probes, made once per plan.
+
+        Probe ``p`` is shared by query rows ``rows[start[p]:start[p + 1]]``. Footage is
+        temporally correlated, so neighbouring query frames often agree on a chunk
+        (a static shot on every chunk); each distinct value is looked up once per shard.
+        """
+        if self._unique is None:
+            chunk = np.repeat(np.arange(len(self.keys), dtype=np.int64), [k.size for k in self.keys])
+            keys = np.concatenate(self.keys) if self.keys else np.zeros(0, np.uint32)
+            rows = np.concatenate(self.rows) if self.rows else np.zeros(0, np.int64)
+            # Keys are sorted within each chunk, so equal probes are neighbours.
+            first = np.ones(keys.size, bool)
+            first[1:] = (chunk[1:] != chunk[:-1]) | (keys[1:] != keys[:-1])
+            start = np.append(np.flatnonzero(first), keys.size)
+            self._unique = (chunk[first], keys[first], start, rows)
+        return self._unique
 
     @classmethod
     def make(cls, query: np.ndarray, chunks: list[tuple[int, int]] | None = None, *,
@@ -508,38 +516,39 @@ class Shard:
         """Exact chunk matches of every chunk at once (format 3: stacked tables).
 
         Same lookup as :meth:`_lookup_prefix`, but with the chunks' tables in one file
-        each the probes of all chunks go through one gather per table: a shard costs
-        three memory maps and a dozen array operations, whatever its chunk count.
+        each, the distinct probes of all chunks go through one gather per table: a shard
+        costs three memory maps and a dozen array operations, whatever its chunk count.
         """
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         width = self.chunks[0][1]
         pbits = min(int(self.meta.get("prefix_bits", PREFIX_BITS)), 8 * width)
         lbits = 8 * width - pbits
-        n_off = (1 << pbits) + 1
         off = self._table("off")
-        chunk, qk, qrow = plan.stacked()
-        pre = chunk * n_off + (qk >> np.uint32(lbits)).astype(np.int64)
+        uchunk, ukey, ustart, urows = plan.unique_probes()
+        pre = uchunk * ((1 << pbits) + 1) + (ukey >> np.uint32(lbits)).astype(np.int64)
         b0 = off[pre].astype(np.int64)
         cnt = off[pre + 1].astype(np.int64) - b0
         # A bucket far above its expected size holds a degenerate value (featureless
         # frames): uninformative, and expanding it would cost more than it could give.
-        keep = (cnt > 0) & (cnt <= max(max_bucket, 64.0 * self.count / float(1 << pbits)))
-        if not keep.any():
+        keep = np.flatnonzero((cnt > 0) & (cnt <= max(max_bucket, 64.0 * self.count / float(1 << pbits))))
+        if keep.size == 0:
             return empty
-        b0, cnt, qk, qrow = b0[keep] + chunk[keep] * self.count, cnt[keep], qk[keep], qrow[keep]
-        total = int(cnt.sum())
-        pos = np.repeat(b0 - np.cumsum(cnt) + cnt, cnt) + np.arange(total, dtype=np.int64)
+        b0, cnt = b0[keep] + uchunk[keep] * self.count, cnt[keep]
+        seg = np.repeat(np.arange(keep.size), cnt)  # kept probe of each bucket row
+        pos = np.arange(seg.size, dtype=np.int64) + (b0 - np.cumsum(cnt) + cnt)[seg]
         if lbits:
-            low = self._table("low")
-            want = np.repeat(qk & np.uint32((1 << lbits) - 1), cnt).astype(low.dtype)
-            match = low[pos] == want
-            if not match.any():
-                return empty
-            pos = pos[match]
-            rows = np.repeat(qrow, cnt)[match]
-        else:
-            rows = np.repeat(qrow, cnt)
-        return rows, self._table("perm")[pos].astype(np.int64)
+            want = (ukey[keep] & np.uint32((1 << lbits) - 1)).astype(self._table("low").dtype)
+            match = self._table("low")[pos] == want[seg]
+            pos, seg = pos[match], seg[match]
+        if pos.size == 0:
+            return empty
+        hit_rows = self._table("perm")[pos].astype(np.int64)
+        # Each matched probe stands for every query row that shares it.
+        p = keep[seg]
+        g = ustart[p + 1] - ustart[p]
+        k = np.repeat(np.arange(p.size), g)
+        q = urows[np.arange(k.size, dtype=np.int64) + (ustart[p] - np.cumsum(g) + g)[k]]
+        return q, hit_rows[k]
 
     def plan(self, query: np.ndarray, *, probe: int = 0) -> QueryPlan:
         """Prepare ``query`` for searching shards with this shard's chunk layout."""
