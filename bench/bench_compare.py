@@ -2,20 +2,31 @@
 
 For each corpus size (footage hours) this builds a synthetic corpus on disk: streams
 of 30 minutes sampled at 4 fps, each frame stored in ``--variants`` variants, with
-codes that drift over time like real footage (a random walk in bit space), written as
-search shards of ``--shard-codes`` rows with the product's own ``build_shard``. A
-1-hour, 1-fps manifest is made of planted copies of corpus footage (normal speed, 0.5x,
-2x, reversed, mirrored variant, noisier copies) separated by unrelated footage. The
-product's comparison engine (``compare_streams``) then runs in a fresh process, so
-its peak RSS is the comparison's alone.
+codes that behave like real footage (consecutive samples differ by a few bits, and a
+scene cut every 2-8 s jumps to an unrelated code), written as search shards of
+``--shard-codes`` rows with the product's own ``build_shard``. A 1-hour, 1-fps manifest
+is made of planted copies of corpus footage (normal speed, 0.5x, 2x, reversed,
+mirrored variant, noisier copies) separated by unrelated footage. The product's
+comparison engine (``compare_streams``) then runs in a fresh process, so its peak RSS
+is the comparison's alone.
+
+Corpora larger than ``--max-build-hours`` are not written out (10,000 hours would take
+over 100 GB): they are the built corpus searched as ``hours / max-build-hours``
+replicas, replica ``k`` being every code XOR a fixed random mask (:class:`_ReplicaShard`).
+XOR with a constant keeps every Hamming distance, so a replica costs exactly what a
+distinct corpus of the same kind of footage costs to search, and is unrelated to the
+planted copies. What it does not reproduce is the page cache: the replicas share one
+corpus's pages, so figures are for a warm cache (a real 10,000-hour index reads its
+pages from disk on the first comparison).
 
 Printed per size: build time, compare wall and CPU time, recall of the planted
 segments (found = a reported segment from the right stream covering >= 80% of it
 with the speed within 3%), false segments, and peak RSS; then the time ratio per
 10x corpus. Usage::
 
-    python bench/bench_compare.py                       # 10, 100 and 1000 hours
-    python bench/bench_compare.py --hours 10 100 300 --probe 0 --shard-codes 8000000
+    python bench/bench_compare.py                       # 10, 100, 1,000 and 10,000 hours
+    python bench/bench_compare.py --hours 10 100 1000 --max-build-hours 100 --shard-codes 16000000
+    python bench/bench_compare.py --phase convert --target DIR --dest DIR2 --to-version 2
 
 No timed assertions: this prints figures for docs/scale.md.
 """
@@ -31,7 +42,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,20 +58,32 @@ from overlap_desktop.core.types import StreamFingerprints, Variant  # noqa: E402
 STREAM_SECONDS = 1800.0
 CORPUS_FPS = 4.0
 MASTER_FPS = 8.0  # the "true" footage; the corpus keeps every other frame
-FLIPS_PER_MASTER_FRAME = 5
+#: Bits flipped per master frame inside a scene: consecutive corpus samples (4/s) differ
+#: by about 4 bits, one-second samples by about 16, like slowly moving real footage.
+FLIPS_PER_MASTER_FRAME = 2
+#: Scene lengths in seconds (uniform): at a cut the code jumps to an unrelated one.
+SCENE_SECONDS = (2.0, 8.0)
 
 
 # --------------------------------------------------------------------------- synthetic footage
 
 
 def _master(sid: int) -> np.ndarray:
-    """Identity codes of stream ``sid`` at MASTER_FPS: a random walk (temporal correlation)."""
+    """Identity codes of stream ``sid`` at MASTER_FPS, temporally correlated like footage.
+
+    Inside a scene the code drifts by a few bits per frame (a random walk in bit space);
+    at a scene cut, every few seconds, it is replaced by an unrelated random code.
+    """
     rng = np.random.default_rng(1_000_003 * sid + 17)
     n = int(STREAM_SECONDS * MASTER_FPS)
     flips = np.zeros((n, 256), np.uint8)
     cols = rng.integers(0, 256, (n, FLIPS_PER_MASTER_FRAME))
     flips[np.arange(n)[:, None], cols] = 1
-    flips[0] = rng.integers(0, 2, 256)
+    lo, hi = (int(x * MASTER_FPS) for x in SCENE_SECONDS)
+    cuts = np.cumsum(rng.integers(lo, hi + 1, n // lo + 1))
+    cuts = np.r_[0, cuts[cuts < n]]
+    # XOR with uniform random bits: the code after a cut is independent of the one before.
+    flips[cuts] = rng.integers(0, 2, (cuts.size, 256), dtype=np.uint8)
     bits = np.bitwise_xor.accumulate(flips, axis=0)
     return np.packbits(bits, axis=1)
 
@@ -176,29 +201,114 @@ def build(directory: Path, hours: float, v: int, shard_codes: int) -> dict:
     return info
 
 
+def convert(src: Path, dst: Path, version: int) -> dict:
+    """Copy a built corpus into shard format ``version`` (2 or 3) without rebuilding it.
+
+    Codes and ids are hard-linked; only the chunk tables are rewritten (per chunk in
+    format 2, stacked in format 3). Lets one run time the old and the new layout on the
+    same corpus.
+    """
+    from overlap_desktop.core.index.shards import Shard
+
+    dst.mkdir(parents=True, exist_ok=True)
+    for d in sorted(src.glob("shard-*")):
+        out = dst / d.name
+        out.mkdir(exist_ok=True)
+        shard = Shard.open(d)
+        m = len(shard.chunks)
+        for name in ("codes", "stream_ids", "frame_idx", "variant_idx"):
+            if not (out / f"{name}.npy").exists():
+                os.link(d / f"{name}.npy", out / f"{name}.npy")
+        for t in ("off", "low", "perm"):
+            if shard.version >= 3:
+                parts = [np.load(d / f"{t}.npy", mmap_mode="r")[j] for j in range(m)]
+            else:
+                parts = [np.load(d / f"{t}_{j}.npy", mmap_mode="r") for j in range(m)]
+            if version >= 3:
+                np.save(out / f"{t}.npy", np.stack(parts))
+            else:
+                for j, p in enumerate(parts):
+                    np.save(out / f"{t}_{j}.npy", np.asarray(p))
+        meta = dict(shard.meta, version=version)
+        (out / "shard.json").write_text(json.dumps(meta))
+    info = json.loads((src / "corpus.json").read_text())
+    info["bytes"] = sum(f.stat().st_size for f in dst.rglob("*") if f.is_file())
+    (dst / "corpus.json").write_text(json.dumps(info))
+    return info
+
+
+def _replica_mask(k: int) -> np.ndarray:
+    """XOR mask of replica ``k`` (0 = the built corpus itself, unmasked)."""
+    if k == 0:
+        return np.zeros(32, np.uint8)
+    return np.random.default_rng(9_000_011 + k).integers(0, 256, 32, dtype=np.uint8)
+
+
+class _ReplicaShard:
+    """A built shard seen as replica ``k``: every code XOR a fixed mask, new stream ids.
+
+    XOR with a constant is a bijection that keeps every Hamming distance, so the masked
+    shard has the same statistics as another shard of correlated footage (same scene
+    structure, same bucket fill) while being unrelated to the original and to the
+    planted copies. Searching it means searching with the query codes XOR the mask;
+    the masked query plan is made once per replica and compare, not per shard.
+    """
+
+    def __init__(self, shard: Any, k: int, n_base: int, plans: dict[tuple[int, int], Any]) -> None:
+        self.shard, self.k, self.n_base, self.plans = shard, k, n_base, plans
+        self.chunks = shard.chunks
+
+    def __len__(self) -> int:
+        return len(self.shard)
+
+    def search(self, query: Any, *, max_distance: int, probe: int = 0, **kw: Any) -> Any:
+        from overlap_desktop.core.index.shards import QueryPlan
+
+        key = (self.k, id(query))
+        if key not in self.plans:
+            codes = query.codes if isinstance(query, QueryPlan) else np.asarray(query)
+            # The query object is kept with its plan, so its id is not reused meanwhile.
+            self.plans[key] = (query, QueryPlan.make(codes ^ _replica_mask(self.k), self.chunks,
+                                                     probe=getattr(query, "probe", probe)))
+        h = self.shard.search(self.plans[key][1], max_distance=max_distance, **kw)
+        h.stream_id = h.stream_id + self.k * self.n_base
+        return h
+
+
 class _BenchCorpus:
-    def __init__(self, directory: Path, v: int, hours: float = 0.0) -> None:
+    """The built corpus, ``replicas`` times (replica ``k`` through :class:`_ReplicaShard`)."""
+
+    def __init__(self, directory: Path, v: int, hours: float = 0.0, replicas: int = 1) -> None:
         self.directory = directory
         self.v = v
         self.hours = hours
+        self.replicas = replicas
+        self.n_base = int(json.loads((directory / "corpus.json").read_text())["streams"])
+        self.plans: dict[tuple[int, int], Any] = {}
         #: CPU seconds spent regenerating synthetic fingerprints (a stand-in for the
         #: index's SQLite read); subtracted from the compare time and reported apart.
         self.regen_cpu = 0.0
         self.loads = 0
 
-    def shards(self):  # type: ignore[no-untyped-def]
+    def shards(self) -> Iterator[Any]:
         from overlap_desktop.core.index.shards import Shard
 
-        for d in sorted(self.directory.glob("shard-*")):
-            shard = Shard.open(d)
-            try:
-                yield shard
-            finally:
-                shard.close()
+        self.plans.clear()
+        for k in range(self.replicas):
+            for d in sorted(self.directory.glob("shard-*")):
+                shard = Shard.open(d)
+                try:
+                    yield shard if k == 0 else _ReplicaShard(shard, k, self.n_base, self.plans)
+                finally:
+                    shard.close()
+        self.plans.clear()
 
     def fingerprints(self, stream_id: int) -> StreamFingerprints:
         c0 = time.process_time()
-        fp = corpus_stream(stream_id, self.v)
+        k, base = divmod(stream_id, self.n_base)
+        fp = corpus_stream(base, self.v)
+        if k:
+            fp.codes[...] ^= _replica_mask(k)
         self.regen_cpu += time.process_time() - c0
         self.loads += 1
         return fp
@@ -210,13 +320,13 @@ class _BenchCorpus:
         return self.hours * 3600.0
 
 
-def query(directory: Path, probe: int) -> dict:
+def query(directory: Path, probe: int, replicas: int = 1) -> dict:
     from overlap_desktop.core.match.compare import QueryStream, compare_streams
 
     info = json.loads((directory / "corpus.json").read_text())
     q, truth = make_query(info["streams"], info["variants"])
     params = MatchParams(probe=probe)
-    corpus = _BenchCorpus(directory, info["variants"], float(info["hours"]))
+    corpus = _BenchCorpus(directory, info["variants"], float(info["hours"]) * replicas, replicas)
     # Twice: the first run also pays for reading shards into the page cache (cold), the
     # second is the steady state of a machine that compares offers routinely (warm).
     runs = []
@@ -259,40 +369,54 @@ def _sub(args: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--hours", type=float, nargs="+", default=[10, 100, 1000])
+    ap.add_argument("--hours", type=float, nargs="+", default=[10, 100, 1000, 10000])
     ap.add_argument("--variants", type=int, default=8, help="codes per frame (default preset: 8)")
     ap.add_argument("--shard-codes", type=int, default=2_000_000)
     ap.add_argument("--probe", type=int, default=MatchParams().probe)
+    ap.add_argument("--max-build-hours", type=float, default=1000.0,
+                    help="larger corpora are replicas of a corpus this size (see _ReplicaShard)")
     ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temp folder)")
     ap.add_argument("--keep", action="store_true", help="keep the built corpora")
-    ap.add_argument("--phase", choices=["build", "query"], help=argparse.SUPPRESS)
+    ap.add_argument("--phase", choices=["build", "query", "convert"], help=argparse.SUPPRESS)
+    ap.add_argument("--to-version", type=int, default=3, help=argparse.SUPPRESS)
+    ap.add_argument("--dest", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--target", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--replicas", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.phase == "build":
         print(json.dumps(build(a.target, a.hours[0], a.variants, a.shard_codes)))
         return 0
     if a.phase == "query":
-        print(json.dumps(query(a.target, a.probe)))
+        print(json.dumps(query(a.target, a.probe, a.replicas)))
+        return 0
+    if a.phase == "convert":
+        print(json.dumps(convert(a.target, a.dest, a.to_version)))
         return 0
     work = a.dir or Path(tempfile.mkdtemp(prefix="bench-compare-"))
     rows = []
-    print(f"variants={a.variants} shard_codes={a.shard_codes} probe={a.probe} work={work}", flush=True)
-    for hours in a.hours:
-        target = work / f"corpus-{int(hours)}h-v{a.variants}-s{a.shard_codes}"
+    print(f"variants={a.variants} shard_codes={a.shard_codes} probe={a.probe} work={work} "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    for hours in sorted(a.hours):
+        base = min(hours, a.max_build_hours)
+        replicas = max(1, int(round(hours / base)))
+        target = work / f"corpus-{int(base)}h-v{a.variants}-s{a.shard_codes}"
         if (target / "corpus.json").exists():
             info = json.loads((target / "corpus.json").read_text())
         else:
-            info = _sub(["--phase", "build", "--target", str(target), "--hours", str(hours),
+            info = _sub(["--phase", "build", "--target", str(target), "--hours", str(base),
                          "--variants", str(a.variants), "--shard-codes", str(a.shard_codes)])
-        res = _sub(["--phase", "query", "--target", str(target), "--probe", str(a.probe)])
-        row = {**info, **res}
+        res = _sub(["--phase", "query", "--target", str(target), "--probe", str(a.probe),
+                    "--replicas", str(replicas)])
+        row = {**info, **res, "hours": base * replicas, "replicas": replicas}
         rows.append(row)
-        print(f"{hours:>7.0f} h  codes {info['codes'] / 1e6:7.1f} M  shards {info['shards']:4d}  "
-              f"disk {info['bytes'] / 1e9:6.2f} GB  build {info['build_s']:7.1f} s | compare wall "
-              f"{res['wall_s']:6.2f} s cpu {res['cpu_s']:6.2f} s (cold: wall {res.get('cold_wall_s', 0):6.2f} s "
-              f"cpu {res.get('cold_cpu_s', 0):6.2f} s)  recall {res['found']}/{res['planted']}  "
-              f"false {res['false_segments']}  loads {res['stream_loads']}  peak RSS {res['peak_rss_mb']:7.1f} MB", flush=True)
-        if not a.keep:
+        print(f"{row['hours']:>7.0f} h  codes {info['codes'] * replicas / 1e6:7.1f} M  shards "
+              f"{info['shards'] * replicas:4d}  disk {info['bytes'] / 1e9:6.2f} GB ({info['bytes'] / base / 1e6:5.1f} "
+              f"MB/h{f', x{replicas} replicas' if replicas > 1 else ''})  build {info['build_s']:7.1f} s | "
+              f"compare wall {res['wall_s']:6.2f} s cpu {res['cpu_s']:6.2f} s (cold: wall "
+              f"{res.get('cold_wall_s', 0):6.2f} s cpu {res.get('cold_cpu_s', 0):6.2f} s)  recall "
+              f"{res['found']}/{res['planted']}  false {res['false_segments']}  loads {res['stream_loads']}  "
+              f"peak RSS {res['peak_rss_mb']:7.1f} MB", flush=True)
+        if not a.keep and base < a.max_build_hours:
             shutil.rmtree(target, ignore_errors=True)
     for prev, cur in zip(rows, rows[1:]):
         f = cur["hours"] / prev["hours"]

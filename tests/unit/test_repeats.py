@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overlap_desktop.core.match.compare import _flags
-from overlap_desktop.core.match.lines import RawSegment
 from overlap_desktop.core.match.repeats import (
     _overlaps_itself,
     _repeat_on_query_side,
     _swap,
     new_and_repeated_seconds,
 )
+from overlap_desktop.core.match.results import _flags
+from overlap_desktop.core.match.segments import RawSegment
 from overlap_desktop.core.report.model import FileResult
 from overlap_desktop.core.types import Segment, Span, Variant
 

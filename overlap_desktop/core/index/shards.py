@@ -2,28 +2,35 @@
 
 A shard is a folder of ``.npy`` arrays holding N codes (256-bit PDQ, one per corpus
 frame *and* variant) and, for each of ``m`` substrings ("chunks") of the code, an
-index of the chunk values: the rows sorted by chunk value (``perm_j``), a prefix
-table of bucket offsets by the value's top bits (``off_j``; sized to the shard so a
-bucket holds ~4 rows), and the remaining low bits of each sorted value (``low_j``,
-one byte per row up to 2**24 rows). A query code looks each chunk up: prefix ->
-bucket -> compare the bucket's low bits; rows sharing at least one chunk exactly
-become candidates, verified with the full Hamming distance.
+index of the chunk values: the rows sorted by chunk value (``perm``), a prefix table
+of bucket offsets by the value's top bits (``off``; sized to the shard so a bucket
+holds ~4 rows), and the remaining low bits of each sorted value (``low``, one byte per
+row up to 2**24 rows). Format 3 stacks the ``m`` chunks of each table in one file
+(``off.npy`` is ``(m, buckets + 1)``), so a search maps three table files per shard and
+looks every chunk up in one vectorised pass; format 2 kept one file per table and
+chunk (``off_j``, ``low_j``, ``perm_j``) and is still read. A query code looks each
+chunk up: prefix -> bucket -> compare the bucket's low bits; rows sharing at least one
+chunk exactly become candidates, verified with the full Hamming distance.
 
 Why this structure: by the pigeonhole principle, two codes within ``r`` bits agree
 exactly on at least one of ``m`` chunks when ``r < m``; for larger ``r`` the chance
 of an exact chunk agreement is still high enough that a matched *segment* (ten or
 more query frames) gets seeds, and the matcher verifies and extends along the line
-from any seed using the full fingerprints (see :mod:`.match`). A lookup touches one
-page of ``off_j`` and of ``low_j`` (and of ``perm_j`` on a hit) whatever the shard
-size; random chunk collisions cost ``N / 2**24`` verifications per lookup. A binary
-search over sorted 4-byte keys (format 1, still readable) touched most pages of every
-key array at 1,000 hours, and a fixed 16-bit prefix scanned ``N / 65536`` rows per
-lookup: both made the time grow 4-7x per 10x corpus (bench/bench_compare.py). 24-bit chunks: 16-bit chunks
-drown in random collisions at 100M+ codes, 32-bit chunks find too few seeds at the
-distances re-encodes and phase shifts produce.
+from any seed using the full fingerprints (see :mod:`overlap_desktop.core.match.lines`).
+A lookup touches one page of ``off`` and of ``low`` (and of ``perm`` on a hit) whatever
+the shard size; random chunk collisions cost ``N / 2**24`` verifications per lookup.
+A binary search over sorted 4-byte keys (format 1, still readable) touched most pages
+of every key array at 1,000 hours, and a fixed 16-bit prefix scanned ``N / 65536`` rows
+per lookup: both made the time grow 4-7x per 10x corpus (bench/bench_compare.py).
+24-bit chunks: 16-bit chunks drown in random collisions at 100M+ codes, 32-bit chunks
+find too few seeds at the distances re-encodes and phase shifts produce.
 
-Only the shard's own arrays are memory-mapped, one chunk's tables at a time, so the
-resident memory of a search is bounded by one shard's touched pages and candidates.
+Because the work per lookup is the same in every shard, a comparison costs about
+(shards x probes): at 10,000 hours the number of shards, not their size, sets the
+search time (docs/scale.md).
+
+Only the shard's own arrays are memory-mapped, so the resident memory of a search is
+bounded by one shard's touched pages and candidates.
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ from typing import Any
 
 import numpy as np
 
+from overlap_desktop.core.index.arrays import hamming_rows as hamming_rows
+from overlap_desktop.core.index.arrays import map_npy
+from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
 from overlap_desktop.errors import IndexError_
 
 __all__ = [
@@ -52,10 +62,13 @@ __all__ = [
 ]
 
 SHARD_FORMAT = "overlap.shard"
-#: 2: per chunk a prefix table (offsets by the top 16 bits) plus the remaining low bits
-#: (1 byte per row for 24-bit chunks). 1 (read only): sorted 4-byte keys, binary search.
-SHARD_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
+#: 3: the tables of all chunks stacked in one file each (``off``, ``low``, ``perm``), so a
+#: search maps three files per shard and looks all chunks up in one vectorised pass.
+#: 2 (read only): one file per table and chunk (``off_j``, ``low_j``, ``perm_j``).
+#: 1 (read only): sorted 4-byte keys, binary search. Same bytes on disk in 2 and 3.
+SHARD_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)
+_WRITABLE_VERSIONS = (2, 3)
 #: Bits of a chunk value resolved by the in-memory prefix table.
 PREFIX_BITS = 16
 _META = "shard.json"
@@ -65,41 +78,6 @@ DEFAULT_CHUNK_BYTES = 3
 #: A chunk value shared by more rows than this is uninformative (near-featureless
 #: frames) and skipped, so a degenerate bucket cannot blow up the candidate set.
 DEFAULT_MAX_BUCKET = 4096
-
-
-# --------------------------------------------------------------------------- hamming
-
-if hasattr(np, "bitwise_count"):  # numpy >= 2.0
-
-    def _popcount64(x: np.ndarray) -> np.ndarray:
-        return np.bitwise_count(x)
-
-else:  # pragma: no cover - numpy 1.26
-    _POP8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
-    def _popcount64(x: np.ndarray) -> np.ndarray:
-        b = x.view(np.uint8).reshape(*x.shape, 8)
-        return _POP8[b].sum(axis=-1, dtype=np.uint8)
-
-
-def popcount_xor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamming distances between ``uint8 (..., 32)`` code arrays (broadcasting).
-
-    Args:
-        a: Codes, last axis 32 bytes.
-        b: Codes, last axis 32 bytes, broadcastable against ``a``.
-
-    Returns:
-        ``int32`` distances with the broadcast shape minus the last axis.
-    """
-    a64 = np.ascontiguousarray(a).view(np.uint64)
-    b64 = np.ascontiguousarray(b).view(np.uint64)
-    return _popcount64(a64 ^ b64).sum(axis=-1, dtype=np.int32)
-
-
-def hamming_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise Hamming distance of two equally long ``(n, 32)`` code arrays."""
-    return popcount_xor(a, b)
 
 
 # --------------------------------------------------------------------------- chunks
@@ -123,7 +101,8 @@ def _chunk_keys(codes: np.ndarray, start: int, width: int) -> np.ndarray:
 
 
 def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, frame_idx: np.ndarray,
-                variant_idx: np.ndarray, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+                variant_idx: np.ndarray, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                version: int = SHARD_VERSION) -> None:
     """Write a searchable shard atomically.
 
     The shard is written into a temporary sibling folder and renamed into place, so
@@ -136,6 +115,7 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
         frame_idx: ``int32 (N,)`` frame position within the stream's fingerprints.
         variant_idx: ``int16 (N,)`` variant position within the stream's variants.
         chunk_bytes: Lookup chunk width in bytes (1..4).
+        version: Shard format to write (3; 2 only to test that older shards still read).
 
     Raises:
         ValueError: arrays of inconsistent shapes or dtypes that cannot be converted.
@@ -145,7 +125,7 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
     if codes.ndim != 2 or codes.shape[1] != 32:
         raise ValueError(f"codes must be (N, 32) uint8, got {codes.shape}")
     n = codes.shape[0]
-    arrays = {
+    arrays: dict[str, np.ndarray] = {
         "stream_ids": np.ascontiguousarray(stream_ids, dtype=np.int64),
         "frame_idx": np.ascontiguousarray(frame_idx, dtype=np.int32),
         "variant_idx": np.ascontiguousarray(variant_idx, dtype=np.int16),
@@ -155,6 +135,8 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
             raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
     if not 1 <= chunk_bytes <= 4:
         raise ValueError("chunk_bytes must be 1..4")
+    if version not in _WRITABLE_VERSIONS:
+        raise ValueError(f"cannot write shard format version {version}")
     if n >= 2**32:
         raise ValueError("a shard holds fewer than 2**32 rows")
 
@@ -166,20 +148,8 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
         for name, arr in arrays.items():
             np.save(tmp / f"{name}.npy", arr)
         spec = _chunk_spec(chunk_bytes)
-        for j, (start, width) in enumerate(spec):
-            keys = _chunk_keys(codes, start, width)
-            perm = np.argsort(keys, kind="stable").astype(np.uint32)
-            keys = keys[perm]
-            pbits = _prefix_bits(n, width)
-            lbits = 8 * width - pbits
-            counts = np.bincount((keys >> np.uint32(lbits)).astype(np.int64), minlength=1 << pbits)
-            off = np.zeros((1 << pbits) + 1, dtype=np.uint32)
-            np.cumsum(counts, out=off[1:])
-            np.save(tmp / f"off_{j}.npy", off)
-            np.save(tmp / f"low_{j}.npy", (keys & np.uint32((1 << lbits) - 1)).astype(_low_dtype(lbits)))
-            np.save(tmp / f"perm_{j}.npy", perm)
-            del keys, perm, counts, off
-        meta = {"format": SHARD_FORMAT, "version": SHARD_VERSION, "count": int(n),
+        _write_chunk_tables(tmp, codes, spec, version)
+        meta = {"format": SHARD_FORMAT, "version": int(version), "count": int(n),
                 "chunks": [list(c) for c in spec], "prefix_bits": _prefix_bits(n, spec[0][1])}
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
@@ -189,6 +159,43 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]], version: int) -> None:
+    """Per chunk: rows sorted by chunk value, bucket offsets by its top bits, its low bits.
+
+    Format 3 stacks the chunks in one ``(chunks, ...)`` array per table, written through
+    a memory map one chunk at a time, so building needs one chunk's arrays in memory.
+    """
+    n = codes.shape[0]
+    width = spec[0][1]
+    pbits = _prefix_bits(n, width)
+    lbits = 8 * width - pbits
+    ldt = _low_dtype(lbits)
+    stacked: dict[str, np.memmap[Any, Any]] = {}
+    if version >= 3:
+        shapes = {"off": ((len(spec), (1 << pbits) + 1), np.uint32), "low": ((len(spec), n), ldt),
+                  "perm": ((len(spec), n), np.uint32)}
+        for name, (shape, dt) in shapes.items():
+            stacked[name] = np.lib.format.open_memmap(tmp / f"{name}.npy", mode="w+", dtype=dt, shape=shape)
+    for j, (start, w) in enumerate(spec):
+        keys = _chunk_keys(codes, start, w)
+        perm = np.argsort(keys, kind="stable").astype(np.uint32)
+        keys = keys[perm]
+        counts = np.bincount((keys >> np.uint32(lbits)).astype(np.int64), minlength=1 << pbits)
+        off = np.zeros((1 << pbits) + 1, dtype=np.uint32)
+        np.cumsum(counts, out=off[1:])
+        low = (keys & np.uint32((1 << lbits) - 1)).astype(ldt)
+        if stacked:
+            stacked["off"][j], stacked["low"][j], stacked["perm"][j] = off, low, perm
+        else:
+            np.save(tmp / f"off_{j}.npy", off)
+            np.save(tmp / f"low_{j}.npy", low)
+            np.save(tmp / f"perm_{j}.npy", perm)
+        del keys, perm, counts, off, low
+    for arr in stacked.values():
+        arr.flush()
+    stacked.clear()
 
 
 def _prefix_bits(n: int, width: int) -> int:
@@ -272,13 +279,34 @@ class QueryPlan:
     probe: int
     keys: list[np.ndarray]
     rows: list[np.ndarray]
+    #: Distinct probes of all chunks (format 3 looks them up in one pass), filled on
+    #: first use: chunk number and value of each, and the query rows sharing it.
+    _unique: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def unique_probes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(chunk, value, start, rows)`` of the distinct probes, made once per plan.
+
+        Probe ``p`` is shared by query rows ``rows[start[p]:start[p + 1]]``. Footage is
+        temporally correlated, so neighbouring query frames often agree on a chunk
+        (a static shot on every chunk); each distinct value is looked up once per shard.
+        """
+        if self._unique is None:
+            chunk = np.repeat(np.arange(len(self.keys), dtype=np.int64), [k.size for k in self.keys])
+            keys = np.concatenate(self.keys) if self.keys else np.zeros(0, np.uint32)
+            rows = np.concatenate(self.rows) if self.rows else np.zeros(0, np.int64)
+            # Keys are sorted within each chunk, so equal probes are neighbours.
+            first = np.ones(keys.size, bool)
+            first[1:] = (chunk[1:] != chunk[:-1]) | (keys[1:] != keys[:-1])
+            start = np.append(np.flatnonzero(first), keys.size)
+            self._unique = (chunk[first], keys[first], start, rows)
+        return self._unique
 
     @classmethod
     def make(cls, query: np.ndarray, chunks: list[tuple[int, int]] | None = None, *,
              probe: int = 0) -> QueryPlan:
         """Cut ``query`` into chunk probes (plus 1-bit flips when ``probe`` is 1)."""
         codes = np.ascontiguousarray(query, dtype=np.uint8).reshape(-1, 32)
-        chunks = [tuple(c) for c in (chunks or _chunk_spec(DEFAULT_CHUNK_BYTES))]  # type: ignore[misc]
+        chunks = [(int(a), int(b)) for a, b in (chunks or _chunk_spec(DEFAULT_CHUNK_BYTES))]
         keys: list[np.ndarray] = []
         rows: list[np.ndarray] = []
         m = codes.shape[0]
@@ -293,7 +321,7 @@ class QueryPlan:
             order = np.argsort(qk, kind="stable")
             keys.append(qk[order])
             rows.append(qrow[order])
-        return cls(codes, chunks, int(bool(probe)), keys, rows)  # type: ignore[arg-type]
+        return cls(codes, chunks, int(bool(probe)), keys, rows)
 
 
 class Shard:
@@ -307,6 +335,8 @@ class Shard:
         self.chunks: list[tuple[int, int]] = [(int(a), int(b)) for a, b in meta["chunks"]]
         self._codes: np.ndarray | None = None
         self._cols: dict[str, np.ndarray] = {}
+        #: Stacked chunk tables (format 3), mapped on first use.
+        self._tables: dict[str, np.ndarray] = {}
 
     @classmethod
     def open(cls, directory: Path) -> Shard:
@@ -337,7 +367,7 @@ class Shard:
     # lazily memory-mapped columns ---------------------------------------------------
     def _load(self, name: str) -> np.ndarray:
         try:
-            return np.load(self.directory / f"{name}.npy", mmap_mode="r")
+            return map_npy(self.directory / f"{name}.npy")
         except (OSError, ValueError) as exc:
             raise IndexError_(f"search shard is damaged: {name}.npy ({exc})",
                               path=self.directory) from exc
@@ -347,6 +377,12 @@ class Shard:
         if self._codes is None:
             self._codes = self._load("codes")
         return self._codes
+
+    def _table(self, name: str) -> np.ndarray:
+        """A stacked chunk table (format 3) as one flat memory-mapped array."""
+        if name not in self._tables:
+            self._tables[name] = self._load(name).reshape(-1)
+        return self._tables[name]
 
     def column(self, name: str) -> np.ndarray:
         """Memory-mapped ``stream_ids``, ``frame_idx`` or ``variant_idx``."""
@@ -358,6 +394,7 @@ class Shard:
         """Drop the memory maps (they also go when the shard is garbage collected)."""
         self._codes = None
         self._cols.clear()
+        self._tables.clear()
 
     # search ----------------------------------------------------------------------------
     def _lookup_prefix(self, j: int, qk: np.ndarray, qrow: np.ndarray,
@@ -397,6 +434,44 @@ class Shard:
         perm = self._load(f"perm_{j}")
         return np.repeat(qrow, cnt)[match], np.asarray(perm[pos], dtype=np.int64)
 
+    def _lookup_stacked(self, plan: QueryPlan, max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact chunk matches of every chunk at once (format 3: stacked tables).
+
+        Same lookup as :meth:`_lookup_prefix`, but with the chunks' tables in one file
+        each, the distinct probes of all chunks go through one gather per table: a shard
+        costs three memory maps and a dozen array operations, whatever its chunk count.
+        """
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        width = self.chunks[0][1]
+        pbits = min(int(self.meta.get("prefix_bits", PREFIX_BITS)), 8 * width)
+        lbits = 8 * width - pbits
+        off = self._table("off")
+        uchunk, ukey, ustart, urows = plan.unique_probes()
+        pre = uchunk * ((1 << pbits) + 1) + (ukey >> np.uint32(lbits)).astype(np.int64)
+        b0 = off[pre].astype(np.int64)
+        cnt = off[pre + 1].astype(np.int64) - b0
+        # A bucket far above its expected size holds a degenerate value (featureless
+        # frames): uninformative, and expanding it would cost more than it could give.
+        keep = np.flatnonzero((cnt > 0) & (cnt <= max(max_bucket, 64.0 * self.count / float(1 << pbits))))
+        if keep.size == 0:
+            return empty
+        b0, cnt = b0[keep] + uchunk[keep] * self.count, cnt[keep]
+        seg = np.repeat(np.arange(keep.size), cnt)  # kept probe of each bucket row
+        pos = np.arange(seg.size, dtype=np.int64) + (b0 - np.cumsum(cnt) + cnt)[seg]
+        if lbits:
+            want = (ukey[keep] & np.uint32((1 << lbits) - 1)).astype(self._table("low").dtype)
+            match = self._table("low")[pos] == want[seg]
+            pos, seg = pos[match], seg[match]
+        if pos.size == 0:
+            return empty
+        hit_rows = self._table("perm")[pos].astype(np.int64)
+        # Each matched probe stands for every query row that shares it.
+        p = keep[seg]
+        g = ustart[p + 1] - ustart[p]
+        k = np.repeat(np.arange(p.size), g)
+        q = urows[np.arange(k.size, dtype=np.int64) + (ustart[p] - np.cumsum(g) + g)[k]]
+        return q, hit_rows[k]
+
     def plan(self, query: np.ndarray, *, probe: int = 0) -> QueryPlan:
         """Prepare ``query`` for searching shards with this shard's chunk layout."""
         return QueryPlan.make(query, self.chunks, probe=probe)
@@ -420,6 +495,8 @@ class Shard:
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         if plan.codes.shape[0] == 0 or self.count == 0:
             return empty
+        if self.version >= 3:
+            return self._lookup_stacked(plan, max_bucket)
         q_parts: list[np.ndarray] = []
         r_parts: list[np.ndarray] = []
         for j in range(len(self.chunks)):

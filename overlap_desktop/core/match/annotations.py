@@ -21,6 +21,7 @@ from overlap_desktop.errors import InputError
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.manifest.format import Manifest
     from overlap_desktop.core.report.model import FileResult
+    from overlap_desktop.core.text.overlap import Document
     from overlap_desktop.core.types import Segment
 
 __all__ = [
@@ -77,7 +78,7 @@ def annotation_overlap(manifest: Manifest, eval_sources: Sequence[str | os.PathL
         return {"schema": TEXT_OVERLAP_SCHEMA, "status": "no-annotations", "eval_sources": sources,
                 "message": "The manifest carries no annotation n-gram hashes, so annotation overlap "
                            "could not be checked."}
-    docs = []
+    docs: list[Document] = []
     for p in sources:
         try:
             docs.extend(iter_documents(Path(p), fields=fields))
@@ -167,7 +168,8 @@ def _pieces(episodes: list[tuple[int, float, float]], a: float, b: float) -> lis
         return [None]
     found = episode_spans_for({"episodes": episodes}, a, b)
     long = [p for p in found if p["file_end_s"] - p["file_start_s"] >= MIN_PIECE_SECONDS]
-    return long or found[:1] or [None]
+    out: list[dict[str, Any] | None] = list(long or found[:1])
+    return out or [None]
 
 
 def _sub_label(piece: dict[str, Any], a: float, b: float) -> dict[str, Any]:

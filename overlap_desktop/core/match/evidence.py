@@ -45,10 +45,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.match.verify import line_neighbours
 from overlap_desktop.core.types import StreamFingerprints
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.match.lines import MatchParams, RawSegment
+    from overlap_desktop.core.match.segments import MatchParams, RawSegment
 
 __all__ = ["EVIDENCE_ID", "Assessment", "Seeds", "assess_segment", "search_space_lines"]
 
@@ -244,8 +245,6 @@ class _Pair:
 
     def line(self, rows: np.ndarray, slope: float, offset: float) -> tuple[np.ndarray, ...]:
         """Distance on the line, the owned frame and variant used, and the background."""
-        from overlap_desktop.core.match.lines import line_neighbours
-
         qt = self.qt[rows]
         pred = slope * qt + offset
         dist, crow = line_neighbours(self.query, self.corpus, rows, slope, offset, self.fam)

@@ -4,8 +4,8 @@ A vendor can pad an offer with its own footage: a file that is another offered f
 slowed to 0.5x, a clip cut twice into different files. None of that is owned, so the
 comparison with the library alone would count it as new. Here the offer's streams are
 matched against the same streams with the comparison engine
-(:func:`~overlap_desktop.core.match.compare.compare_streams` over a
-:class:`~overlap_desktop.core.match.compare._MemoryCorpus`), the trivial line of each stream
+(:func:`~overlap_desktop.core.match.engine.compare_streams` over a
+:class:`~overlap_desktop.core.match.engine._MemoryCorpus`), the trivial line of each stream
 against itself is dropped, and every repeated stretch is listed once.
 
 Which copy is "the repeat": the one that bills more offered time for the same footage
@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from overlap_desktop.core.match.lines import MatchParams, RawSegment, union_seconds, union_seconds_excluding
+from overlap_desktop.core.match.accounting import union_seconds, union_seconds_excluding
+from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.report.model import REPEATS_SETTING, FileResult, Report
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.match.compare import QueryStream
+    from overlap_desktop.core.match.engine import QueryStream
 
 __all__ = ["REPEAT_SPEED_TOLERANCE", "fill_repeats", "find_repeats", "new_and_repeated_seconds"]
 
@@ -83,7 +84,7 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
     """Match an offer's streams against themselves.
 
     Args:
-        queries: The offer's :class:`~overlap_desktop.core.match.compare.QueryStream` list (as
+        queries: The offer's :class:`~overlap_desktop.core.match.engine.QueryStream` list (as
             built for the comparison with the library).
         params: Matcher thresholds (the same evidence floor and rules as the comparison).
         progress: Receives ``Progress(stage="repeats", ...)``.
@@ -95,7 +96,8 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
         evidence); ``corpus_file`` of each is the other offered file.
     """
     # Imported here: compare imports this module to call fill_repeats.
-    from overlap_desktop.core.match.compare import _file_results, _MemoryCorpus, compare_streams
+    from overlap_desktop.core.match.engine import _MemoryCorpus, compare_streams
+    from overlap_desktop.core.match.results import _file_results
 
     qs = list(queries)
 

@@ -1,0 +1,298 @@
+"""From engine output to a report: segments, flags, per-file results and report facts."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds, union_seconds_excluding
+from overlap_desktop.core.match.engine import MAX_HITS_PER_FRAME, QueryStream, _Corpus
+from overlap_desktop.core.match.evidence import EVIDENCE_ID
+from overlap_desktop.core.match.segments import MatchParams, RawSegment
+from overlap_desktop.core.report.model import FileResult, Report, offered_pieces
+from overlap_desktop.core.types import Segment, Span, StreamFingerprints, Variant
+from overlap_desktop.errors import ManifestError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.core.index.store import Index
+    from overlap_desktop.core.manifest.format import Manifest
+
+__all__ = ["SPEED_TOLERANCE", "speed_change"]
+
+#: Speed factors within this relative distance of 1 are "normal speed".
+SPEED_TOLERANCE = 0.03
+
+
+def _to_segment(q: QueryStream, corpus_file: str, corpus_key: str, cfp: StreamFingerprints,
+                s: RawSegment) -> Segment:
+    variant = cfp.variants[s.variant_idx] if 0 <= s.variant_idx < len(cfp.variants) else Variant()
+    return Segment(
+        query_file=q.file, query_stream=q.key,
+        query_start=round(s.query_start, 3), query_end=round(s.query_end, 3),
+        corpus_file=corpus_file, corpus_stream=corpus_key,
+        corpus_start=round(s.corpus_start, 3), corpus_end=round(s.corpus_end, 3),
+        speed=round(s.speed, 4), variant=variant, frames=s.frames,
+        mean_distance=round(s.mean_distance, 2), score=s.score, pairs=s.pairs,
+        chance=None if s.chance is None else float(f"{s.chance:.3g}"),
+        speed_low=None if s.speed_low is None else round(s.speed_low, 4),
+        speed_high=None if s.speed_high is None else round(s.speed_high, 4))
+
+
+def speed_change(s: Segment) -> str | None:
+    """``"slowdown"``, ``"speedup"`` or ``None`` (normal speed, or not measurably different).
+
+    With a speed interval (assessed segments) a change is claimed only when the
+    interval excludes normal speed; a 4 s identical copy measured at 0.97x is not
+    "slowed". Without one, the fixed tolerance of older reports applies.
+    """
+    sp = abs(s.speed)
+    if s.speed_low is not None and s.speed_high is not None:
+        lo, hi = sorted((abs(s.speed_low), abs(s.speed_high)))
+        if lo <= 1.0 <= hi:
+            return None
+        return "slowdown" if hi < 1.0 else "speedup"
+    if sp < 1 - SPEED_TOLERANCE:
+        return "slowdown"
+    if sp > 1 + SPEED_TOLERANCE:
+        return "speedup"
+    return None
+
+
+def _flags(segments: Sequence[Segment]) -> list[str]:
+    flags: set[str] = set()
+    for s in segments:
+        if s.speed < 0:
+            flags.add("reversed")
+        change = speed_change(s)
+        if change is not None:
+            flags.add(change)
+        v = s.variant
+        if v.mirrored:
+            flags.add("mirror")
+        if v.crop < 1.0:
+            flags.add("crop")
+        if v.edge is not None and v.edge_depth > 0:
+            flags.add("edge-crop")
+        if v.rotation:
+            flags.add("rotation")
+    # A splice is pieces following each other in offered time, not one stretch matching
+    # several owned copies of the same footage.
+    if len(offered_pieces(segments)) > 1:
+        flags.add("splice")
+    order = ["slowdown", "speedup", "reversed", "mirror", "crop", "edge-crop", "rotation", "splice"]
+    return [f for f in order if f in flags]
+
+
+def _dedupe(segs: list[Segment]) -> list[Segment]:
+    """Drop segments that repeat another (same corpus stream, same stretch, same line)."""
+    segs = sorted(segs, key=lambda s: (-s.frames, s.mean_distance))
+    kept: list[Segment] = []
+    for s in segs:
+        dup = False
+        for k in kept:
+            if (k.corpus_file, k.corpus_stream, k.query_stream) != (s.corpus_file, s.corpus_stream, s.query_stream):
+                continue
+            ov = min(k.query_end, s.query_end) - max(k.query_start, s.query_start)
+            if ov < 0.5 * min(k.query_duration, s.query_duration):
+                continue
+            mid = 0.5 * (max(k.query_start, s.query_start) + min(k.query_end, s.query_end))
+
+            def at(x: Segment, t: float) -> float:
+                if x.query_end == x.query_start:
+                    return x.corpus_start
+                return x.corpus_start + (t - x.query_start) * (x.corpus_end - x.corpus_start) / (
+                    x.query_end - x.query_start)
+
+            if abs(at(k, mid) - at(s, mid)) <= 1.5 * max(1.0, abs(k.speed)):
+                dup = True
+                break
+        if not dup:
+            kept.append(s)
+    kept.sort(key=lambda s: (s.query_start, s.corpus_file, s.corpus_start))
+    return kept
+
+
+def _file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
+                  corpus: _Corpus, params: MatchParams) -> list[FileResult]:
+    by_file: OrderedDict[str, list[int]] = OrderedDict()
+    for i, q in enumerate(queries):
+        by_file.setdefault(q.file, []).append(i)
+    segs_of: dict[int, list[Segment]] = {}
+    names: dict[int, tuple[str, str]] = {}
+    for qi, sid, s in found:
+        if sid not in names:
+            names[sid] = corpus.describe(sid)
+        cf, ck = names[sid]
+        segs_of.setdefault(qi, []).append(_to_segment(queries[qi], cf, ck, corpus.fingerprints(sid), s))
+    results: list[FileResult] = []
+    for name, idxs in by_file.items():
+        all_segs = [s for i in idxs for s in segs_of.get(i, [])]
+        weak = _dedupe([s for s in all_segs if _is_weak(s, params)])
+        segs = _dedupe([s for s in all_segs if not _is_weak(s, params)])
+        above = [s for s in segs if s.query_duration >= params.floor_seconds - 1e-9]
+        below = [s for s in segs if s.query_duration < params.floor_seconds - 1e-9]
+        spans = [(s.query_start, s.query_end) for s in above]
+        ind: list[Span] = []
+        for i in idxs:
+            ind.extend(queries[i].fp.indeterminate)
+        ind.sort(key=lambda sp: (sp.start_s, sp.end_s))
+        duration = queries[idxs[0]].file_duration
+        # Indeterminate time inside a matched stretch is reported, never counted.
+        ind_spans = [(sp.start_s, sp.end_s) for sp in ind]
+        results.append(FileResult(
+            query_file=name,
+            duration_s=duration,
+            matched_seconds=round(union_seconds_excluding(spans, ind_spans), 3),
+            real_footage_seconds=round(real_footage_seconds(
+                [(s.query_start, s.query_end, s.speed) for s in above], ind_spans), 3),
+            segments=above,
+            below_floor=below,
+            indeterminate=ind,
+            flags=_flags(above),
+            weak=weak,
+        ))
+    return results
+
+
+def _is_weak(s: Segment, params: MatchParams) -> bool:
+    """Weak evidence: a chance count above what is counted (see core/evidence.py)."""
+    return s.chance is not None and s.chance > params.max_chance
+
+
+def _report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
+            settings: dict[str, Any]) -> Report:
+    ind_total = sum(union_seconds([(sp.start_s, sp.end_s) for sp in f.indeterminate]) for f in files)
+    return Report(
+        kind=kind,
+        offered_seconds=round(sum(f.duration_s for f in files), 3),
+        matched_seconds=round(sum(f.matched_seconds for f in files), 3),
+        real_footage_seconds=round(sum(f.real_footage_seconds for f in files), 3),
+        indeterminate_seconds=round(ind_total, 3),
+        files=files,
+        manifest=manifest,
+        settings=settings,
+        created=datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+    )
+
+
+def _settings(params: MatchParams, *, algo: str, prep: str, index: Index | None = None,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "algo": algo,
+        "prep": prep,
+        "floor_seconds": params.floor_seconds,
+        "thresholds": {
+            "seed_distance": params.seed_distance,
+            "accept_distance": params.accept_distance,
+            "extend_distance": params.extend_distance,
+            "gap_seconds": params.gap_seconds,
+            "min_frames": params.min_frames,
+            "min_accept_ratio": params.min_accept_ratio,
+            "speed_range": [params.min_speed, params.max_speed],
+            "speed_tolerance": SPEED_TOLERANCE,
+        },
+        "search": {"method": "multi-index hashing, 10 x 24-bit chunks", "probe": params.probe,
+                   "max_hits_per_frame": MAX_HITS_PER_FRAME},
+        "evidence": {"model": EVIDENCE_ID, "max_chance": params.max_chance,
+                     "list_chance": params.list_chance},
+    }
+    if index is not None:
+        out["index"] = {"identity": index.identity, "path": str(index.path),
+                        "schema_version": index.schema_version}
+    if extra:
+        out.update(extra)
+    return out
+
+
+def _manifest_facts(m: Manifest) -> dict[str, Any]:
+    secs = sum(float(f.duration_s or 0.0) for f in m.files)
+    return {
+        "label": getattr(m, "label", None),
+        "root": getattr(m, "root", None),
+        "algo_id": m.algo_id,
+        "prep_id": m.prep_id,
+        "created": getattr(m, "created", None),
+        "creator": getattr(m, "creator", None),
+        "files": len(m.files),
+        "streams": sum(len(f.streams) for f in m.files),
+        "hours": round(secs / 3600.0, 4),
+    }
+
+
+def _manifest_queries(m: Manifest) -> list[QueryStream]:
+    out: list[QueryStream] = []
+    for f in m.files:
+        dur = float(f.duration_s) if f.duration_s is not None else max(
+            (s.fingerprints.duration_s for s in f.streams), default=0.0)
+        for s in f.streams:
+            out.append(QueryStream(f.name, dur, s.key, s.fingerprints))
+        if not f.streams:
+            empty = StreamFingerprints(np.zeros(0, np.int64), np.zeros(0, np.uint8),
+                                       np.zeros((0, 1, 32), np.uint8), (Variant(),), np.zeros(0, bool),
+                                       [], 1.0, dur)
+            out.append(QueryStream(f.name, dur, "", empty))
+    return out
+
+
+def _load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
+                   expect_prep: str | None = None) -> tuple[Manifest, str | None]:
+    if isinstance(manifest, (str, os.PathLike)):
+        from overlap_desktop.core.manifest.parse import read_manifest
+
+        path = Path(manifest)
+        return read_manifest(path, expect_algo=expect_algo, expect_prep=expect_prep), str(path)
+    return manifest, None
+
+
+def _check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None) -> None:
+    if m.algo_id != algo or m.prep_id != prep:
+        raise ManifestError(
+            f"incompatible fingerprints: the manifest uses algo {m.algo_id!r} / prep {m.prep_id!r}, "
+            f"{what} uses algo {algo!r} / prep {prep!r}; both sides must use the same hash and "
+            f"normalisation", path=path)
+
+
+def _audit_files(samples: Sequence[tuple[str, str, StreamFingerprints]], durations: dict[str, float],
+                 queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
+                 params: MatchParams) -> list[FileResult]:
+    """Per sample file, which of its seconds the manifest covers (``audit_sample``'s answer).
+
+    The engine matched manifest streams (queries) against sample streams (corpus); the
+    answer is turned around so ``query_*`` fields are sample times.
+    """
+    swapped: dict[str, list[Segment]] = {}
+    for qi, sid, s in found:
+        name, key, fp = samples[sid]
+        q = queries[qi]
+        variant = fp.variants[s.variant_idx] if 0 <= s.variant_idx < len(fp.variants) else Variant()
+        c0, c1 = sorted((s.corpus_start, s.corpus_end))
+        pairs = s.pairs[:, [1, 0, 2]] if s.pairs is not None and s.pairs.size else s.pairs
+        swapped.setdefault(name, []).append(Segment(
+            query_file=name, query_stream=key, query_start=round(c0, 3), query_end=round(c1, 3),
+            corpus_file=q.file, corpus_stream=q.key, corpus_start=round(_query_at(s, c0), 3),
+            corpus_end=round(_query_at(s, c1), 3), speed=round(1.0 / s.speed, 4) if s.speed else 0.0,
+            variant=variant, frames=s.frames, mean_distance=round(s.mean_distance, 2), score=s.score,
+            pairs=pairs))
+    files: list[FileResult] = []
+    for name, dur in durations.items():
+        segs = _dedupe(swapped.get(name, []))
+        above = [s for s in segs if s.query_duration >= params.floor_seconds - 1e-9]
+        below = [s for s in segs if s.query_duration < params.floor_seconds - 1e-9]
+        ind = [sp for n2, _, fp in samples if n2 == name for sp in fp.indeterminate]
+        files.append(FileResult(
+            query_file=name, duration_s=dur,
+            matched_seconds=round(union_seconds([(s.query_start, s.query_end) for s in above]), 3),
+            real_footage_seconds=round(union_seconds([(s.query_start, s.query_end) for s in above]), 3),
+            segments=above, below_floor=below, indeterminate=ind, flags=_flags(above)))
+    return files
+
+
+def _query_at(s: RawSegment, corpus_s: float) -> float:
+    """The query second the segment's line puts at ``corpus_s`` (its start when flat)."""
+    return (corpus_s - s.offset) / s.speed if s.speed else s.query_start
