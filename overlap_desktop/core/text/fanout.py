@@ -382,7 +382,7 @@ def _run_dask(tasks: Iterable[Task], state: ScanState, address: str, on_result: 
         # One copy of the test tables per worker, not one per task.
         state_f = client.scatter(state, broadcast=True, hash=False)
         ac = as_completed(loop=client.loop)
-        submitted: dict[str, Task] = {}
+        submitted: dict[Any, Task] = {}  # keyed by dask future keys (str or tuple)
         it = iter(tasks)
         inflight = 0
 
