@@ -2,6 +2,12 @@
 
 Qt runs offscreen (no display in CI). Generated footage is cached per session in
 ``tmp_path_factory`` folders by the fixtures that need it.
+
+The shared fixture modules are registered once here, through ``pytest_plugins``, instead of
+being star-imported into each test module: an imported fixture is a new fixture definition
+in every module that imports it, so a session-scoped one was built once per module (several
+times per worker). Registered as plugins, each session fixture is built at most once per
+xdist worker, and test modules just name the fixture as an argument.
 """
 
 from __future__ import annotations
@@ -15,6 +21,14 @@ os.environ.pop("OVERLAP_INDEX", None)
 from pathlib import Path
 
 import pytest
+
+# Only the top-level conftest may declare plugins (pytest refuses them in nested conftests).
+pytest_plugins = [
+    "tests.fixtures_index",
+    "tests.fixtures_recordings",
+    "tests.fixtures_scale",
+    "tests.reliability.lab21",
+]
 
 REALDATA = Path(__file__).resolve().parent / "data"
 

@@ -119,8 +119,8 @@ piece = [Piece(A, 5.0, 20.0)]
 
 RECIPES: dict[str, Recipe] = {
     "identical-rename": Recipe(from_master(_copy), FULL_A),
-    "reencode-h265-crf30": Recipe(from_master(lambda s, d: m.transcode(s, d, codec="libx265",
-                                                                        options={"crf": "30", "preset": "ultrafast"})), FULL_A),
+    "reencode-h265-crf30": Recipe(from_master(lambda s, d: m.transcode(
+        s, d, codec="libx265", options={"crf": "30", "preset": "ultrafast"})), FULL_A),
     "container-swap-mkv": Recipe(from_master(m.remux, ".mkv"), FULL_A),
     "trim-12s": Recipe(edit([Piece(A, 14.0, 12.0)]), [Expect("A", 0, 12, 14, 26)]),
     "trim-arbitrary-phase": Recipe(edit([Piece(A, 7.37, 20.0)]), [Expect("A", 0, 20, 7.37, 27.37)]),

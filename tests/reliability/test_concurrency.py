@@ -104,7 +104,8 @@ def test_read_and_compare_while_another_process_indexes(big_folder: Path, offer:
         out, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err
     print(f"\nconcurrency: {reads} read-only passes ({checked} finished files checked, counts seen "
-          f"{sorted(set(seen_counts))}), {compares} compares (overlap % seen {sorted(set(round(o) for o in overlaps))}) "
+          f"{sorted(set(seen_counts))}), {compares} compares "
+          f"(overlap % seen {sorted(set(round(o) for o in overlaps))}) "
           "while `overlap index` wrote; 0 'database is locked'")
     assert reads >= 2 and compares >= 2, "the writer finished before the readers ran: make the job longer"
     assert seen_counts == sorted(seen_counts)  # progress only grows: no half-visible transaction

@@ -470,12 +470,14 @@ def test_ctrl_c_stops_overlap_index_on_a_folder_with_a_fifo(tmp_path: Path) -> N
 def _cli_inputs(tmp: Path) -> Iterator[tuple[str, Path, int, str]]:
     """(name, path, expected exit status, pattern in the output), default reader caps."""
     z64 = H.zstd_zeros(64 * MiB, declare_size=True)
-    yield ("mcap zstd frame claiming 4 GiB", H.write_mcap(tmp / "a.mcap", [H.Chunk("zstd", H.zstd_declaring(z64, 4 * GiB - 1), 1024)]),
+    yield ("mcap zstd frame claiming 4 GiB",
+           H.write_mcap(tmp / "a.mcap", [H.Chunk("zstd", H.zstd_declaring(z64, 4 * GiB - 1), 1024)]),
            4, r"a\.mcap: corrupt or truncated MCAP .*corrupt (zstd-)?compressed data in the chunk at byte \d+")
     hidden = H.zstd_zeros(64 * MiB, declare_size=False) * 64  # 64 frames: 4 GiB of zeros
     yield ("mcap zstd hiding its size, 4 GiB, chunk says 300 MiB",
            H.write_mcap(tmp / "b.mcap", [H.Chunk("zstd", hidden, 300 * MiB)], summary=False),
-           4, r"b\.mcap: corrupt or truncated MCAP .*corrupt compressed data in a chunk: it expands past the 314572800 bytes it declares")
+           4, r"b\.mcap: corrupt or truncated MCAP .*corrupt compressed data in a chunk: "
+              r"it expands past the 314572800 bytes it declares")
     yield ("mcap lz4 claiming 3 GiB", H.mcap_lz4_bomb(tmp / "c.mcap", 3 * GiB),
            4, r"c\.mcap: corrupt or truncated MCAP .*corrupt lz4-compressed data in the chunk")
     yield ("mcap 9 chunks of 64 MiB", H.mcap_chunk_flood(tmp / "d.mcap", 9, 64 * MiB),
@@ -484,7 +486,8 @@ def _cli_inputs(tmp: Path) -> Iterator[tuple[str, Path, int, str]]:
            4, r"e\.mcap: its compressed data holds over 1000000 records")
     yield ("ROS 1 bag bz2 4 GiB", H.rosbag1_bomb(tmp / "f.bag", "bz2", lambda: H.bz2_zeros(4 * GiB)),
            4, r"f\.bag: the chunk at byte \d+ expands past the limit of 320 MiB per chunk")
-    yield ("ROS 1 bag lz4 claiming 3 GiB", H.rosbag1_bomb(tmp / "g.bag", "lz4", lambda: H.lz4_declaring(bytes(1000), 3 * GiB)),
+    yield ("ROS 1 bag lz4 claiming 3 GiB",
+           H.rosbag1_bomb(tmp / "g.bag", "lz4", lambda: H.lz4_declaring(bytes(1000), 3 * GiB)),
            4, r"g\.bag: corrupt recording.*corrupt lz4-compressed data in the chunk")
     yield ("rosbag2 mcap storage bomb",
            H.rosbag2_mcap_bomb(tmp / "h_bag2", lambda p: H.write_mcap(
