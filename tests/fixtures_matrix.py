@@ -169,7 +169,10 @@ RECIPES: dict[str, Recipe] = {
     "downscale-half": Recipe(edit(piece, transform=lambda img: m.resize(img, 160, 120)), SEG),
     "fps-60-to-24": Recipe(edit([Piece(D, 3.0, 20.0, master_fps=60.0)]), [Expect("D", 0, 20, 3, 23)]),
     "grayscale": Recipe(edit(piece, transform=m.grayscale), SEG),
-    "reencode-vp9-low": Recipe(edit(piece, codec="libvpx-vp9", suffix=".webm", bit_rate=120_000), SEG),
+    # libvpx's "good" quality at its fastest speed (cpu-used 5): half the encoding CPU of its
+    # default speed, at the same 120 kbit/s target (the file comes out about 5% larger).
+    "reencode-vp9-low": Recipe(edit(piece, codec="libvpx-vp9", suffix=".webm", bit_rate=120_000,
+                                    options={"deadline": "good", "cpu-used": "5"}), SEG),
     "reencode-av1-low": Recipe(edit(piece, codec="libsvtav1", suffix=".mkv", bit_rate=120_000,
                                     options={"preset": "12"}), SEG),
     "crop-60pct-extended": Recipe(edit(piece, transform=m.crop_centre(0.60)), SEG),

@@ -440,6 +440,27 @@ def test_rosbag2_with_a_fifo_database_is_refused_not_blocked(tmp_path: Path) -> 
                      "read", out), out
 
 
+def _wait_for_files_in_index(index: Path, proc: subprocess.Popen[str], guard_s: float = 300.0) -> None:
+    """Return once the `overlap index` run ``proc`` has rows in its index's files table, or has ended."""
+    import apsw
+
+    deadline = time.monotonic() + guard_s  # a hang guard only
+    while proc.poll() is None:
+        db = index / "index.sqlite3"
+        if db.is_file():
+            try:
+                conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+                try:
+                    if next(iter(conn.execute("SELECT COUNT(*) FROM files")))[0]:
+                        return
+                finally:
+                    conn.close()
+            except apsw.Error:
+                pass  # the schema is being created
+        assert time.monotonic() < deadline, "overlap index registered no file (hung?)"
+        time.sleep(0.01)
+
+
 @needs_fifo
 def test_ctrl_c_stops_overlap_index_on_a_folder_with_a_fifo(tmp_path: Path) -> None:
     """SIGINT during a run over clips plus a claimed folder holding a FIFO: the process ends
@@ -453,13 +474,16 @@ def test_ctrl_c_stops_overlap_index_on_a_folder_with_a_fifo(tmp_path: Path) -> N
     proc = subprocess.Popen(_cli("index", str(root), "--index", str(tmp_path / "idx"), "-q"), env=_env(),
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limit_memory)
     try:
-        time.sleep(3.0)  # interpreter start-up and the first items (or the whole run)
+        # Ctrl-C once the run has registered its items in the index (its signal handling is in
+        # place and the workers are busy), never after a fixed sleep that a loaded machine can
+        # spend still starting the interpreter. A run that ends first is fine (exit 0).
+        _wait_for_files_in_index(tmp_path / "idx", proc)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=120)  # a hang guard, far beyond a real stop
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
-        pytest.fail(f"overlap index ignored Ctrl-C for 30 s; stderr: {err[-2000:]}")
+        pytest.fail(f"overlap index ignored Ctrl-C for 120 s; stderr: {err[-2000:]}")
     assert proc.returncode in (130, 0), (proc.returncode, err[-2000:])
     assert "Traceback" not in err
 
