@@ -196,12 +196,16 @@ RECIPES: dict[str, Recipe] = {
 FROM_MASTER_FILE = ("identical-rename", "reencode-h265-crf30", "container-swap-mkv")
 
 #: The second part: every row with non-default settings (their lab indexes are built only here),
-#: the same-rig rows (their footage is the dearest to render) and a few costly encodes; the
-#: first part is the rest. The split only balances the work between two workers.
+#: the same-rig rows (their footage is the dearest to render), the rows that need footage of
+#: the other scenes (B, D, NEW1-3) and a few costly encodes; the first part is the rest, mostly
+#: edits of A, whose frames it renders once. The split only balances the work between two
+#: workers (measured: part "a" took twice part "b" before the scene rows moved over).
 _PART_B = {rid for rid, row in ROWS.items() if row["settings"] != "default"} | {
     "same-rig-new-episode", "same-rig-sensor-noise", "fixed-camera-later", "still-rerecorded",
     "same-rig-reencode", "same-rig-half-speed", "same-rig-mirrored", "same-rig-crop-92",
-    "reencode-vp9-low", "reencode-av1-low", "picture-in-picture", "noise-blur"}
+    "reencode-vp9-low", "reencode-av1-low", "picture-in-picture", "noise-blur",
+    "splice-15s-plus-other", "merge-owned-plus-new", "merge-two-masters", "unrelated-footage", "fps-60-to-24",
+    "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct"}
 PARTS: dict[str, list[str]] = {
     "a": [rid for rid in ROWS if rid not in _PART_B],
     "b": [rid for rid in ROWS if rid in _PART_B],
