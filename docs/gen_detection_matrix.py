@@ -43,6 +43,31 @@ def render_table(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+# The same-rig lane's figures (measured on 2026-12-03), one (figure, value) pair per table row.
+SAME_RIG_FIGURES = [
+    ('seconds of look-alike footage counted as owned',
+     '**0.0 s** of 22 offers (before the evidence model: 100% of each, "slowed to 0.18x", "reversed")'),
+    ('true copies found, span within 1 s, speed within 3%',
+     '**5 of 5** generated; **2 of 2** real (placed within 1 s, trimmed to the moving stretches)'),
+    ('self-dedupe of the ten episodes',
+     'no duplicates'),
+    ('internal repeats reported among the 29 offered files',
+     'none'),
+    ('candidate lines the matcher verified on this suite',
+     '28: 7 true copies, 21 look-alike lines'),
+    ('chance count of the weakest true copy',
+     'below 10^-15 (the smallest value written)'),
+    ('chance count of the strongest look-alike line, significance alone',
+     '8.5 × 10^-9 (a 5 s coincidence of similar arm poses at 0.41x)'),
+    ('look-alike lines left after the ridge gate',
+     '**0** (the one above had 1 ridge state in 5)'),
+]
+
+
+def _figures_table() -> str:
+    return "\n".join(f"| {figure} | {value} |" for figure, value in SAME_RIG_FIGURES)
+
+
 def render_doc(rows: list[dict[str, object]]) -> str:
     up = [r for r in rows if r["origin"] == "upstream"]
     beyond = [r for r in rows if r["origin"] != "upstream"]
@@ -78,14 +103,7 @@ re-encoded stretches of the two real clips). Measured on 2026-12-03:
 
 | figure | value |
 |---|---|
-| seconds of look-alike footage counted as owned | **0.0 s** of 22 offers (before the evidence model: 100% of each, "slowed to 0.18x", "reversed") |
-| true copies found, span within 1 s, speed within 3% | **5 of 5** generated; **2 of 2** real (placed within 1 s, trimmed to the moving stretches) |
-| self-dedupe of the ten episodes | no duplicates |
-| internal repeats reported among the 29 offered files | none |
-| candidate lines the matcher verified on this suite | 28: 7 true copies, 21 look-alike lines |
-| chance count of the weakest true copy | below 10^-15 (the smallest value written) |
-| chance count of the strongest look-alike line, significance alone | 8.5 × 10^-9 (a 5 s coincidence of similar arm poses at 0.41x) |
-| look-alike lines left after the ridge gate | **0** (the one above had 1 ridge state in 5) |
+{_figures_table()}
 
 `python bench/bench_evidence.py` prints these margins; docs/architecture.md ("Evidence model")
 explains the statistic, the ridge gate and why both are needed.

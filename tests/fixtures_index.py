@@ -1,7 +1,8 @@
 """Session fixtures for the index tests: small generated clip folders and bad files.
 
-Import the fixtures into a test module with ``from tests.fixtures_index import *`` (they are
-session-scoped, so the footage is encoded once per test session).
+Registered once for the whole suite in tests/conftest.py (``pytest_plugins``): a test uses a
+fixture by naming it as an argument. They are session-scoped, so the footage is encoded once
+per test session (per xdist worker).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ ROS 1 bags, rosbag2 folders (sqlite3 and mcap storage), LeRobot-style folders an
 sequences, all carrying the same synthetic footage (:mod:`tests.footage`).
 
 Plain functions write one recording each; the session-scoped fixtures at the bottom
-cache the common ones. Import the fixtures into a test module (or a conftest) with
-``from tests.fixtures_recordings import *``.
+cache the common ones; they are registered once in tests/conftest.py (``pytest_plugins``), so a
+test names them as arguments (never star-import them: each importing module would build them again).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Session fixtures for the scale-out tests (worker processes, Dask cluster).
 
-Import with ``from tests.fixtures_scale import *``. The corpus is small on purpose: several
+Registered in tests/conftest.py (``pytest_plugins``); tests name the fixtures as arguments and
+import the helpers (``N_CLIPS``, ``build_and_export``...) by name. The corpus is small on purpose: several
 short clips so that more files than workers are in flight, plus one bad file, so that
 parallel and serial runs can be compared file for file and byte for byte.
 """

@@ -25,7 +25,6 @@ from overlap_desktop.core.report.json_io import load_report_json
 from overlap_desktop.core.types import StreamInfo
 from overlap_desktop.errors import ExitCode, InputError
 from tests.fixtures_manifest import ALGO, PREP, synthetic_fp
-from tests.fixtures_recordings import *  # noqa: F403 - session fixtures (lerobot_dataset)
 from tests.fixtures_recordings import write_lerobot
 
 VENDOR_TASKS = ["pick up the red cup and place it on the wooden shelf next to the plate",

@@ -17,7 +17,6 @@ from overlap_desktop.core.index import cluster as cluster_mod
 from overlap_desktop.core.index.indexer import IndexSummary
 from overlap_desktop.core.types import Progress
 from overlap_desktop.errors import MissingDependencyError, UsageError
-from tests.fixtures_scale import *  # noqa: F403 - session fixtures
 from tests.fixtures_scale import N_CLIPS, build_and_export, scale_config
 
 distributed = pytest.importorskip("distributed")

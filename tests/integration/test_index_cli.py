@@ -10,7 +10,6 @@ import pytest
 from overlap_desktop.cli.main import main
 from overlap_desktop.core.index import store as index_mod
 from overlap_desktop.core.index.store import open_index
-from tests.fixtures_index import *  # noqa: F403 - session fixtures
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -14,7 +14,6 @@ from overlap_desktop.core.index.indexer import index_paths
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import Progress
 from overlap_desktop.errors import IndexBusyError
-from tests.fixtures_index import *  # noqa: F403 - session fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,6 @@ from overlap_desktop.core.index.indexer import fingerprint_file, index_paths
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import Progress, Variant
 from overlap_desktop.errors import Cancelled, UsageError
-from tests.fixtures_index import *  # noqa: F403 - session fixtures
 from tests.fixtures_index import CLIP_S
 
 EXPECTED = ("a.mp4", "sub/b.mkv", "sub/deeper/c.mp4")

@@ -18,7 +18,6 @@ from overlap_desktop.core.index.indexer import IndexSummary
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import CancelToken, Progress
 from overlap_desktop.errors import Cancelled
-from tests.fixtures_scale import *  # noqa: F403 - session fixtures
 from tests.fixtures_scale import N_CLIPS, build_and_export, scale_config
 
 

@@ -11,7 +11,6 @@ from overlap_desktop.config import load_config
 from overlap_desktop.core.ingest.readers import reader_for
 from overlap_desktop.core.ingest.readers.imageseq import ImageSequenceReader, natural_key
 from overlap_desktop.errors import MediaError
-from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
 from tests.fixtures_recordings import FOOTAGE_FPS, write_image_sequence
 
 

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 from overlap_desktop import api
-from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
 
 
 def test_mixed_folder_indexes_each_recording_once(tmp_path: Path, mcap_jpeg: Path, rosbag1_file: Path,

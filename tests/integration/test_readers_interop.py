@@ -14,7 +14,6 @@ import pytest
 from overlap_desktop.core.ingest.fingerprint import fingerprint_stream, hamming
 from overlap_desktop.core.ingest.readers import reader_for
 from overlap_desktop.core.types import StreamFingerprints
-from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
 from tests.fixtures_recordings import FOOTAGE_SECONDS, mcap_foxglove_proto
 
 FPS = 4.0

@@ -14,7 +14,6 @@ from overlap_desktop.core.ingest.readers import reader_for
 from overlap_desktop.core.ingest.readers.lerobot import LeRobotReader, episode_spans_for, read_episode_table
 from overlap_desktop.core.types import StreamInfo
 from overlap_desktop.errors import MediaError
-from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
 from tests.fixtures_recordings import FOOTAGE_FPS, write_lerobot
 from tests.footage import Scene
 

@@ -16,7 +16,6 @@ from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.ingest.readers.mcap import McapReader
 from overlap_desktop.core.types import CancelToken
 from overlap_desktop.errors import Cancelled, MediaError
-from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
 from tests.fixtures_recordings import (
     FOOTAGE_FPS,
     REAL_MCAP,

@@ -16,7 +16,6 @@ from overlap_desktop.core.ingest.readers import reader_for
 from overlap_desktop.core.ingest.readers.rosbag import RosbagReader
 from overlap_desktop.core.types import CancelToken
 from overlap_desktop.errors import Cancelled, MediaError, MissingDependencyError
-from tests.fixtures_recordings import *  # noqa: F403 - session fixtures
 from tests.fixtures_recordings import FOOTAGE_FPS, write_rosbag1, write_rosbag2
 
 STEP_NS = int(1e9 / FOOTAGE_FPS)

@@ -27,7 +27,7 @@ import pytest
 from overlap_desktop.core.manifest.encode import encode_manifest
 from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream
 from tests.fixtures_manifest import synthetic_fp
-from tests.reliability.lab21 import Lab, lab21, run_cli  # noqa: F401 - fixture
+from tests.reliability.lab21 import Lab, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Characters a hostile local name may carry to rewrite a terminal or forge output lines.

@@ -20,7 +20,7 @@ import pytest
 
 from overlap_desktop.config import SETTINGS, load_config
 from overlap_desktop.errors import ConfigError
-from tests.reliability.lab21 import Lab, lab21, run_cli  # noqa: F401 - fixture
+from tests.reliability.lab21 import Lab, run_cli
 
 #: (toml text, key named in the error, words the reason must contain)
 BAD = [

@@ -26,7 +26,7 @@ import pytest
 from overlap_desktop.core.index import store as index_mod
 from overlap_desktop.core.index.store import DB_NAME, open_index
 from overlap_desktop.errors import IndexBusyError
-from tests.reliability.lab21 import Lab, copy_lab, lab21, run_cli  # noqa: F401 - fixture
+from tests.reliability.lab21 import Lab, copy_lab, run_cli
 
 COMMANDS = [["files"], ["compare", "OFFER"], ["export", "-o", "OUT", "--force"], ["index", "CLIP"]]
 

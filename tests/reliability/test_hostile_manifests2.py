@@ -30,7 +30,7 @@ from overlap_desktop.core.manifest.format import (
 from overlap_desktop.core.manifest.parse import parse_manifest
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from overlap_desktop.errors import ManifestError
-from tests.reliability.lab21 import Lab, lab21, run_cli  # noqa: F401 - fixture
+from tests.reliability.lab21 import Lab, run_cli
 
 
 def _stream(n: int, step_ns: int, seed: int = 5) -> StreamFingerprints:

@@ -440,6 +440,27 @@ def test_rosbag2_with_a_fifo_database_is_refused_not_blocked(tmp_path: Path) -> 
                      "read", out), out
 
 
+def _wait_for_files_in_index(index: Path, proc: subprocess.Popen[str], guard_s: float = 300.0) -> None:
+    """Return once the `overlap index` run ``proc`` has rows in its index's files table, or has ended."""
+    import apsw
+
+    deadline = time.monotonic() + guard_s  # a hang guard only
+    while proc.poll() is None:
+        db = index / "index.sqlite3"
+        if db.is_file():
+            try:
+                conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+                try:
+                    if next(iter(conn.execute("SELECT COUNT(*) FROM files")))[0]:
+                        return
+                finally:
+                    conn.close()
+            except apsw.Error:
+                pass  # the schema is being created
+        assert time.monotonic() < deadline, "overlap index registered no file (hung?)"
+        time.sleep(0.01)
+
+
 @needs_fifo
 def test_ctrl_c_stops_overlap_index_on_a_folder_with_a_fifo(tmp_path: Path) -> None:
     """SIGINT during a run over clips plus a claimed folder holding a FIFO: the process ends
@@ -453,13 +474,16 @@ def test_ctrl_c_stops_overlap_index_on_a_folder_with_a_fifo(tmp_path: Path) -> N
     proc = subprocess.Popen(_cli("index", str(root), "--index", str(tmp_path / "idx"), "-q"), env=_env(),
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limit_memory)
     try:
-        time.sleep(3.0)  # interpreter start-up and the first items (or the whole run)
+        # Ctrl-C once the run has registered its items in the index (its signal handling is in
+        # place and the workers are busy), never after a fixed sleep that a loaded machine can
+        # spend still starting the interpreter. A run that ends first is fine (exit 0).
+        _wait_for_files_in_index(tmp_path / "idx", proc)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=120)  # a hang guard, far beyond a real stop
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
-        pytest.fail(f"overlap index ignored Ctrl-C for 30 s; stderr: {err[-2000:]}")
+        pytest.fail(f"overlap index ignored Ctrl-C for 120 s; stderr: {err[-2000:]}")
     assert proc.returncode in (130, 0), (proc.returncode, err[-2000:])
     assert "Traceback" not in err
 
@@ -470,12 +494,14 @@ def test_ctrl_c_stops_overlap_index_on_a_folder_with_a_fifo(tmp_path: Path) -> N
 def _cli_inputs(tmp: Path) -> Iterator[tuple[str, Path, int, str]]:
     """(name, path, expected exit status, pattern in the output), default reader caps."""
     z64 = H.zstd_zeros(64 * MiB, declare_size=True)
-    yield ("mcap zstd frame claiming 4 GiB", H.write_mcap(tmp / "a.mcap", [H.Chunk("zstd", H.zstd_declaring(z64, 4 * GiB - 1), 1024)]),
+    yield ("mcap zstd frame claiming 4 GiB",
+           H.write_mcap(tmp / "a.mcap", [H.Chunk("zstd", H.zstd_declaring(z64, 4 * GiB - 1), 1024)]),
            4, r"a\.mcap: corrupt or truncated MCAP .*corrupt (zstd-)?compressed data in the chunk at byte \d+")
     hidden = H.zstd_zeros(64 * MiB, declare_size=False) * 64  # 64 frames: 4 GiB of zeros
     yield ("mcap zstd hiding its size, 4 GiB, chunk says 300 MiB",
            H.write_mcap(tmp / "b.mcap", [H.Chunk("zstd", hidden, 300 * MiB)], summary=False),
-           4, r"b\.mcap: corrupt or truncated MCAP .*corrupt compressed data in a chunk: it expands past the 314572800 bytes it declares")
+           4, r"b\.mcap: corrupt or truncated MCAP .*corrupt compressed data in a chunk: "
+              r"it expands past the 314572800 bytes it declares")
     yield ("mcap lz4 claiming 3 GiB", H.mcap_lz4_bomb(tmp / "c.mcap", 3 * GiB),
            4, r"c\.mcap: corrupt or truncated MCAP .*corrupt lz4-compressed data in the chunk")
     yield ("mcap 9 chunks of 64 MiB", H.mcap_chunk_flood(tmp / "d.mcap", 9, 64 * MiB),
@@ -484,7 +510,8 @@ def _cli_inputs(tmp: Path) -> Iterator[tuple[str, Path, int, str]]:
            4, r"e\.mcap: its compressed data holds over 1000000 records")
     yield ("ROS 1 bag bz2 4 GiB", H.rosbag1_bomb(tmp / "f.bag", "bz2", lambda: H.bz2_zeros(4 * GiB)),
            4, r"f\.bag: the chunk at byte \d+ expands past the limit of 320 MiB per chunk")
-    yield ("ROS 1 bag lz4 claiming 3 GiB", H.rosbag1_bomb(tmp / "g.bag", "lz4", lambda: H.lz4_declaring(bytes(1000), 3 * GiB)),
+    yield ("ROS 1 bag lz4 claiming 3 GiB",
+           H.rosbag1_bomb(tmp / "g.bag", "lz4", lambda: H.lz4_declaring(bytes(1000), 3 * GiB)),
            4, r"g\.bag: corrupt recording.*corrupt lz4-compressed data in the chunk")
     yield ("rosbag2 mcap storage bomb",
            H.rosbag2_mcap_bomb(tmp / "h_bag2", lambda p: H.write_mcap(

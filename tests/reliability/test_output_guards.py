@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.lab21 import Lab, copy_lab, lab21, run_cli  # noqa: F401 - fixture
+from tests.reliability.lab21 import Lab, copy_lab, run_cli
 
 
 def _digest(p: Path) -> str:

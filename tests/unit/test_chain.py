@@ -194,7 +194,7 @@ def test_find_lines_rejects_noise_points() -> None:
     lines = find_lines(q, c)
     slopes = sorted(round(s, 1) for s, _, _ in lines[:2])
     assert slopes == [-1.0, 2.0]
-    for slope, offset, inl in lines[:2]:
+    for _slope, _offset, inl in lines[:2]:
         # Inliers are the line's points, not the noise.
         assert inl[70:].sum() <= 3
         assert inl[:70].sum() >= 28

@@ -1,0 +1,86 @@
+"""Code gates (issue 20): ruff, mypy and import-linter, run with the pinned tools.
+
+Each gate runs the tool the way a contributor runs it (CONTRIBUTING.md), with the settings in
+pyproject.toml, as a subprocess of this interpreter so the pinned versions installed with
+``pip install -e ".[dev]"`` are the ones used, never whatever is first on PATH. A failing gate
+fails with the tool's own output, so the message says what to fix and where. The same three
+run as pre-commit hooks (.pre-commit-config.yaml).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+#: What ruff checks: the product and everything shipped or run next to it.
+RUFF_PATHS = ("overlap_desktop", "tests", "bench", "installers", "docs")
+#: A gate that takes longer than this is hung, not slow (a guard, never a pass condition).
+HANG_GUARD_S = 900
+
+
+def _pins() -> dict[str, str]:
+    """Tool name -> version pinned with ``==`` in the dev extra of pyproject.toml."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = {}
+    for req in project["optional-dependencies"]["dev"]:
+        m = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*==\s*([^;\s]+)\s*", req)
+        if m:
+            pins[m.group(1).lower()] = m.group(2)
+    return pins
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
+
+
+def _report(name: str, proc: subprocess.CompletedProcess[str]) -> str:
+    out = (proc.stdout + proc.stderr).strip()
+    return f"{name} failed (exit {proc.returncode}); fix what it reports:\n{out[-20000:]}"
+
+
+@pytest.mark.parametrize("tool", ["ruff", "mypy", "import-linter"])
+def test_the_installed_gate_tools_are_the_pinned_ones(tool: str) -> None:
+    """A newer ruff or mypy finds new things; the gates must mean the same on every machine."""
+    pins = _pins()
+    assert tool in pins, f"{tool} is not pinned with == in pyproject.toml's dev extra"
+    installed = metadata.version(tool)
+    assert installed == pins[tool], (
+        f"{tool} {installed} is installed but pyproject.toml pins {pins[tool]}; "
+        f'run `python -m pip install -e ".[dev]"`')
+
+
+def test_ruff_finds_nothing() -> None:
+    proc = _run("-m", "ruff", "check", "--no-cache", *RUFF_PATHS)
+    if proc.returncode != 0:
+        pytest.fail(_report("ruff check " + " ".join(RUFF_PATHS), proc), pytrace=False)
+
+
+def test_mypy_is_clean_with_the_project_config() -> None:
+    # Files, strictness and the Python version come from [tool.mypy]; the cache (.mypy_cache,
+    # git-ignored) keeps a re-run to seconds.
+    proc = _run("-m", "mypy")
+    if proc.returncode != 0:
+        pytest.fail(_report("mypy", proc), pytrace=False)
+
+
+def test_import_layers_hold() -> None:
+    """The contracts in [tool.importlinter]: the core is Qt-free and below the api; the shells
+    (cli, gui) use the public api only."""
+    proc = _run("-c", "import sys; from importlinter.cli import lint_imports_command; "
+                      "sys.exit(lint_imports_command())")
+    if proc.returncode != 0:
+        pytest.fail(_report("lint-imports", proc), pytrace=False)
+    kept = re.search(r"Contracts: (\d+) kept, 0 broken", proc.stdout)
+    assert kept and int(kept.group(1)) >= 2, f"the layer contracts were not all checked:\n{proc.stdout}"
