@@ -188,7 +188,8 @@ RECIPES: dict[str, Recipe] = {
     "same-rig-new-episode-rotate-90": Recipe(edit([Piece(R_NEW, 0.0, 20.0)], transform=m.rot90)),
     "same-rig-new-episode-rotate-180": Recipe(edit([Piece(R_NEW, 0.0, 20.0)], transform=m.rot180)),
     "same-rig-new-episode-vflip": Recipe(edit([Piece(R_NEW, 0.0, 20.0)], transform=m.vflip)),
-    "same-rig-rotate-270": Recipe(edit([Piece(R, 5.0, 20.0)], transform=_rot270), [Expect("R", 0, 20, 5, 25)]),
+    "same-rig-rotate-90": Recipe(edit([Piece(R, 5.0, 20.0)], transform=m.rot90), [Expect("R", 0, 20, 5, 25)]),
+    "same-rig-rotate-270": Recipe(edit([Piece(R, 5.0, 20.0)], transform=_rot270)),
 }
 
 
