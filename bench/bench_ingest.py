@@ -211,6 +211,30 @@ def bench_orient() -> None:
               f"{a.max()} | {means} |")
 
 
+def bench_mirror_variants() -> None:
+    """Could the stored mirrored variants (half the default index) be turned from the upright ones?"""
+    frames = _frames_for_orient()
+    variants = variants_for()
+    hasher = _FrameHasher(variants)
+    pairs = [(i, variants.index(Variant(mirrored=True, crop=v.crop, edge=v.edge, edge_depth=v.edge_depth,
+                                        offset=v.offset)))
+             for i, v in enumerate(variants) if not v.mirrored]
+    dist: dict[int, list[int]] = {i: [] for i, _ in pairs}
+    for _, work in frames:
+        codes, q = hasher.hash_work(work)
+        if q < 50:
+            continue
+        for i, j in pairs:
+            dist[i].append(int(hamming(orient.orient_codes(codes[i], (True, 0)), codes[j])))
+    print("## Mirrored variants from the upright codes (bit-level mirror vs the stored mirrored code)")
+    for i, _ in pairs:
+        a = np.array(dist[i])
+        v = variants[i]
+        what = "uncropped" if v.is_identity else (f"crop {v.crop:g}" if v.crop < 1 else f"edge {v.edge} {v.edge_depth:g}")
+        print(f"{what:18s}: {a.size} frames, mean {a.mean():.1f}, median {np.median(a):.0f}, "
+              f"p95 {np.percentile(a, 95):.0f}, max {a.max()} bits")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", nargs="?", default="all", choices=("all", "throughput", "exact", "orient"))
@@ -225,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
         bench_exact([])
     if args.what in ("all", "orient"):
         bench_orient()
+        bench_mirror_variants()
     print(f"(benchmark CPU time {time.process_time() - t:.0f} s)")
 
 
