@@ -230,7 +230,8 @@ def bench_mirror_variants() -> None:
     for i, _ in pairs:
         a = np.array(dist[i])
         v = variants[i]
-        what = "uncropped" if v.is_identity else (f"crop {v.crop:g}" if v.crop < 1 else f"edge {v.edge} {v.edge_depth:g}")
+        what = ("uncropped" if v.is_identity
+                else f"crop {v.crop:g}" if v.crop < 1 else f"edge {v.edge} {v.edge_depth:g}")
         print(f"{what:18s}: {a.size} frames, mean {a.mean():.1f}, median {np.median(a):.0f}, "
               f"p95 {np.percentile(a, 95):.0f}, max {a.max()} bits")
 
