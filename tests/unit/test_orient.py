@@ -101,23 +101,25 @@ class _Corpus:
 
 
 def test_search_orientations_tags_passes_and_reports_offer_orientation() -> None:
-    seen: list[tuple[bytes, float]] = []
+    seen: list[tuple[list[bytes], float]] = []
 
     def search(queries: list[_Q], corpus: Any, params: Any, **kw: Any) -> list[tuple[int, int, str]]:
-        seen.append((queries[0].fp.codes.tobytes(), corpus.searched_seconds()))
-        return [(0, 7, "seg")]
+        seen.append(([x.fp.codes.tobytes() for x in queries], corpus.searched_seconds()))
+        return [(i, 7, "seg") for i in range(len(queries))]
 
     q = _Q("offer.mp4", _fp(3, (Variant(),)))
     q.fp.codes[:] = np.arange(32, dtype=np.uint8)
     found, view = orient.search_orientations(search, [q], _Corpus(), None, cancel=None)
     assert len(found) == 1 + len(orient.QUERY_ORIENTATIONS)
-    # The identity pass sees the codes and search space unchanged; every turned pass is judged
-    # against a search space multiplied by the number of turned passes.
-    assert seen[0] == (q.fp.codes.tobytes(), 100.0)
-    assert all(s == 100.0 * len(orient.QUERY_ORIENTATIONS) for _, s in seen[1:])
-    assert len({c for c, _ in seen}) == len(seen)
+    # Two searches: the codes as given, with the search space unchanged; then every turned copy at
+    # once, judged against a search space multiplied by the number of turns.
+    assert len(seen) == 2
+    assert seen[0] == ([q.fp.codes.tobytes()], 100.0)
+    assert seen[1][1] == 100.0 * len(orient.QUERY_ORIENTATIONS)
+    assert seen[1][0] == [orient.orient_codes(q.fp.codes, o).tobytes() for o in orient.QUERY_ORIENTATIONS]
     assert found[0] == (0, 7, "seg")
-    for k, (_qi, sid, _) in enumerate(found[1:], 1):
+    for k, (qi, sid, _) in enumerate(found[1:], 1):
+        assert qi == 0
         assert view.describe(sid) == ("owned.mp4", "v:0")
         fp = view.fingerprints(sid)
         qo = orient.QUERY_ORIENTATIONS[k - 1]

@@ -213,7 +213,7 @@ class _PassCorpus:
 def search_orientations(search: Callable[..., list[tuple[int, int, Any]]], queries: Sequence[Any],
                         corpus: Any, params: Any, *, orientations: Sequence[Orientation] = QUERY_ORIENTATIONS,
                         **kw: Any) -> tuple[list[tuple[int, int, Any]], OrientedCorpus]:
-    """Run ``search`` on the offered codes as given and turned by each orientation.
+    """Run ``search`` on the offered codes as given, then on all their turned copies at once.
 
     Args:
         search: compare's engine, ``search(queries, corpus, params, **kw)`` returning
@@ -231,8 +231,12 @@ def search_orientations(search: Callable[..., list[tuple[int, int, Any]]], queri
     view = OrientedCorpus(corpus, orientations)
     found = list(search(queries, corpus, params, **kw))
     extra = len(view.orientations)
-    for k, o in enumerate(view.orientations, 1):
-        turned = [replace(q, fp=orient_fingerprints(q.fp, o)) for q in queries]
-        for qi, sid, seg in search(turned, _PassCorpus(corpus, extra), params, **kw):
-            found.append((qi, view.tag(sid, k), seg))
+    if not extra or not queries:
+        return found, view
+    # All turned copies go through one search: one more pass over the shards, not one per turn.
+    # Segments are found per (query, owned stream), so this finds what separate searches would.
+    n = len(queries)
+    turned = [replace(q, fp=orient_fingerprints(q.fp, o)) for o in view.orientations for q in queries]
+    for qi, sid, seg in search(turned, _PassCorpus(corpus, extra), params, **kw):
+        found.append((qi % n, view.tag(sid, qi // n + 1), seg))
     return found, view
