@@ -122,6 +122,13 @@ def _launder_mcap(dst: Path, masters: dict[str, Path]) -> Path:
     return rec.write_mcap_images(dst.with_suffix(".mcap"), frames, fps=FPS, encoding="jpeg")
 
 
+def _rot270(img: Any) -> Any:
+    """Turned 90 degrees clockwise (the bit-approximate path of the compare-time orientations)."""
+    import numpy as np
+
+    return np.ascontiguousarray(np.rot90(img, 3))
+
+
 FULL_A = [Expect("A", 0, 40, 0, 40)]
 SEG = [Expect("A", 0, 20, 5, 25)]  # the default 20 s piece starting 5 s into A
 piece = [Piece(A, 5.0, 20.0)]
@@ -165,6 +172,7 @@ RECIPES: dict[str, Recipe] = {
     "rotate-90": Recipe(edit(piece, transform=m.rot90), SEG),
     "rotate-180": Recipe(edit(piece, transform=m.rot180), SEG),
     "vflip": Recipe(edit(piece, transform=m.vflip), SEG),
+    "rotate-270": Recipe(edit(piece, transform=_rot270), SEG),
     "crop-offcentre": Recipe(edit(piece, transform=m.crop_window(0.85, (0.1, 0.15))), SEG),
     "downscale-half": Recipe(edit(piece, transform=lambda img: m.resize(img, 160, 120)), SEG),
     "fps-60-to-24": Recipe(edit([Piece(D, 3.0, 20.0, master_fps=60.0)]), [Expect("D", 0, 20, 3, 23)]),
@@ -188,6 +196,12 @@ RECIPES: dict[str, Recipe] = {
     "same-rig-mirrored": Recipe(edit([Piece(R, 5.0, 20.0)], transform=m.hflip), [Expect("R", 0, 20, 5, 25)]),
     "same-rig-crop-92": Recipe(edit([Piece(R, 5.0, 20.0)], transform=m.crop_centre(0.92)),
                                [Expect("R", 0, 20, 5, 25)]),
+    # Issue 19: orientations searched at compare time, with turned look-alikes that must not match.
+    "same-rig-new-episode-rotate-90": Recipe(edit([Piece(R_NEW, 0.0, 20.0)], transform=m.rot90)),
+    "same-rig-new-episode-rotate-180": Recipe(edit([Piece(R_NEW, 0.0, 20.0)], transform=m.rot180)),
+    "same-rig-new-episode-vflip": Recipe(edit([Piece(R_NEW, 0.0, 20.0)], transform=m.vflip)),
+    "same-rig-rotate-90": Recipe(edit([Piece(R, 5.0, 20.0)], transform=m.rot90), [Expect("R", 0, 20, 5, 25)]),
+    "same-rig-rotate-270": Recipe(edit([Piece(R, 5.0, 20.0)], transform=_rot270)),
 }
 
 
@@ -203,6 +217,8 @@ FROM_MASTER_FILE = ("identical-rename", "reencode-h265-crf30", "container-swap-m
 _PART_B = {rid for rid, row in ROWS.items() if row["settings"] != "default"} | {
     "same-rig-new-episode", "same-rig-sensor-noise", "fixed-camera-later", "still-rerecorded",
     "same-rig-reencode", "same-rig-half-speed", "same-rig-mirrored", "same-rig-crop-92",
+    "same-rig-new-episode-rotate-90", "same-rig-new-episode-rotate-180", "same-rig-new-episode-vflip",
+    "same-rig-rotate-90", "same-rig-rotate-270",
     "reencode-vp9-low", "reencode-av1-low", "picture-in-picture", "noise-blur",
     "splice-15s-plus-other", "merge-owned-plus-new", "merge-two-masters", "unrelated-footage", "fps-60-to-24",
     "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -300,3 +301,62 @@ def test_index_threads_setting_reaches_the_decoder() -> None:
     assert reader.threads == 3
     reader.configure(load_config({}))
     assert reader.threads == 0
+
+
+# --------------------------------------------------------------------------- sampled decoding (issue 19)
+
+
+def _sampled_and_full(path: Path) -> tuple[Any, Any, int, int]:
+    """Fingerprints with and without skipping unused frames, and the frames each decoded."""
+    from overlap_desktop.core.ingest.fingerprint import variants_for
+
+    out = []
+    for fps in (None, 4.0):
+        reader = VideoReader(sample_fps=fps)
+        [info] = reader.streams(path)
+        decoded = 0
+
+        def counting(frames: Any) -> Any:
+            nonlocal decoded
+            for f in frames:
+                decoded += 1
+                yield f
+
+        fp = fingerprint_stream(counting(reader.frames(path, info)), fps=4.0, variants=variants_for(),
+                                duration_s=info.duration_s)
+        out.append((fp, decoded))
+    (full, n_full), (sampled, n_sampled) = out
+    return full, sampled, n_full, n_sampled
+
+
+def _assert_same_fingerprints(a: Any, b: Any) -> None:
+    assert np.array_equal(a.times_ns, b.times_ns)
+    assert np.array_equal(a.codes, b.codes)
+    assert np.array_equal(a.quality, b.quality)
+    assert np.array_equal(a.usable, b.usable)
+
+
+@pytest.mark.parametrize("name", ["h265_bframes.mp4", "sample.avi", "av1_video.mkv", "bt601.mov",
+                                  "cursed-vfr.mp4", "trim-buck-bunny.webm", "nasa_13013.mp4"])
+def test_sampled_decoding_gives_the_same_fingerprints_on_real_files(name: str) -> None:
+    full, sampled, n_full, n_sampled = _sampled_and_full(real_path(name))
+    _assert_same_fingerprints(full, sampled)
+    assert n_sampled <= n_full
+
+
+@pytest.mark.parametrize("kind", ["mp4", "mov-hevc", "mkv-vp9", "avi-mpeg4", "vfr", "offset", "rotated"])
+def test_sampled_decoding_gives_the_same_fingerprints_on_generated_clips(clips: dict[str, Path], kind: str) -> None:
+    full, sampled, n_full, n_sampled = _sampled_and_full(clips[kind])
+    _assert_same_fingerprints(full, sampled)
+    if kind == "mov-hevc":
+        # x265's defaults use non-reference B-frames: most of them are not decoded at 4 samples/s.
+        assert n_sampled < 0.8 * n_full, (n_sampled, n_full)
+
+
+def test_index_fps_setting_turns_on_sampled_decoding() -> None:
+    from overlap_desktop.config import load_config
+
+    reader = VideoReader()
+    assert reader.sample_fps is None  # a reader used on its own decodes every frame
+    reader.configure(load_config({"index.fps": "2"}))
+    assert reader.sample_fps == 2.0

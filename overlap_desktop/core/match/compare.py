@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from overlap_desktop.core.ingest.orient import search_orientations
 from overlap_desktop.core.match.annotations import (
     annotation_overlap,
     fill_episodes,
@@ -112,7 +113,8 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
             from overlap_desktop.core.index.cluster import ClusterCorpus
 
             corpus = ClusterCorpus(corpus, cluster)
-        found = compare_streams(queries, corpus, params, progress=progress, cancel=cancel)
+        # Issue 19: rotated and flipped offers, found by turning the offered codes (core/ingest/orient.py).
+        found, corpus = search_orientations(compare_streams, queries, corpus, params, progress=progress, cancel=cancel)
         files = _file_results(queries, found, corpus, params)
         fill_episodes(files, manifest_episode_lookup(m), index_episode_lookup(idx))
         facts = _manifest_facts(m)

@@ -27,6 +27,7 @@ than half of the packets fail is refused.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -36,7 +37,7 @@ import numpy as np
 
 from overlap_desktop.core.ingest.frames import SCALE_INTERPOLATION, noting_gaps
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
-from overlap_desktop.core.types import CancelCallback, StreamInfo, check_cancel
+from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 
 __all__ = ["VIDEO_EXTENSIONS", "VideoReader"]
@@ -73,26 +74,119 @@ def _describe_open_failure(path: Path, exc: Exception) -> str:
 class _AvFrame:
     """A decoded PyAV frame with its time; pixels are made only on request."""
 
-    __slots__ = ("_frame", "_quarter_turns", "t_ns")
+    __slots__ = ("_frame", "_quarter_turns", "_scaler", "t_ns")
 
-    def __init__(self, frame: Any, t_ns: int, quarter_turns: int) -> None:
+    def __init__(self, frame: Any, t_ns: int, quarter_turns: int, scaler: Any = None) -> None:
         self._frame = frame
         self.t_ns = t_ns
         self._quarter_turns = quarter_turns
+        self._scaler = scaler
+
+    def _scaled(self, width: int, height: int) -> np.ndarray:
+        if self._scaler is None:
+            return self._frame.to_ndarray(width=width, height=height, format="rgb24",
+                                          interpolation=SCALE_INTERPOLATION)
+        # One reformatter per stream keeps its swscale context: building an area filter for
+        # every frame cost ~1 ms, more than the scaling itself. The pixels are the same.
+        out = self._scaler.reformat(self._frame, width=width, height=height, format="rgb24",
+                                    interpolation=SCALE_INTERPOLATION)
+        return out.to_ndarray()
 
     def to_rgb(self, width: int, height: int) -> np.ndarray:
         """``uint8 (height, width, 3)`` in display orientation, scaled by swscale."""
         q = self._quarter_turns
-        if q % 2:
-            # Scale the stored (unrotated) picture to the transposed size, then turn it.
-            arr = self._frame.to_ndarray(width=height, height=width, format="rgb24",
-                                         interpolation=SCALE_INTERPOLATION)
-        else:
-            arr = self._frame.to_ndarray(width=width, height=height, format="rgb24",
-                                         interpolation=SCALE_INTERPOLATION)
+        # A turned picture is scaled (stored orientation) to the transposed size, then turned.
+        arr = self._scaled(height, width) if q % 2 else self._scaled(width, height)
         if q:
             arr = np.ascontiguousarray(np.rot90(arr, q))
         return arr
+
+
+class _PacketFeed:
+    """A stream's packets in decode order, with the decoder told which frames to skip.
+
+    Reads :data:`LOOKAHEAD` packets ahead so that, for each packet, the next
+    presentation time is known (B-frames arrive out of order), and asks the
+    :class:`~overlap_desktop.core.ingest.decode_plan.SamplePlan` whether the sampler will
+    use the frame. An unused frame is skipped by the decoder when it is not a reference
+    frame (``skip_frame = NONREF``); in an intra-only stream (MJPEG...) its packet is
+    not decoded at all (:attr:`drop`). Without a sampling rate every frame is decoded.
+
+    Attributes:
+        failure: The demuxer's error when the stream ended on one (a broken tail).
+        drop: The last packet returned needs no decoding.
+        skipped: Packets decoded with non-reference frames skipped, or dropped.
+    """
+
+    #: Packets read ahead: deeper than any B-frame reordering seen in practice (x264 uses <= 4).
+    LOOKAHEAD = 16
+
+    def __init__(self, demux: Iterator[Any], ctx: Any, tb: Fraction, sample_fps: float | None) -> None:
+        from overlap_desktop.core.ingest.decode_plan import SamplePlan
+
+        self._demux = demux
+        self._ctx = ctx
+        self._tb = tb
+        self._plan = SamplePlan(sample_fps) if sample_fps else None
+        self._intra = bool(getattr(ctx.codec, "intra_only", False)) if ctx is not None else False
+        self._ahead: deque[Any] = deque()
+        self._recent: deque[int] = deque(maxlen=2 * self.LOOKAHEAD)
+        self._done = False
+        self._skipping = False
+        self._last_kept: int | None = None
+        self.failure: str | None = None
+        self.drop = False
+        self.skipped = 0
+
+    def _fill(self) -> None:
+        import av
+
+        while not self._done and len(self._ahead) < (self.LOOKAHEAD if self._plan else 1):
+            try:
+                self._ahead.append(next(self._demux))
+            except StopIteration:
+                self._done = True
+            except av.error.FFmpegError as exc:
+                self.failure = str(exc)
+                self._done = True
+
+    def _ns(self, pts: int) -> int:
+        return int(round(pts * self._tb * _NS))
+
+    def next(self, t0: int | None) -> Any:
+        """The next packet (``None`` at the end), with the decoder's skip setting made for it.
+
+        Args:
+            t0: Time of the stream's first frame (ns), ``None`` until one was decoded.
+        """
+        self._fill()
+        if not self._ahead:
+            return None
+        packet = self._ahead.popleft()
+        pts = packet.pts
+        nxt: int | None = None
+        if pts is not None:
+            later = [q.pts for q in self._ahead if q.pts is not None and q.pts > pts]
+            later += [x for x in self._recent if x > pts]
+            nxt = min(later) if later else None
+            self._recent.append(pts)
+        need = True
+        if self._plan is not None and t0 is not None and pts is not None and (self._intra or not packet.is_keyframe):
+            t = self._ns(pts) - t0
+            need = self._plan.needed(t, None if nxt is None else self._ns(nxt) - t0,
+                                     None if self._last_kept is None else self._last_kept)
+            if need:
+                self._last_kept = t
+        elif pts is not None and t0 is not None:
+            self._last_kept = self._ns(pts) - t0
+        self.drop = not need and self._intra
+        if not need:
+            self.skipped += 1
+        skip = not need and not self._intra
+        if skip != self._skipping and self._ctx is not None:
+            self._ctx.skip_frame = "NONREF" if skip else "DEFAULT"
+            self._skipping = skip
+        return packet
 
 
 class VideoReader:
@@ -107,13 +201,23 @@ class VideoReader:
     description = "Video files (mp4, mkv, avi, mov, webm...) decoded with FFmpeg via PyAV"
     extensions = VIDEO_EXTENSIONS
 
-    def __init__(self, limits: ReaderLimits | None = None, *, threads: int = 0) -> None:
+    def __init__(self, limits: ReaderLimits | None = None, *, threads: int = 0,
+                 sample_fps: float | None = None) -> None:
         self.limits = limits or ReaderLimits()
         self.threads = threads
+        self.sample_fps = sample_fps
 
     def configure(self, config: Any) -> None:
-        """Take ``index.threads`` (decoder threads, 0 = automatic) from ``config``."""
+        """Take ``index.threads`` (decoder threads, 0 = automatic) and ``index.fps`` from ``config``.
+
+        With the sampling rate known, frames the sampler will not use are not decoded
+        where the codec allows it (:mod:`~overlap_desktop.core.ingest.decode_plan`).
+        """
         self.threads = int(config["index.threads"])
+        try:
+            self.sample_fps = float(config["index.fps"])
+        except KeyError:
+            self.sample_fps = None
 
     # ------------------------------------------------------------------ discovery
 
@@ -275,7 +379,7 @@ class VideoReader:
     # ------------------------------------------------------------------ decoding
 
     def frames(self, path: Path, stream: StreamInfo, *,
-               cancel: CancelCallback | None = None) -> Iterator[_AvFrame]:
+               cancel: CancelCallback | None = None) -> Iterator[TimedFrame]:
         """Yield every decoded frame of ``stream`` in presentation order.
 
         Every frame's size is checked against the caps (a stream may change size
@@ -291,6 +395,7 @@ class VideoReader:
     def _frames(self, path: Path, stream: StreamInfo, *,
                 cancel: CancelCallback | None = None) -> Iterator[_AvFrame]:
         import av
+        from av.video.reformatter import VideoReformatter
 
         p = Path(path)
         container = self._open(p)
@@ -313,22 +418,23 @@ class VideoReader:
             last_t = None
             packets = errors = produced = 0
             failure: str | None = None
-            demux = container.demux(st)
+            feed = _PacketFeed(container.demux(st), st.codec_context, tb, self.sample_fps)
+            scaler = VideoReformatter()
             while True:
                 check_cancel(cancel)
-                try:
-                    packet = next(demux)
-                except StopIteration:
-                    break
-                except av.error.FFmpegError as exc:
-                    # A broken tail (truncated download): keep what decoded so far.
-                    failure = str(exc)
-                    errors += 1
+                packet = feed.next(t0)
+                if packet is None:
+                    if feed.failure is not None:
+                        # A broken tail (truncated download): keep what decoded so far.
+                        failure = feed.failure
+                        errors += 1
                     break
                 packets += 1
                 if still and packet.size:
                     pt = packet.pts if packet.pts is not None else packet.dts
                     self._check_still_packet(p, packet, float(pt * tb) - (t0 or 0) / _NS if pt is not None else 0.0)
+                if feed.drop:
+                    continue  # an intra-only stream: an unused picture is simply not decoded
                 try:
                     decoded = packet.decode()
                 except av.error.FFmpegError as exc:
@@ -349,9 +455,10 @@ class VideoReader:
                     self._check_frame_size(p, frame.width, frame.height, (t - t0) / _NS)
                     last_t = t
                     produced += 1
-                    yield _AvFrame(frame, t - t0, quarter_turns)
+                    yield _AvFrame(frame, t - t0, quarter_turns, scaler)
                     check_cancel(cancel)
             stream.extra["decode_errors"] = errors
+            stream.extra["skippable_frames"] = feed.skipped
             if produced == 0:
                 why = f": {failure}" if failure else ""
                 raise MediaError(f"no decodable video frame (truncated or corrupt){why}", path=p)
