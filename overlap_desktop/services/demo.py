@@ -236,7 +236,7 @@ def run_demo(out_dir: Path, *, progress: ProgressCallback | None = None,
         RuntimeError: the generated footage failed to index (a bug, not a user error).
     """
     from overlap_desktop import api
-    from overlap_desktop.core.report.model import headline, headline_details
+    from overlap_desktop.core.report.wording import headline, headline_details
 
     started = time.monotonic()
     out_dir = Path(out_dir).expanduser().resolve()

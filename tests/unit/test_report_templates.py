@@ -50,13 +50,3 @@ def test_delivery_check_page_escapes_and_neutralises_names() -> None:
     assert "evil[U+202E]gpj.exe&lt;script&gt;alert(1)&lt;/script&gt;[U+0007]&#34;&#39;&amp;=cmd" in page
     assert "&lt;denied&gt;" in page and f'<code id="seal">{"ab" * 32}</code>' in page
     assert "2 December 2026, 15:00 UTC" in page
-
-
-def test_names_moved_out_of_model_still_import_from_there() -> None:
-    import importlib
-
-    from overlap_desktop.core.report import model
-
-    for name, module in model._MOVED.items():
-        moved = importlib.import_module(f"overlap_desktop.core.report.{module}")
-        assert getattr(model, name) is getattr(moved, name), name

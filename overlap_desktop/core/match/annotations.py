@@ -69,7 +69,7 @@ def annotation_overlap(manifest: Manifest, eval_sources: Sequence[str | os.PathL
     Raises:
         InputError: an evaluation source is unreadable or malformed.
     """
-    from overlap_desktop.core.report.model import text_overlap_sentence
+    from overlap_desktop.core.report.wording import text_overlap_sentence
     from overlap_desktop.core.text.overlap import check_hashed_overlap, iter_documents
 
     sources = [os.fspath(p) for p in eval_sources]
@@ -156,7 +156,7 @@ def index_episode_lookup(index: Any) -> EpisodeLookup:
 
 
 def _clock(seconds: float) -> str:
-    from overlap_desktop.core.report.model import format_clock
+    from overlap_desktop.core.report.wording import format_clock
 
     return format_clock(seconds)
 

@@ -14,7 +14,6 @@ because it is data that must round-trip.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,30 +164,3 @@ def repeats_checked(report: Report) -> bool:
     """True when the report's offer was compared with itself for internal repeats."""
     block = report.settings.get(REPEATS_SETTING)
     return isinstance(block, Mapping) and bool(block.get("checked"))
-
-
-#: Names that lived in this module before the report was split into a package, and the module
-#: that holds each now. Code written against the old layout (``from ...report.model import
-#: headline``) keeps working; new code imports from the module itself or from the api.
-_MOVED = {
-    **dict.fromkeys(("safe_text", "format_duration", "format_percent", "format_clock", "format_date",
-                     "speed_words", "speed_text", "chance_words", "describe_flags", "describe_segment",
-                     "describe_repeat", "headline", "headline_details", "new_footage_sentence",
-                     "stream_words", "text_overlap_sentence", "SPEED_TOLERANCE"), "wording"),
-    **dict.fromkeys(("DistanceLevel", "DISTANCE_SCALE", "distance_colour", "distance_words"), "scale"),
-    **dict.fromkeys(("GLOSSARY", "glossary_tip"), "glossary"),
-    **dict.fromkeys(("REPORT_SCHEMA", "report_to_dict", "report_from_dict", "write_report_json",
-                     "load_report_json", "MAX_PAIRS_PER_SEGMENT", "MAX_PAIRS_PER_REPORT",
-                     "MIN_PAIRS_PER_SEGMENT"), "json_io"),
-    **dict.fromkeys(("CSV_COLUMNS", "write_report_csv"), "csv_io"),
-    **dict.fromkeys(("render_report_html", "write_report_html", "MAX_HTML_PLOTS", "MAX_HTML_FILE_ROWS",
-                     "MAX_HTML_SEGMENT_ROWS"), "html"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Resolve a name that moved to a sibling module (see :data:`_MOVED`)."""
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
