@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "IndexSummary": "overlap_desktop.core.index.indexer",
     "open_index": "overlap_desktop.core.index.store",
     "Index": "overlap_desktop.core.index.store",
-    "IndexedFile": "overlap_desktop.core.index.store",
+    "IndexedFile": "overlap_desktop.core.index.reading",
     # Core 2: manifests and delivery verification
     "export_manifest": "overlap_desktop.core.manifest.format",
     "read_manifest": "overlap_desktop.core.manifest.format",

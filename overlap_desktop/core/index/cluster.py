@@ -252,8 +252,8 @@ def collect_hits(index: Index, address: str, codes: np.ndarray, params: MatchPar
     here. Hits are then filtered to live streams and capped per query frame exactly as
     the local loop does, so the report does not depend on where the search ran.
     """
+    from overlap_desktop.core.index.sealing import _LiveShard
     from overlap_desktop.core.index.shards import Hits as _Hits
-    from overlap_desktop.core.index.store import _LiveShard
     from overlap_desktop.core.match.compare import MAX_HITS_PER_FRAME, QUERY_BATCH, _cap_per_frame
 
     own = client is None

@@ -129,7 +129,8 @@ def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
 
 def _run_job(job: FileJob, progress: Callable[[float], None] | None,
              cancel: CancelCallback | None) -> FileOutcome:
-    from overlap_desktop.core.index.indexer import _changed_since, _describe, _fingerprint_item, sha256_item
+    from overlap_desktop.core.index.indexer import _describe, _fingerprint_item
+    from overlap_desktop.core.index.walk import changed_since, sha256_item
     from overlap_desktop.core.ingest.readers import available_readers
 
     where = _where()
@@ -176,7 +177,7 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None,
         out.streams, out.error = None, _describe(sha_error[0])
         return out
     out.sha256 = sha[0]
-    changed = _changed_since(path, job.size, job.mtime_ns)
+    changed = changed_since(path, job.size, job.mtime_ns)
     if changed is not None:
         # Fingerprints and hash would describe a mix of old and new bytes: refuse the file
         # now; the next run sees a different size/mtime and does it again.
@@ -186,10 +187,10 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None,
 
 def _check_visible(job: FileJob, where: str) -> str | None:
     """Why a cluster worker cannot use ``job.path`` (not there, or not the writer's file), or None."""
-    from overlap_desktop.core.index.indexer import _item_stat
+    from overlap_desktop.core.index.walk import item_stat
 
     try:
-        seen = _item_stat(Path(job.path))
+        seen = item_stat(Path(job.path))
     except OSError as exc:
         return (f"this worker ({where}) cannot see the file ({exc.strerror or exc}); every worker must "
                 "see the footage at the same path as the computer running `overlap index` (shared storage mounted at "
@@ -202,7 +203,8 @@ def _check_visible(job: FileJob, where: str) -> str | None:
 
 
 class Engine(Protocol):
-    """Where :func:`run_job` runs for a parallel indexing run (see indexer._run_parallel)."""
+    """Where :func:`run_job` runs for a parallel indexing run (driven by
+    :class:`~overlap_desktop.core.index.run.IndexRun`)."""
 
     #: Files to keep in flight (submitted, not yet collected): bounds the writer's memory.
     capacity: int
