@@ -113,13 +113,19 @@ def _settings(config: Config, variants: Sequence[Variant]) -> str:
 
 def _fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Sequence[Variant],
                       on_fraction: Callable[[float], None] | None, cancel: CancelCallback | None,
-                      warnings_out: list[str] | None = None) -> list[tuple[StreamInfo, StreamFingerprints]]:
+                      warnings_out: list[str] | None = None,
+                      decoder_threads: int = 0) -> list[tuple[StreamInfo, StreamFingerprints]]:
     from overlap_desktop.core.ingest.fingerprint import fingerprint_stream
 
     # Readers with options (readers.mcap_time, readers.image_fps, size caps) take them from this run's config.
     configure = getattr(reader, "configure", None)
     if callable(configure):
         configure(config)
+    if decoder_threads and getattr(reader, "threads", None) == 0:
+        # A worker's share of the cores, when the user left decoder threads automatic:
+        # FFmpeg's automatic count assumes the whole machine, and N workers each using
+        # every core would spend their time switching between threads.
+        reader.threads = decoder_threads  # type: ignore[attr-defined]
     streams = reader.streams(path)
     if not streams:
         raise MediaError("no video or image stream found", path=path)
@@ -384,15 +390,21 @@ def _plan(idx: Index, req: _Request, summary: IndexSummary) -> _Plan:
 
 
 def _fingerprint_all(run: IndexRun, plan: _Plan, engine: Engine | None, req: _Request) -> None:
-    """Fingerprint and commit every item that needs it, in walk order, here or on the engine.
+    """Fingerprint and commit every item that needs it: here in walk order, or on the engine
+    largest first.
 
     Each item's row says ``running`` while it is being worked on; a cancel sets every
     unfinished one back to ``pending`` (files that finished anyway are committed).
     """
     from overlap_desktop.core.index.parallel import FileJob
 
+    order = plan.items
+    if engine is not None:
+        # Largest first (longest-processing-time first): a big file started last would
+        # leave the other workers idle while it finishes. Stable, so equal sizes keep walk order.
+        order = sorted(plan.items, key=lambda it: -plan.sizes[it[0]][0])
     try:
-        for item, reader in plan.items:
+        for item, reader in order:
             run.pump(engine, req.cancel)
             size, mtime_ns = plan.sizes[item]
             if not run.needs_work(item, reader, size, mtime_ns):
