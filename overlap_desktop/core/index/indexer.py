@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from overlap_desktop.core.index.parallel import CloseInBackground
 from overlap_desktop.core.index.run import PROGRESS_INTERVAL, IndexRun
 from overlap_desktop.core.index.walk import changed_since, item_stat, sha256_item, utf8_name, walk_candidates
 from overlap_desktop.core.types import (
@@ -360,13 +361,25 @@ def _index_locked(idx: Index, req: _Request, summary: IndexSummary) -> None:
         summary.engine = engine.description
     try:
         _fingerprint_all(run, plan, engine, req)
-    finally:
+    except BaseException:
         if engine is not None:
             engine.close()
-    _settle_missing(idx, req, plan, summary)
-    if req.progress is not None:
-        req.progress(Progress(stage="seal", done=0, total=None, unit="shards", message="building search shards"))
-    idx.seal(cancel=req.cancel)
+        raise
+    # Every file is committed: the workers exit (interpreter teardown, joins) while the writer
+    # settles missing files and seals the shards, instead of before.
+    closing = CloseInBackground(engine) if engine is not None else None
+    try:
+        _settle_missing(idx, req, plan, summary)
+        if req.progress is not None:
+            req.progress(Progress(stage="seal", done=0, total=None, unit="shards",
+                                  message="building search shards"))
+        idx.seal(cancel=req.cancel)
+    except BaseException:
+        if closing is not None:
+            closing.join(raise_error=False)
+        raise
+    if closing is not None:
+        closing.join()
 
 
 def _plan(idx: Index, req: _Request, summary: IndexSummary) -> _Plan:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Engine", "FileJob", "FileOutcome", "ProcessEngine", "default_workers", "run_job"]
+__all__ = ["CloseInBackground", "Engine", "FileJob", "FileOutcome", "ProcessEngine", "default_workers", "run_job"]
 
 #: A worker process reports a file's fraction done at most this often (seconds).
 _WORKER_PROGRESS_INTERVAL = 0.2
@@ -379,3 +379,34 @@ class ProcessEngine:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._queue.close()
         self._queue.join_thread()
+
+
+class CloseInBackground:
+    """Close an engine in a helper thread and collect the outcome later with :meth:`join`.
+
+    Closing a pool waits for its processes to exit (each tears down Python, FFmpeg and
+    numpy); the writer seals the search shards meanwhile instead of waiting first.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._close, args=(engine,), name="overlap-engine-close",
+                                        daemon=True)
+        self._thread.start()
+
+    def _close(self, engine: Engine) -> None:
+        try:
+            engine.close()
+        except BaseException as exc:  # handed to join(): a thread's exception would be lost
+            self._error = exc
+
+    def join(self, *, raise_error: bool = True) -> None:
+        """Wait until the engine is closed; re-raise what closing it raised (unless another
+        error is already on its way: then it is only logged)."""
+        self._thread.join()
+        if self._error is None:
+            return
+        if raise_error:
+            raise self._error
+        log.warning("closing the workers failed too: %s", self._error)
+
