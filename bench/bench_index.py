@@ -266,8 +266,9 @@ def bench_scale(files: int = 8, seconds: float = 20.0, rounds: int = 2, corpus_d
             for name, _ in runs:
                 w, c = min(walls[name]), min(cpus[name])
                 per_round = sorted(s / x for s, x in zip(walls[runs[0][0]], walls[name]))
+                ratios = ", ".join(f"{x:4.2f}" for x in per_round)
                 print(f"{name:30s}: best wall {w:6.1f} s ({footage_s / w:5.1f}x realtime), speed-up over serial "
-                      f"{serial / w:4.2f}x (best vs best); per round, sorted {', '.join(f'{x:4.2f}' for x in per_round)} "
+                      f"{serial / w:4.2f}x (best vs best); per round, sorted {ratios} "
                       f"(median {float(np.median(per_round)):4.2f}x); CPU {c:6.1f} s ({c / serial_cpu:4.2f}x serial's)")
             pool = ProcessEngine(2)
             try:
