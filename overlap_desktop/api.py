@@ -64,7 +64,7 @@ _EXPORTS: dict[str, str] = {
     "IndexSummary": "overlap_desktop.core.index.indexer",
     "open_index": "overlap_desktop.core.index.store",
     "Index": "overlap_desktop.core.index.store",
-    "IndexedFile": "overlap_desktop.core.index.store",
+    "IndexedFile": "overlap_desktop.core.index.reading",
     # "is there a library yet?" and what it holds
     "library_status": "overlap_desktop.core.index.status",
     "LibraryStatus": "overlap_desktop.core.index.status",
@@ -225,8 +225,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.fsutil import atomic_write_bytes
     from overlap_desktop.core.index.indexer import IndexSummary, fingerprint_file, index_paths
     from overlap_desktop.core.index.merge import MergeSummary, merge_indexes
+    from overlap_desktop.core.index.reading import IndexedFile
     from overlap_desktop.core.index.status import LibraryStatus, library_files, library_status
-    from overlap_desktop.core.index.store import Index, IndexedFile, open_index
+    from overlap_desktop.core.index.store import Index, open_index
     from overlap_desktop.core.ingest.readers import available_readers
     from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for
     from overlap_desktop.core.manifest.compat import OfferCheck, check_offer

@@ -169,3 +169,25 @@ def test_cli_compare_cluster_flag(dask_cluster: str, scale_corpus: Path, tmp_pat
     assert local == remote and local["files"]
     assert main([*args[:-1], str(tmp_path / "x.json"), "--cluster"]) == 2  # no index.cluster set
     assert "index.cluster" in capsys.readouterr().err
+
+
+def test_each_machine_shares_its_cores_among_its_task_slots(dask_cluster: str) -> None:
+    class Client:
+        def scheduler_info(self) -> dict[str, dict[str, dict[str, int]]]:
+            return {"workers": {"tcp://10.0.0.5:40001": {"nthreads": 2}, "tcp://10.0.0.5:40002": {"nthreads": 1},
+                                "tcp://10.0.0.6:40001": {"nthreads": 4}}}
+
+    assert cluster_mod._slots_by_host(Client()) == {"10.0.0.5": 3, "10.0.0.6": 4}
+    assert cluster_mod._decoder_share({}) == 0  # outside a worker: as configured
+    # On the real cluster's workers (2 single-threaded workers on this machine), each gets its share.
+    client = distributed.Client(dask_cluster, set_as_default=False)
+    try:
+        slots = cluster_mod._slots_by_host(client)
+        assert slots == {"127.0.0.1": 2}
+        # As a task (get_worker() knows its worker only there), pinned to each worker in turn.
+        shares = [client.submit(cluster_mod._decoder_share, slots, workers=[w], pure=False).result()
+                  for w in client.scheduler_info()["workers"]]
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        assert shares == [max(1, cores // 2)] * 2
+    finally:
+        client.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from overlap_desktop.cli.main import main
-from overlap_desktop.core.index import store as index_mod
+from overlap_desktop.core.index import lock as lock_mod
 from overlap_desktop.core.index.store import open_index
 
 
@@ -119,7 +119,7 @@ def test_doctor(clip_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert checks["WAL support"]["ok"] and "video" in checks["readers"]["value"]
     # An index on a network share is a needed thing missing: exit 3 with the reason.
-    monkeypatch.setattr(index_mod, "network_filesystem", lambda p: f"{p} is on a network filesystem (nfs)")
+    monkeypatch.setattr(lock_mod, "network_filesystem", lambda p: f"{p} is on a network filesystem (nfs)")
     code, out, _ = run(capsys, "doctor", "--index", str(ix))
     assert code == 3 and "Problems:" in out and "network" in out
 

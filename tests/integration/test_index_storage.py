@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from overlap_desktop.core.index import lock as lock_mod
+from overlap_desktop.core.index import schema as schema_mod
 from overlap_desktop.core.index import store as index_mod
 from overlap_desktop.core.index.store import Index, open_index, wal_support
 from overlap_desktop.core.types import Span, StreamFingerprints, StreamInfo, Variant
@@ -178,7 +180,7 @@ def test_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         with pytest.raises(IndexError_, match="new folder"):
             idx.check_compatible("other-algo", "test-prep")
     # A network filesystem is refused before SQLite is touched.
-    monkeypatch.setattr(index_mod, "_mount_table", lambda: [("/", "ext4"), (str(tmp_path), "nfs4")])
+    monkeypatch.setattr(lock_mod, "_mount_table", lambda: [("/", "ext4"), (str(tmp_path), "nfs4")])
     with pytest.raises(IndexError_, match="network"):
         open_index(tmp_path / "ix3")
     ok, why = wal_support(tmp_path)
@@ -194,8 +196,8 @@ def test_wal_support_on_local_disk(tmp_path: Path) -> None:
 def test_migrations_upgrade_older_indexes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with open_index(tmp_path / "ix") as idx:
         add(idx, tmp_path / "a.mp4", 1)
-    monkeypatch.setattr(index_mod, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(index_mod._MIGRATIONS, 2, "ALTER TABLE files ADD COLUMN note TEXT;")
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(schema_mod._MIGRATIONS, 2, "ALTER TABLE files ADD COLUMN note TEXT;")
     with pytest.raises(IndexError_, match="needs upgrading"):
         open_index(tmp_path / "ix", readonly=True)
     with open_index(tmp_path / "ix") as idx:

@@ -155,3 +155,92 @@ def test_killing_the_writer_leaves_no_half_written_work_and_no_orphan_workers(
     assert resumed.skipped == len(ok) and resumed.indexed == N_CLIPS - len(ok)
     api.export_manifest(ix, tmp_path / "m.ovlm", config=config)
     assert (tmp_path / "m.ovlm").read_bytes() == serial_manifest[1]
+
+
+class _InlineEngine:
+    """An engine that runs each job in this process when results are awaited, recording the feed order."""
+
+    capacity = 2
+    description = "inline"
+
+    def __init__(self) -> None:
+        self.fed: list[str] = []
+        self._queued: list[parallel.FileJob] = []
+        self.closed = False
+
+    def submit(self, job: parallel.FileJob) -> None:
+        self.fed.append(job.path)
+        self._queued.append(job)
+
+    def wait(self, timeout: float) -> list[tuple[parallel.FileJob, parallel.FileOutcome]]:
+        out = [(job, parallel.run_job(job)) for job in self._queued]
+        self._queued.clear()
+        return out
+
+    def fractions(self) -> dict[str, float]:
+        return {}
+
+    def stop(self) -> list[tuple[parallel.FileJob, parallel.FileOutcome]]:
+        self._queued.clear()
+        return []
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_an_engine_is_fed_the_largest_files_first_and_the_result_is_unchanged(
+        scale_corpus: Path, serial_manifest: tuple[IndexSummary, bytes], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = _InlineEngine()
+    monkeypatch.setattr(indexer, "_engine_for", lambda *a: engine)
+    summary, data = build_and_export(scale_corpus, tmp_path / "ix", tmp_path / "lpt.ovlm")
+    walk = [str(p) for p, _ in indexer.walk_candidates([scale_corpus])]
+    sizes = {p: os.path.getsize(p) for p in walk}
+    assert len(set(sizes.values())) > 2  # the corpus has files of several sizes, or this proves nothing
+    # Longest (largest) first, ties in walk order; failures still reported in walk order.
+    assert engine.fed == sorted(walk, key=lambda p: -sizes[p]) and engine.fed != walk
+    assert summary.failed == serial_manifest[0].failed and summary.indexed == N_CLIPS
+    assert data == serial_manifest[1] and engine.closed
+
+
+def test_pool_workers_share_the_cores_for_decoder_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from overlap_desktop.config import load_config
+    from overlap_desktop.errors import MediaError
+
+    monkeypatch.setattr(parallel, "default_workers", lambda: 8)
+    pool = parallel.ProcessEngine(3)
+    try:
+        assert pool.decoder_threads == 2
+    finally:
+        pool.close()
+
+    class Reader:
+        threads = -1
+
+        def configure(self, config: object) -> None:
+            self.threads = int(config["index.threads"])  # type: ignore[index]
+
+        def streams(self, path: Path) -> list[object]:
+            return []
+
+    for configured, share, expected in ((0, 2, 2), (0, 0, 0), (3, 2, 3)):
+        reader = Reader()
+        with pytest.raises(MediaError):
+            indexer._fingerprint_item(Path("x.mp4"), reader, config=load_config({"index.threads": configured},  # type: ignore[arg-type]
+                                      environ={}), variants=(), on_fraction=None, cancel=None,
+                                      decoder_threads=share)
+        # The worker's share applies only when the user left the decoder threads automatic.
+        assert reader.threads == expected
+
+
+def test_closing_in_the_background_reports_a_failure() -> None:
+    class Failing(_InlineEngine):
+        def close(self) -> None:
+            raise OSError("cannot stop")
+
+    with pytest.raises(OSError, match="cannot stop"):
+        parallel.CloseInBackground(Failing()).join()  # type: ignore[arg-type]
+    parallel.CloseInBackground(Failing()).join(raise_error=False)  # type: ignore[arg-type]  # logged only
+    ok = _InlineEngine()
+    parallel.CloseInBackground(ok).join()  # type: ignore[arg-type]
+    assert ok.closed

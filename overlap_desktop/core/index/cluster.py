@@ -109,10 +109,37 @@ def _n_threads(client: Any) -> int:
     return max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()))
 
 
+def _host(address: str) -> str:
+    """``tcp://10.0.0.5:40123`` -> ``10.0.0.5`` (the machine a worker runs on)."""
+    return address.split("://", 1)[-1].rsplit(":", 1)[0]
+
+
+def _slots_by_host(client: Any) -> dict[str, int]:
+    """Task slots (worker threads) per machine of the cluster: files fingerprinted at once there."""
+    slots: dict[str, int] = {}
+    for address, w in client.scheduler_info()["workers"].items():
+        slots[_host(address)] = slots.get(_host(address), 0) + max(1, int(w.get("nthreads", 1)))
+    return slots
+
+
+def _decoder_share(slots_by_host: dict[str, int]) -> int:
+    """On a worker: decoder threads for one file, the machine's cores shared among its task slots
+    (FFmpeg's automatic count would give every concurrent file all of them)."""
+    from distributed import get_worker
+
+    from overlap_desktop.core.index.parallel import default_workers
+
+    try:
+        here = slots_by_host.get(_host(get_worker().address), 1)
+    except ValueError:  # not inside a worker (a test calling the task directly)
+        return 0
+    return max(1, default_workers() // here)
+
+
 # --------------------------------------------------------------------------- indexing
 
 
-def _dask_task(job: FileJob, cancel_name: str) -> FileOutcome:
+def _dask_task(job: FileJob, cancel_name: str, slots_by_host: dict[str, int] | None = None) -> FileOutcome:
     """Runs on a Dask worker: fingerprint one file, polling the run's cancel flag now and then."""
     from distributed import Event
 
@@ -127,7 +154,7 @@ def _dask_task(job: FileJob, cancel_name: str) -> FileOutcome:
         return bool(state[1])
 
     try:
-        return run_job(job, cancel=cancelled)
+        return run_job(job, cancel=cancelled, decoder_threads=_decoder_share(slots_by_host or {}))
     except Cancelled:
         return FileOutcome(job.path, cancelled=True, where=_where())
 
@@ -146,6 +173,7 @@ class DaskEngine:
         self.client = connect(address) if client is None else client
         self.address = address
         threads = _n_threads(self.client)
+        self._slots = _slots_by_host(self.client)
         self.capacity = 2 * threads
         self.description = f"Dask cluster {address} ({threads} worker threads)"
         self._cancel_name = f"overlap-cancel-{uuid.uuid4().hex}"
@@ -154,7 +182,7 @@ class DaskEngine:
 
     def submit(self, job: FileJob) -> None:
         # A worker elsewhere checks first that it sees the writer's file at that path.
-        fut = self.client.submit(_dask_task, dataclasses.replace(job, remote=True), self._cancel_name,
+        fut = self.client.submit(_dask_task, dataclasses.replace(job, remote=True), self._cancel_name, self._slots,
                                  pure=False, key=f"overlap-fingerprint-{uuid.uuid4().hex}")
         self._futures[fut] = job
 
@@ -252,8 +280,8 @@ def collect_hits(index: Index, address: str, codes: np.ndarray, params: MatchPar
     here. Hits are then filtered to live streams and capped per query frame exactly as
     the local loop does, so the report does not depend on where the search ran.
     """
+    from overlap_desktop.core.index.sealing import _LiveShard
     from overlap_desktop.core.index.shards import Hits as _Hits
-    from overlap_desktop.core.index.store import _LiveShard
     from overlap_desktop.core.match.compare import MAX_HITS_PER_FRAME, QUERY_BATCH, _cap_per_frame
 
     own = client is None

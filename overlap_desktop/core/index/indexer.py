@@ -13,18 +13,18 @@ being decoded (hashlib releases the GIL), so hashing costs almost no wall time.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import stat
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from overlap_desktop.core.index.parallel import CloseInBackground
+from overlap_desktop.core.index.run import PROGRESS_INTERVAL, IndexRun
+from overlap_desktop.core.index.walk import changed_since, item_stat, sha256_item, utf8_name, walk_candidates
 from overlap_desktop.core.types import (
     CancelCallback,
     Progress,
@@ -38,23 +38,16 @@ from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, MediaE
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
-    from overlap_desktop.core.index.parallel import Engine, FileJob, FileOutcome
+    from overlap_desktop.core.index.parallel import Engine
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.ingest.readers.base import Reader
 
-__all__ = ["IndexSummary", "fingerprint_file", "index_paths", "walk_candidates"]
+# walk_candidates and sha256_item live in core.index.walk; they stay importable from here
+# (core.match.compare and older callers), as do item_stat and changed_since (worker tasks).
+__all__ = ["IndexSummary", "changed_since", "fingerprint_file", "index_paths", "item_stat", "sha256_item",
+           "walk_candidates"]
 
 log = logging.getLogger(__name__)
-
-#: File and folder names that are never footage (OS metadata, recycle bins).
-SYSTEM_NAMES = frozenset({
-    "thumbs.db", "desktop.ini", "$recycle.bin", "system volume information", "__macosx",
-    "lost+found", "$windows.~bt", "$windows.~ws", "recycler",
-})
-_WIN_HIDDEN_OR_SYSTEM = 0x2 | 0x4  # FILE_ATTRIBUTE_HIDDEN | FILE_ATTRIBUTE_SYSTEM
-_HASH_CHUNK = 1 << 20
-#: Progress callbacks at most this often (seconds) within a file.
-_PROGRESS_INTERVAL = 0.1
 
 
 @dataclass
@@ -109,159 +102,6 @@ class IndexSummary:
         }
 
 
-# --------------------------------------------------------------------------- walking
-
-
-def _hidden(entry: os.DirEntry[str] | Path, st: os.stat_result | None = None) -> bool:
-    name = entry.name
-    if name.startswith(".") or name.lower() in SYSTEM_NAMES or name.startswith("~$"):
-        return True
-    attrs = getattr(st, "st_file_attributes", 0) if st is not None else 0
-    return bool(attrs & _WIN_HIDDEN_OR_SYSTEM)
-
-
-def _claim(path: Path) -> Reader | None:
-    from overlap_desktop.core.ingest.readers import reader_for
-
-    try:
-        return reader_for(path)
-    except MediaError:
-        return None
-
-
-def walk_candidates(paths: Iterable[str | os.PathLike[str]], *, exclude: Sequence[Path] = (),
-                    unlisted: list[tuple[Path, str]] | None = None) -> Iterator[tuple[Path, Reader | None]]:
-    """Yield ``(item, reader)`` for every file or recording folder under ``paths``.
-
-    Folders are walked recursively in name order; hidden and system entries are
-    skipped (unless named explicitly); symlinked folders are followed once (a loop is
-    not followed twice). A folder that cannot be listed is appended to ``unlisted`` with
-    the reason (and logged), so callers can report it and must not treat what it holds
-    as gone. A folder a reader claims (an image sequence, a LeRobot
-    dataset, a rosbag2 folder) is one item and is not descended into. An explicitly
-    named file no reader claims is yielded with ``reader=None`` so it can be reported.
-
-    Raises:
-        UsageError: a given path does not exist.
-    """
-    excluded = {os.path.realpath(p) for p in exclude}
-    seen_dirs: set[tuple[int, int]] = set()
-    seen_items: set[str] = set()
-
-    def emit(p: Path, reader: Reader | None) -> Iterator[tuple[Path, Reader | None]]:
-        real = os.path.realpath(p)
-        if real in seen_items:
-            return
-        seen_items.add(real)
-        yield p, reader
-
-    def walk_dir(d: Path) -> Iterator[tuple[Path, Reader | None]]:
-        try:
-            st = d.stat()
-        except OSError:
-            return
-        key = (st.st_dev, st.st_ino)
-        if key in seen_dirs or os.path.realpath(d) in excluded:
-            return
-        seen_dirs.add(key)
-        try:
-            with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            log.warning("cannot list %s: %s", d, exc.strerror)
-            if unlisted is not None:
-                unlisted.append((d, f"cannot list this folder: {exc.strerror or exc}; its files were not indexed"))
-            return
-        for e in entries:
-            try:
-                est = e.stat()
-            except OSError as exc:
-                # A dangling symlink or a symlink loop: say so, the walk goes on.
-                log.warning("%s: skipped: %s", e.path, exc.strerror or exc)
-                continue
-            if _hidden(e, est):
-                continue
-            p = Path(e.path)
-            if stat.S_ISDIR(est.st_mode):
-                reader = _claim(p)
-                if reader is not None:
-                    yield from emit(p, reader)
-                else:
-                    yield from walk_dir(p)
-            elif stat.S_ISREG(est.st_mode):
-                reader = _claim(p)
-                if reader is not None:
-                    yield from emit(p, reader)
-
-    roots = [Path(os.path.abspath(os.fspath(p))) for p in paths]
-    for root in roots:
-        if not root.exists():
-            raise UsageError("no such file or folder", path=root)
-    for root in roots:
-        if root.is_dir():
-            reader = _claim(root)
-            if reader is not None:
-                yield from emit(root, reader)
-            else:
-                yield from walk_dir(root)
-        else:
-            yield from emit(root, _claim(root))
-
-
-def _item_stat(path: Path) -> tuple[int, int]:
-    """``(size, mtime_ns)``; for a folder: total bytes and newest modification."""
-    st = path.stat()
-    if not stat.S_ISDIR(st.st_mode):
-        return st.st_size, st.st_mtime_ns
-    size, mtime = 0, st.st_mtime_ns
-    for dirpath, dirnames, names in os.walk(path):
-        dirnames.sort()
-        for n in names:
-            try:
-                s = os.stat(os.path.join(dirpath, n))
-            except OSError:
-                continue
-            size += s.st_size
-            mtime = max(mtime, s.st_mtime_ns)
-    return size, mtime
-
-
-def _sha256_file(path: str, stop: threading.Event) -> str:
-    from overlap_desktop.core.fsutil import open_regular
-
-    h = hashlib.sha256()
-    # Regular files only: a FIFO would block this thread in open() for ever (and the job's
-    # pool.shutdown(wait=True) with it, Ctrl-C included); /dev/zero would never end.
-    with open_regular(path) as fh:
-        while not stop.is_set():
-            block = fh.read(_HASH_CHUNK)
-            if not block:
-                break
-            h.update(block)
-    return h.hexdigest()
-
-
-def sha256_item(path: Path, stop: threading.Event | None = None) -> str:
-    """SHA-256 of a file's bytes; for a folder, of the sorted list of
-    ``relative path, size, sha256`` lines of the files in it."""
-    from overlap_desktop.core.fsutil import is_regular_file
-
-    stop = stop or threading.Event()
-    if not path.is_dir():
-        return _sha256_file(str(path), stop)
-    h = hashlib.sha256()
-    for dirpath, dirnames, names in os.walk(path):
-        dirnames.sort()
-        for n in sorted(names):
-            full = os.path.join(dirpath, n)
-            rel = os.path.relpath(full, path).replace(os.sep, "/")
-            if not is_regular_file(full):  # FIFO, device, socket, dangling link: named, never read
-                h.update(f"{rel}\tnot a regular file\n".encode())
-                continue
-            h.update(f"{rel}\t{os.path.getsize(full)}\t{_sha256_file(full, stop)}\n".encode())
-    return h.hexdigest()
-
-
 # --------------------------------------------------------------------------- fingerprinting
 
 
@@ -274,13 +114,19 @@ def _settings(config: Config, variants: Sequence[Variant]) -> str:
 
 def _fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Sequence[Variant],
                       on_fraction: Callable[[float], None] | None, cancel: CancelCallback | None,
-                      warnings_out: list[str] | None = None) -> list[tuple[StreamInfo, StreamFingerprints]]:
+                      warnings_out: list[str] | None = None,
+                      decoder_threads: int = 0) -> list[tuple[StreamInfo, StreamFingerprints]]:
     from overlap_desktop.core.ingest.fingerprint import fingerprint_stream
 
     # Readers with options (readers.mcap_time, readers.image_fps, size caps) take them from this run's config.
     configure = getattr(reader, "configure", None)
     if callable(configure):
         configure(config)
+    if decoder_threads and getattr(reader, "threads", None) == 0:
+        # A worker's share of the cores, when the user left decoder threads automatic:
+        # FFmpeg's automatic count assumes the whole machine, and N workers each using
+        # every core would spend their time switching between threads.
+        reader.threads = decoder_threads  # type: ignore[attr-defined]
     streams = reader.streams(path)
     if not streams:
         raise MediaError("no video or image stream found", path=path)
@@ -381,6 +227,30 @@ def _describe(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- the job
 
 
+@dataclass
+class _Request:
+    """What one :func:`index_paths` call asked for, resolved and checked."""
+
+    roots: list[Path]
+    config: Config
+    variants: tuple[Variant, ...]
+    settings: str
+    forget_missing: bool
+    force: bool
+    progress: ProgressCallback | None
+    cancel: CancelCallback | None
+
+
+@dataclass
+class _Plan:
+    """The walk's result: every item found, its size and mtime, and which ones need work."""
+
+    items: list[tuple[Path, Reader | None]]
+    sizes: dict[Path, tuple[int, int]]
+    unlisted: list[tuple[Path, str]]
+    todo: list[Path]
+
+
 def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path | str | None = None,
                 config: Config | None = None, forget_missing: bool = False, force: bool = False,
                 progress: ProgressCallback | None = None,
@@ -417,95 +287,20 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
             exception's ``summary`` attribute holds the partial :class:`IndexSummary`.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.index.parallel import FileJob
-    from overlap_desktop.core.index.store import Index, _under, open_index
-    from overlap_desktop.core.ingest.fingerprint import variants_from_config
-    from overlap_desktop.core.ingest.frames import check_sample_rate
+    from overlap_desktop.core.index.store import Index, open_index
 
     config = config if config is not None else load_config()
-    paths = [Path(os.path.abspath(os.fspath(p))) for p in paths]
-    if not paths:
-        raise UsageError("give at least one file or folder to index")
-    for p in paths:
-        if not p.exists():
-            raise UsageError("no such file or folder", path=p)
-    fps = float(config["index.fps"])
     summary = IndexSummary()
-    low = check_sample_rate(fps, warn=False)
-    if low:
-        summary.warnings.append(low)
-        log.warning("%s", low)
-    try:
-        variants = tuple(variants_from_config(config))
-    except ValueError as exc:
-        raise ConfigError(f"bad variant settings: {exc}") from exc
-    settings = _settings(config, variants)
-
-    own = not isinstance(index, Index)
-    idx: Index = open_index(index, config=config) if own else index  # type: ignore[arg-type]
+    req = _resolve_request(paths, config, summary, forget_missing=forget_missing, force=force,
+                           progress=progress, cancel=cancel)
+    idx: Index = index if isinstance(index, Index) else open_index(index, config=config)
+    own = idx is not index
     summary.index_path = str(idx.path)
     started = time.monotonic()
-    engine: Engine | None = None
     try:
         with idx.writer():
             idx.check_compatible()
-            unlisted: list[tuple[Path, str]] = []
-            items = list(walk_candidates(paths, exclude=[idx.path], unlisted=unlisted))
-            if forget_missing and not force:
-                _refuse_empty_roots(idx, paths)
-            for folder, why in unlisted:
-                summary.failed.append((str(folder), why))
-            sizes: dict[Path, tuple[int, int]] = {}
-            for item, _ in items:
-                try:
-                    sizes[item] = _item_stat(item)
-                except OSError:
-                    sizes[item] = (0, 0)
-            summary.files_seen = len(items)
-            run = _Run(idx, summary, settings, float(sum(s for s, _ in sizes.values())) or 1.0, progress)
-            if progress is not None:
-                # How many items the walk found, before any work (for "k/N files" displays).
-                progress(Progress(stage="scan", done=0, total=len(items), unit="files"))
-            run.emit(None, None)
-            todo = [item for item, reader in items if reader is not None and _utf8_name(str(item))
-                    and idx.file_state(item) != (*sizes[item], "ok", settings)]
-            engine = _engine_for(config, todo, sizes)
-            if engine is not None:
-                summary.engine = engine.description
-            try:
-                for item, reader in items:
-                    run.pump(engine, cancel)
-                    size, mtime_ns = sizes[item]
-                    if not run.needs_work(item, reader, size, mtime_ns):
-                        continue
-                    assert reader is not None  # needs_work refused reader-less items
-                    job = FileJob(str(item), reader.name, size, mtime_ns, config, variants)
-                    idx.mark_file(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
-                    if engine is None:
-                        run.serial(job, cancel)
-                    else:
-                        run.feed(engine, job, cancel)
-                while engine is not None and run.in_flight:
-                    run.pump(engine, cancel, timeout=_PROGRESS_INTERVAL)
-            except (Cancelled, KeyboardInterrupt):
-                if engine is not None:
-                    run.abort(engine)
-                raise
-            finally:
-                run.sort_failed([i for i, _ in items])
-
-            seen = {os.path.normcase(str(i)) for i, _ in items}
-            # Files inside a folder we could not list are unknown, not gone.
-            gone = [g for g in _missing_rows(idx, paths, seen)
-                    if not any(_under(g, str(folder)) for folder, _ in unlisted)]
-            if forget_missing and gone:
-                summary.forgotten = idx.remove_files(gone)
-            else:
-                summary.missing = gone
-            if progress is not None:
-                progress(Progress(stage="seal", done=0, total=None, unit="shards",
-                                  message="building search shards"))
-            idx.seal(cancel=cancel)
+            _index_locked(idx, req, summary)
     except (Cancelled, KeyboardInterrupt) as exc:
         summary.cancelled = True
         summary.elapsed_s = time.monotonic() - started
@@ -519,19 +314,152 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
     except Exception as exc:
         if not _disk_full(exc):
             raise
-        # Each file is its own transaction: everything finished before the disk filled is kept.
-        why = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ is not None else exc
-        full = DiskFullError(f"disk full while writing the index ({why}); {summary.indexed} file(s) finished in "
-                             "this run were kept; free some space and run again to continue", path=idx.path)
-        full.summary = summary  # type: ignore[attr-defined]
-        raise full from exc
+        raise _disk_full_error(exc, summary, idx.path) from exc
     finally:
-        if engine is not None:
-            engine.close()
         if own:
             idx.close()
     summary.elapsed_s = time.monotonic() - started
     return summary
+
+
+def _resolve_request(paths: Iterable[str | os.PathLike[str]], config: Config, summary: IndexSummary, *,
+                     forget_missing: bool, force: bool, progress: ProgressCallback | None,
+                     cancel: CancelCallback | None) -> _Request:
+    """Check the roots and the fingerprint settings before the index is even opened."""
+    from overlap_desktop.core.ingest.fingerprint import variants_from_config
+    from overlap_desktop.core.ingest.frames import check_sample_rate
+
+    roots = [Path(os.path.abspath(os.fspath(p))) for p in paths]
+    if not roots:
+        raise UsageError("give at least one file or folder to index")
+    for p in roots:
+        if not p.exists():
+            raise UsageError("no such file or folder", path=p)
+    low = check_sample_rate(float(config["index.fps"]), warn=False)
+    if low:
+        summary.warnings.append(low)
+        log.warning("%s", low)
+    try:
+        variants = tuple(variants_from_config(config))
+    except ValueError as exc:
+        raise ConfigError(f"bad variant settings: {exc}") from exc
+    return _Request(roots, config, variants, _settings(config, variants), forget_missing, force, progress, cancel)
+
+
+def _index_locked(idx: Index, req: _Request, summary: IndexSummary) -> None:
+    """The run under the writer lock: plan, fingerprint and commit, forget or report the
+    missing, seal the shards."""
+    plan = _plan(idx, req, summary)
+    run = IndexRun(idx, summary, req.settings, float(sum(s for s, _ in plan.sizes.values())) or 1.0,
+                   req.progress)
+    if req.progress is not None:
+        # How many items the walk found, before any work (for "k/N files" displays).
+        req.progress(Progress(stage="scan", done=0, total=len(plan.items), unit="files"))
+    run.emit(None, None)
+    engine = _engine_for(req.config, plan.todo, plan.sizes)
+    if engine is not None:
+        summary.engine = engine.description
+    try:
+        _fingerprint_all(run, plan, engine, req)
+    except BaseException:
+        if engine is not None:
+            engine.close()
+        raise
+    # Every file is committed: the workers exit (interpreter teardown, joins) while the writer
+    # settles missing files and seals the shards, instead of before.
+    closing = CloseInBackground(engine) if engine is not None else None
+    try:
+        _settle_missing(idx, req, plan, summary)
+        if req.progress is not None:
+            req.progress(Progress(stage="seal", done=0, total=None, unit="shards",
+                                  message="building search shards"))
+        idx.seal(cancel=req.cancel)
+    except BaseException:
+        if closing is not None:
+            closing.join(raise_error=False)
+        raise
+    if closing is not None:
+        closing.join()
+
+
+def _plan(idx: Index, req: _Request, summary: IndexSummary) -> _Plan:
+    """Walk the roots; stat every item; list those that are new or changed since they were indexed."""
+    unlisted: list[tuple[Path, str]] = []
+    items = list(walk_candidates(req.roots, exclude=[idx.path], unlisted=unlisted))
+    if req.forget_missing and not req.force:
+        _refuse_empty_roots(idx, req.roots)
+    for folder, why in unlisted:
+        summary.failed.append((str(folder), why))
+    sizes: dict[Path, tuple[int, int]] = {}
+    for item, _ in items:
+        try:
+            sizes[item] = item_stat(item)
+        except OSError:
+            sizes[item] = (0, 0)
+    summary.files_seen = len(items)
+    todo = [item for item, reader in items if reader is not None and utf8_name(str(item))
+            and idx.file_state(item) != (*sizes[item], "ok", req.settings)]
+    return _Plan(items, sizes, unlisted, todo)
+
+
+def _fingerprint_all(run: IndexRun, plan: _Plan, engine: Engine | None, req: _Request) -> None:
+    """Fingerprint and commit every item that needs it: here in walk order, or on the engine
+    largest first.
+
+    Each item's row says ``running`` while it is being worked on; a cancel sets every
+    unfinished one back to ``pending`` (files that finished anyway are committed).
+    """
+    from overlap_desktop.core.index.parallel import FileJob
+
+    order = plan.items
+    if engine is not None:
+        # Largest first (longest-processing-time first): a big file started last would
+        # leave the other workers idle while it finishes. Stable, so equal sizes keep walk order.
+        order = sorted(plan.items, key=lambda it: -plan.sizes[it[0]][0])
+    try:
+        for item, reader in order:
+            run.pump(engine, req.cancel)
+            size, mtime_ns = plan.sizes[item]
+            if not run.needs_work(item, reader, size, mtime_ns):
+                continue
+            assert reader is not None  # needs_work refused reader-less items
+            job = FileJob(str(item), reader.name, size, mtime_ns, req.config, req.variants)
+            run.idx.mark_file(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
+            if engine is None:
+                run.serial(job, req.cancel)
+            else:
+                run.feed(engine, job, req.cancel)
+        while engine is not None and run.in_flight:
+            run.pump(engine, req.cancel, timeout=PROGRESS_INTERVAL)
+    except (Cancelled, KeyboardInterrupt):
+        if engine is not None:
+            run.abort(engine)
+        raise
+    finally:
+        run.sort_failed([i for i, _ in plan.items])
+
+
+def _settle_missing(idx: Index, req: _Request, plan: _Plan, summary: IndexSummary) -> None:
+    """Index rows under the roots whose file is gone: forgotten (``forget_missing``) or listed."""
+    from overlap_desktop.core.index.reading import _under
+
+    seen = {os.path.normcase(str(i)) for i, _ in plan.items}
+    # Files inside a folder we could not list are unknown, not gone.
+    gone = [g for g in _missing_rows(idx, req.roots, seen)
+            if not any(_under(g, str(folder)) for folder, _ in plan.unlisted)]
+    if req.forget_missing and gone:
+        summary.forgotten = idx.remove_files(gone)
+    else:
+        summary.missing = gone
+
+
+def _disk_full_error(exc: BaseException, summary: IndexSummary, where: Path) -> DiskFullError:
+    """The error for a full disk: each file is its own transaction, so everything finished is kept."""
+    why = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ is not None else exc
+    full = DiskFullError(f"disk full while writing the index ({why}); {summary.indexed} file(s) finished in "
+                         "this run were kept; free some space and run again to continue", path=where)
+    full.summary = summary  # type: ignore[attr-defined]
+    return full
 
 
 #: With ``index.workers = 0`` (one per core), a run with less new footage than this stays
@@ -559,141 +487,6 @@ def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[in
     return ProcessEngine(n)
 
 
-class _Run:
-    """The writer's side of one indexing run: checks, commits and progress, for every engine."""
-
-    def __init__(self, idx: Index, summary: IndexSummary, settings: str, total_bytes: float,
-                 progress: ProgressCallback | None) -> None:
-        self.idx, self.summary, self.settings = idx, summary, settings
-        self.total_bytes, self.progress = total_bytes, progress
-        self.done_bytes = 0.0
-        #: Files handed to an engine and not yet committed, by path.
-        self.in_flight: dict[str, FileJob] = {}
-        self._last_emit = 0.0
-
-    def emit(self, current: str | None, frac: float | None, message: str | None = None,
-             extra_bytes: float = 0.0) -> None:
-        if self.progress is not None:
-            self.progress(Progress(stage="index", done=self.done_bytes + extra_bytes, total=self.total_bytes,
-                                   unit="bytes", current=current, current_done=frac, message=message))
-
-    def _finish(self, path: str, size: int, message: str) -> None:
-        self.done_bytes += size
-        self.emit(path, 1.0, message)
-
-    def _fail(self, path: str, size: int, reason: str) -> None:
-        self.summary.failed.append((path, reason))
-        self._finish(path, size, f"failed: {reason}")
-
-    def needs_work(self, item: Path, reader: Reader | None, size: int, mtime_ns: int) -> bool:
-        """False (after reporting it) for an item refused outright or unchanged since it was indexed."""
-        spath = str(item)
-        if reader is None:
-            self._fail(spath, size, "no reader supports this kind of file")
-            return False
-        if not _utf8_name(spath):
-            # SQLite text is UTF-8: a name with undecodable bytes (Linux) cannot be stored.
-            self._fail(spath, size, "file name is not valid UTF-8 and cannot be stored in the index; "
-                                    "rename the file")
-            return False
-        if self.idx.file_state(item) == (size, mtime_ns, "ok", self.settings):
-            self.summary.skipped += 1
-            self._finish(spath, size, "unchanged")
-            return False
-        return True
-
-    def commit(self, job: FileJob, outcome: FileOutcome) -> None:
-        """Store one finished file in its own transaction (or mark it pending again if cancelled)."""
-        from overlap_desktop.core.index.store import _now
-
-        self.in_flight.pop(job.path, None)
-        if outcome.cancelled:
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
-            return
-        self.summary.warnings.extend(outcome.warnings)
-        if outcome.streams is None:
-            reason = outcome.error or "no frames"
-            self.idx.record_failure(job.path, size=job.size, mtime_ns=job.mtime_ns, error=reason,
-                                    reader=job.reader, sha256=outcome.sha256)
-            self._fail(job.path, job.size, reason)
-            return
-        streams = outcome.streams
-        self.idx.record_file(job.path, size=job.size, mtime_ns=job.mtime_ns, sha256=str(outcome.sha256),
-                             reader=job.reader, streams=streams, settings=self.settings, indexed_at=_now())
-        dur = max((fp.duration_s for _, fp in streams), default=0.0)
-        ind = sum(sum(s.duration_s for s in fp.indeterminate) for _, fp in streams)
-        s = self.summary
-        s.indexed += 1
-        s.hours_indexed += dur / 3600.0
-        s.hours_indeterminate += ind / 3600.0
-        s.bytes_indexed += job.size
-        note = f"indexed {dur:.1f} s"
-        if len(streams) > 1:
-            note += f" in {len(streams)} streams"
-        if ind > 0:
-            note += f" ({ind:.1f} s indeterminate)"
-        self._finish(job.path, job.size, note)
-
-    def serial(self, job: FileJob, cancel: CancelCallback | None) -> None:
-        """Fingerprint ``job`` in this process and commit it."""
-        from overlap_desktop.core.index.parallel import run_job
-
-        last = [0.0]
-
-        def on_fraction(f: float) -> None:
-            now = time.monotonic()
-            if now - last[0] >= _PROGRESS_INTERVAL:
-                last[0] = now
-                self.emit(job.path, f, extra_bytes=f * job.size)
-
-        try:
-            outcome = run_job(job, progress=on_fraction, cancel=cancel)
-        except (Cancelled, KeyboardInterrupt):
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
-            raise
-        self.commit(job, outcome)
-
-    def feed(self, engine: Engine, job: FileJob, cancel: CancelCallback | None) -> None:
-        """Hand ``job`` to the engine, first committing results while it has enough in flight."""
-        while len(self.in_flight) >= engine.capacity:
-            self.pump(engine, cancel, timeout=_PROGRESS_INTERVAL)
-        # Tracked before anything can raise: its row already says "running", and a cancel must set it
-        # back to pending (abort does that for everything in flight).
-        self.in_flight[job.path] = job
-        check_cancel(cancel)  # a commit just made may have been the one the user cancelled after
-        engine.submit(job)
-
-    def pump(self, engine: Engine | None, cancel: CancelCallback | None, timeout: float = 0.0) -> None:
-        """Check for a cancel; commit the outcomes that have arrived; report aggregate progress."""
-        check_cancel(cancel)
-        if engine is None or not self.in_flight:
-            return
-        for job, outcome in engine.wait(timeout):
-            self.commit(job, outcome)
-        now = time.monotonic()
-        if self.in_flight and now - self._last_emit >= _PROGRESS_INTERVAL:
-            self._last_emit = now
-            # Progress and ETA over all workers: finished bytes plus each in-flight file's share.
-            fractions = engine.fractions()
-            partial = sum(f * self.in_flight[p].size for p, f in fractions.items() if p in self.in_flight)
-            current = max(fractions, key=lambda p: fractions[p], default=None) if fractions else None
-            self.emit(current, fractions.get(current) if current else None, extra_bytes=partial)
-
-    def abort(self, engine: Engine) -> None:
-        """Cancel: stop every worker; keep files that finished anyway; the rest become pending."""
-        for job, outcome in engine.stop():
-            if job.path in self.in_flight:
-                self.commit(job, outcome)
-        for job in list(self.in_flight.values()):
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
-        self.in_flight.clear()
-
-    def sort_failed(self, order: Sequence[Path]) -> None:
-        """Failures in walk order, whatever order parallel workers finished them in."""
-        pos = {str(p): i for i, p in enumerate(order)}
-        self.summary.failed.sort(key=lambda f: pos.get(f[0], len(pos)))
-
-
 def _disk_full(exc: BaseException) -> bool:
     """True for "no space left" from SQLite or the OS (shards, lock file)."""
     import errno
@@ -705,31 +498,10 @@ def _disk_full(exc: BaseException) -> bool:
                                                                                           errno.EDQUOT))
 
 
-def _changed_since(item: Path, size: int, mtime_ns: int) -> str | None:
-    """Why ``item`` no longer matches the size and mtime seen before it was read, or None."""
-    try:
-        now = _item_stat(item)
-    except OSError:
-        return "disappeared while being indexed (deleted or moved)"
-    if now != (size, mtime_ns):
-        return ("changed while being indexed (size or modification time differ); run the index again "
-                "once it is complete")
-    return None
-
-
-def _utf8_name(path: str) -> bool:
-    """False for a path holding undecodable bytes (surrogate escapes from os.fsdecode)."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
     """Refuse ``forget_missing`` under a given folder that is empty while the index holds
     files under it (an unmounted disk's mount point looks exactly like that)."""
-    from overlap_desktop.core.index.store import _under
+    from overlap_desktop.core.index.reading import _under
 
     for root in roots:
         if not root.is_dir():
@@ -749,7 +521,7 @@ def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
 
 def _missing_rows(idx: Index, roots: Sequence[Path], seen: set[str]) -> list[str]:
     """Index paths under ``roots`` that no longer exist on disk."""
-    from overlap_desktop.core.index.store import _under
+    from overlap_desktop.core.index.reading import _under
 
     out = []
     for f in idx.files():

@@ -101,7 +101,9 @@ def _provenance_of(f: IndexedFile) -> dict[str, Any] | None:
 
 def _same_origin(existing: IndexedFile, src: Index, f: IndexedFile) -> bool:
     prov = _provenance_of(existing)
-    return bool(prov) and prov.get("source_index") == src.identity and prov.get("original_path") == f.path
+    if not prov:
+        return False
+    return prov.get("source_index") == src.identity and prov.get("original_path") == f.path
 
 
 def _open_sources(sources: Sequence[Index | Path | str], stack: list[Index]) -> list[Index]:
@@ -216,8 +218,8 @@ def _merge(srcs: list[Index], target: Index, summary: MergeSummary, *, progress:
             if f.sha256 and f.status == "ok":
                 by_content.setdefault((f.sha256, int(f.size)), f.path)
         for src, ok_files, all_files in plans:
-            info = {"path": str(src.path), "identity": src.identity, "files": len(ok_files), "merged": 0,
-                    "duplicates": 0, "skipped": 0}
+            info: dict[str, Any] = {"path": str(src.path), "identity": src.identity, "files": len(ok_files),
+                                    "merged": 0, "duplicates": 0, "skipped": 0}
             summary.sources.append(info)
             for f in all_files:
                 if f.status != "ok":

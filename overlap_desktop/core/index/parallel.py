@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Engine", "FileJob", "FileOutcome", "ProcessEngine", "default_workers", "run_job"]
+__all__ = ["CloseInBackground", "Engine", "FileJob", "FileOutcome", "ProcessEngine", "default_workers", "run_job"]
 
 #: A worker process reports a file's fraction done at most this often (seconds).
 _WORKER_PROGRESS_INTERVAL = 0.2
@@ -109,7 +109,7 @@ def _where() -> str:
 
 
 def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
-            cancel: CancelCallback | None = None) -> FileOutcome:
+            cancel: CancelCallback | None = None, decoder_threads: int = 0) -> FileOutcome:
     """Fingerprint one file; the task every engine runs (in-process, pool or cluster).
 
     On a remote worker the file is checked first: it must exist there with the size and
@@ -118,18 +118,23 @@ def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
     path). Locally the file system is the writer's own, so a file deleted or changed
     meanwhile is reported as such, as in a one-process run.
 
+    ``decoder_threads`` (0: as configured) caps the decoder's threads when the
+    configuration leaves them automatic: a pool of N workers gives each its share of
+    the cores.
+
     Raises:
         Cancelled: ``cancel()`` turned true (KeyboardInterrupt passes through too).
     """
     started = time.perf_counter()
-    out = _run_job(job, progress, cancel)
+    out = _run_job(job, progress, cancel, decoder_threads)
     out.seconds = time.perf_counter() - started
     return out
 
 
-def _run_job(job: FileJob, progress: Callable[[float], None] | None,
-             cancel: CancelCallback | None) -> FileOutcome:
-    from overlap_desktop.core.index.indexer import _changed_since, _describe, _fingerprint_item, sha256_item
+def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: CancelCallback | None,
+             decoder_threads: int) -> FileOutcome:
+    from overlap_desktop.core.index.indexer import _describe, _fingerprint_item
+    from overlap_desktop.core.index.walk import changed_since, sha256_item
     from overlap_desktop.core.ingest.readers import available_readers
 
     where = _where()
@@ -160,7 +165,8 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None,
     out = FileOutcome(job.path, where=where)
     try:
         out.streams = _fingerprint_item(path, reader, config=job.config, variants=job.variants,
-                                        on_fraction=progress, cancel=cancel, warnings_out=out.warnings)
+                                        on_fraction=progress, cancel=cancel, warnings_out=out.warnings,
+                                        decoder_threads=decoder_threads)
     except (Cancelled, KeyboardInterrupt):
         stop.set()
         hasher.join()
@@ -176,7 +182,7 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None,
         out.streams, out.error = None, _describe(sha_error[0])
         return out
     out.sha256 = sha[0]
-    changed = _changed_since(path, job.size, job.mtime_ns)
+    changed = changed_since(path, job.size, job.mtime_ns)
     if changed is not None:
         # Fingerprints and hash would describe a mix of old and new bytes: refuse the file
         # now; the next run sees a different size/mtime and does it again.
@@ -186,10 +192,10 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None,
 
 def _check_visible(job: FileJob, where: str) -> str | None:
     """Why a cluster worker cannot use ``job.path`` (not there, or not the writer's file), or None."""
-    from overlap_desktop.core.index.indexer import _item_stat
+    from overlap_desktop.core.index.walk import item_stat
 
     try:
-        seen = _item_stat(Path(job.path))
+        seen = item_stat(Path(job.path))
     except OSError as exc:
         return (f"this worker ({where}) cannot see the file ({exc.strerror or exc}); every worker must "
                 "see the footage at the same path as the computer running `overlap index` (shared storage mounted at "
@@ -202,7 +208,8 @@ def _check_visible(job: FileJob, where: str) -> str | None:
 
 
 class Engine(Protocol):
-    """Where :func:`run_job` runs for a parallel indexing run (see indexer._run_parallel)."""
+    """Where :func:`run_job` runs for a parallel indexing run (driven by
+    :class:`~overlap_desktop.core.index.run.IndexRun`)."""
 
     #: Files to keep in flight (submitted, not yet collected): bounds the writer's memory.
     capacity: int
@@ -230,12 +237,14 @@ class Engine(Protocol):
 
 _progress_queue: Any = None
 _cancel_event: Any = None
+_decoder_threads = 0
 
 
-def _init_worker(progress_queue: Any, cancel_event: Any) -> None:
-    """Start-up of a pool process: remember the shared queue/event, ignore Ctrl-C, die with the parent."""
-    global _progress_queue, _cancel_event
-    _progress_queue, _cancel_event = progress_queue, cancel_event
+def _init_worker(progress_queue: Any, cancel_event: Any, decoder_threads: int = 0) -> None:
+    """Start-up of a pool process: remember the shared queue/event and this worker's share of
+    decoder threads, ignore Ctrl-C, die with the parent."""
+    global _progress_queue, _cancel_event, _decoder_threads
+    _progress_queue, _cancel_event, _decoder_threads = progress_queue, cancel_event, decoder_threads
     # Ctrl-C reaches the whole process group; the writer handles it and stops workers through
     # the cancel event, so a worker must not die half-way on its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -265,7 +274,8 @@ def _worker_task(job: FileJob) -> FileOutcome:
                 pass
 
     try:
-        return run_job(job, progress=progress, cancel=_cancel_event.is_set if _cancel_event else None)
+        return run_job(job, progress=progress, cancel=_cancel_event.is_set if _cancel_event else None,
+                       decoder_threads=_decoder_threads)
     except Cancelled:
         return FileOutcome(job.path, cancelled=True, where=_where())
 
@@ -284,6 +294,9 @@ class ProcessEngine:
     def __init__(self, workers: int) -> None:
         self.workers = max(1, int(workers))
         self.capacity = 2 * self.workers
+        #: Decoder threads per worker (when ``index.threads`` is automatic): the cores shared out,
+        #: so serial and parallel runs use the machine alike (see bench/bench_index.py scale).
+        self.decoder_threads = max(1, default_workers() // self.workers)
         self.description = f"{self.workers} worker processes"
         self._ctx = multiprocessing.get_context("spawn")
         self._queue: Any = self._ctx.Queue(maxsize=10_000)
@@ -295,7 +308,7 @@ class ProcessEngine:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx, initializer=_init_worker,
-                                   initargs=(self._queue, self._cancel))
+                                   initargs=(self._queue, self._cancel, self.decoder_threads))
 
     def submit(self, job: FileJob) -> None:
         self._attempts[job.path] = self._attempts.get(job.path, 0) + 1
@@ -366,3 +379,34 @@ class ProcessEngine:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._queue.close()
         self._queue.join_thread()
+
+
+class CloseInBackground:
+    """Close an engine in a helper thread and collect the outcome later with :meth:`join`.
+
+    Closing a pool waits for its processes to exit (each tears down Python, FFmpeg and
+    numpy); the writer seals the search shards meanwhile instead of waiting first.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._close, args=(engine,), name="overlap-engine-close",
+                                        daemon=True)
+        self._thread.start()
+
+    def _close(self, engine: Engine) -> None:
+        try:
+            engine.close()
+        except BaseException as exc:  # handed to join(): a thread's exception would be lost
+            self._error = exc
+
+    def join(self, *, raise_error: bool = True) -> None:
+        """Wait until the engine is closed; re-raise what closing it raised (unless another
+        error is already on its way: then it is only logged)."""
+        self._thread.join()
+        if self._error is None:
+            return
+        if raise_error:
+            raise self._error
+        log.warning("closing the workers failed too: %s", self._error)
+

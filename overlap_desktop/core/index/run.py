@@ -1,0 +1,165 @@
+"""The writer's side of one indexing run: resume checks, one commit per file, progress.
+
+Whatever engine fingerprints the files (this process, worker processes, a Dask
+cluster), :class:`IndexRun` is the only code that writes their outcomes to the index,
+one transaction per file, in the process that holds the writer lock. It also keeps
+the user's progress over all files in flight and, on cancel, puts every unfinished
+file back to ``pending`` so the next run does it again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from overlap_desktop.core.index.walk import utf8_name
+from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
+from overlap_desktop.errors import Cancelled
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.core.index.indexer import IndexSummary
+    from overlap_desktop.core.index.parallel import Engine, FileJob, FileOutcome
+    from overlap_desktop.core.index.store import Index
+    from overlap_desktop.core.ingest.readers.base import Reader
+
+__all__ = ["PROGRESS_INTERVAL", "IndexRun"]
+
+#: Progress callbacks at most this often (seconds) within a file.
+PROGRESS_INTERVAL = 0.1
+
+
+class IndexRun:
+    """The writer's side of one indexing run: checks, commits and progress, for every engine."""
+
+    def __init__(self, idx: Index, summary: IndexSummary, settings: str, total_bytes: float,
+                 progress: ProgressCallback | None) -> None:
+        self.idx, self.summary, self.settings = idx, summary, settings
+        self.total_bytes, self.progress = total_bytes, progress
+        self.done_bytes = 0.0
+        #: Files handed to an engine and not yet committed, by path.
+        self.in_flight: dict[str, FileJob] = {}
+        self._last_emit = 0.0
+
+    def emit(self, current: str | None, frac: float | None, message: str | None = None,
+             extra_bytes: float = 0.0) -> None:
+        if self.progress is not None:
+            self.progress(Progress(stage="index", done=self.done_bytes + extra_bytes, total=self.total_bytes,
+                                   unit="bytes", current=current, current_done=frac, message=message))
+
+    def _finish(self, path: str, size: int, message: str) -> None:
+        self.done_bytes += size
+        self.emit(path, 1.0, message)
+
+    def _fail(self, path: str, size: int, reason: str) -> None:
+        self.summary.failed.append((path, reason))
+        self._finish(path, size, f"failed: {reason}")
+
+    def needs_work(self, item: Path, reader: Reader | None, size: int, mtime_ns: int) -> bool:
+        """False (after reporting it) for an item refused outright or unchanged since it was indexed."""
+        spath = str(item)
+        if reader is None:
+            self._fail(spath, size, "no reader supports this kind of file")
+            return False
+        if not utf8_name(spath):
+            # SQLite text is UTF-8: a name with undecodable bytes (Linux) cannot be stored.
+            self._fail(spath, size, "file name is not valid UTF-8 and cannot be stored in the index; "
+                                    "rename the file")
+            return False
+        if self.idx.file_state(item) == (size, mtime_ns, "ok", self.settings):
+            self.summary.skipped += 1
+            self._finish(spath, size, "unchanged")
+            return False
+        return True
+
+    def commit(self, job: FileJob, outcome: FileOutcome) -> None:
+        """Store one finished file in its own transaction (or mark it pending again if cancelled)."""
+        from overlap_desktop.core.index.schema import now_iso
+
+        self.in_flight.pop(job.path, None)
+        if outcome.cancelled:
+            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            return
+        self.summary.warnings.extend(outcome.warnings)
+        if outcome.streams is None:
+            reason = outcome.error or "no frames"
+            self.idx.record_failure(job.path, size=job.size, mtime_ns=job.mtime_ns, error=reason,
+                                    reader=job.reader, sha256=outcome.sha256)
+            self._fail(job.path, job.size, reason)
+            return
+        streams = outcome.streams
+        self.idx.record_file(job.path, size=job.size, mtime_ns=job.mtime_ns, sha256=str(outcome.sha256),
+                             reader=job.reader, streams=streams, settings=self.settings, indexed_at=now_iso())
+        dur = max((fp.duration_s for _, fp in streams), default=0.0)
+        ind = sum(sum(s.duration_s for s in fp.indeterminate) for _, fp in streams)
+        s = self.summary
+        s.indexed += 1
+        s.hours_indexed += dur / 3600.0
+        s.hours_indeterminate += ind / 3600.0
+        s.bytes_indexed += job.size
+        note = f"indexed {dur:.1f} s"
+        if len(streams) > 1:
+            note += f" in {len(streams)} streams"
+        if ind > 0:
+            note += f" ({ind:.1f} s indeterminate)"
+        self._finish(job.path, job.size, note)
+
+    def serial(self, job: FileJob, cancel: CancelCallback | None) -> None:
+        """Fingerprint ``job`` in this process and commit it."""
+        from overlap_desktop.core.index.parallel import run_job
+
+        last = [0.0]
+
+        def on_fraction(f: float) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_INTERVAL:
+                last[0] = now
+                self.emit(job.path, f, extra_bytes=f * job.size)
+
+        try:
+            outcome = run_job(job, progress=on_fraction, cancel=cancel)
+        except (Cancelled, KeyboardInterrupt):
+            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            raise
+        self.commit(job, outcome)
+
+    def feed(self, engine: Engine, job: FileJob, cancel: CancelCallback | None) -> None:
+        """Hand ``job`` to the engine, first committing results while it has enough in flight."""
+        while len(self.in_flight) >= engine.capacity:
+            self.pump(engine, cancel, timeout=PROGRESS_INTERVAL)
+        # Tracked before anything can raise: its row already says "running", and a cancel must set it
+        # back to pending (abort does that for everything in flight).
+        self.in_flight[job.path] = job
+        check_cancel(cancel)  # a commit just made may have been the one the user cancelled after
+        engine.submit(job)
+
+    def pump(self, engine: Engine | None, cancel: CancelCallback | None, timeout: float = 0.0) -> None:
+        """Check for a cancel; commit the outcomes that have arrived; report aggregate progress."""
+        check_cancel(cancel)
+        if engine is None or not self.in_flight:
+            return
+        for job, outcome in engine.wait(timeout):
+            self.commit(job, outcome)
+        now = time.monotonic()
+        if self.in_flight and now - self._last_emit >= PROGRESS_INTERVAL:
+            self._last_emit = now
+            # Progress and ETA over all workers: finished bytes plus each in-flight file's share.
+            fractions = engine.fractions()
+            partial = sum(f * self.in_flight[p].size for p, f in fractions.items() if p in self.in_flight)
+            current = max(fractions, key=lambda p: fractions[p], default=None) if fractions else None
+            self.emit(current, fractions.get(current) if current else None, extra_bytes=partial)
+
+    def abort(self, engine: Engine) -> None:
+        """Cancel: stop every worker; keep files that finished anyway; the rest become pending."""
+        for job, outcome in engine.stop():
+            if job.path in self.in_flight:
+                self.commit(job, outcome)
+        for job in list(self.in_flight.values()):
+            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+        self.in_flight.clear()
+
+    def sort_failed(self, order: Sequence[Path]) -> None:
+        """Failures in walk order, whatever order parallel workers finished them in."""
+        pos = {str(p): i for i, p in enumerate(order)}
+        self.summary.failed.sort(key=lambda f: pos.get(f[0], len(pos)))

@@ -1,0 +1,162 @@
+"""The index database's layout: table definitions, version and migrations.
+
+``meta`` holds the schema version, the index's identity (a UUID, also written into
+exported manifests) and the ids of the fingerprinting pipeline that filled it.
+``files`` has one row per file or recording folder; ``streams`` one row per
+fingerprinted stream with its arrays as blobs (:mod:`overlap_desktop.core.index.blobs`);
+``shards`` and ``shard_streams`` say which sealed search shard covers which streams;
+``shard_trash`` remembers dropped shard folders that readers may still be using.
+
+To change the layout: add ``_MIGRATIONS[n]`` (SQL upgrading ``n - 1`` to ``n``) and
+bump :data:`SCHEMA_VERSION`; :func:`init_or_migrate` applies pending migrations the
+next time a writer opens the index.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from overlap_desktop.errors import IndexError_
+
+if TYPE_CHECKING:  # pragma: no cover
+    import apsw
+
+__all__ = ["DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "SHARD_DIR", "init_or_migrate", "now_iso"]
+
+log = logging.getLogger(__name__)
+
+#: Version of the database layout; bumped with a migration in :data:`_MIGRATIONS`.
+SCHEMA_VERSION = 1
+DB_NAME = "index.sqlite3"
+LOCK_NAME = "index.lock"
+SHARD_DIR = "shards"
+
+_SCHEMA_V1 = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT,
+    duration_s REAL,
+    reader TEXT,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'pending', 'running')),
+    error TEXT,
+    settings TEXT,
+    fps REAL,
+    indeterminate_s REAL NOT NULL DEFAULT 0,
+    indexed_at TEXT,
+    provenance TEXT
+);
+CREATE INDEX files_status ON files(status);
+CREATE TABLE streams(
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    info TEXT NOT NULL,
+    fps REAL NOT NULL,
+    n INTEGER NOT NULL,
+    n_usable INTEGER NOT NULL,
+    n_codes INTEGER NOT NULL,
+    variants TEXT NOT NULL,
+    duration_s REAL NOT NULL,
+    indeterminate TEXT NOT NULL,
+    indeterminate_s REAL NOT NULL,
+    times BLOB NOT NULL,
+    quality BLOB NOT NULL,
+    codes BLOB NOT NULL,
+    usable BLOB NOT NULL,
+    UNIQUE(file_id, key)
+);
+CREATE TABLE shards(
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    sealed INTEGER NOT NULL DEFAULT 0,
+    stale INTEGER NOT NULL DEFAULT 0,
+    n_codes INTEGER NOT NULL,
+    created TEXT NOT NULL
+);
+-- No foreign key to streams: a deleted stream must leave its shard marked stale, not vanish from it.
+CREATE TABLE shard_streams(
+    shard_id INTEGER NOT NULL REFERENCES shards(id) ON DELETE CASCADE,
+    stream_id INTEGER NOT NULL,
+    PRIMARY KEY(shard_id, stream_id)
+);
+CREATE INDEX shard_streams_stream ON shard_streams(stream_id);
+-- Folders of dropped shards, kept for a grace period for readers that listed them.
+CREATE TABLE shard_trash(name TEXT PRIMARY KEY, dropped REAL NOT NULL);
+CREATE TRIGGER streams_stale BEFORE DELETE ON streams BEGIN
+    UPDATE shards SET stale = 1
+     WHERE id IN (SELECT shard_id FROM shard_streams WHERE stream_id = OLD.id);
+END;
+"""
+
+# version -> SQL that upgrades from version-1 to version. v1 is the creation script.
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO text to the second (``indexed_at``, ``created``)."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool,
+                    current_ids: Callable[[], tuple[str, str]]) -> None:
+    """Create the schema in an empty database, or upgrade an older one to :data:`SCHEMA_VERSION`.
+
+    Args:
+        conn: A connection to ``path / DB_NAME``.
+        path: The index folder (for messages).
+        readonly: Refuse to create or upgrade instead of writing.
+        current_ids: Returns ``(algo_id, prep_id)`` recorded in a new index's meta table.
+
+    Raises:
+        IndexError_: not an overlap index, made by a newer version, or needs an upgrade
+            while opened read-only.
+    """
+    import apsw
+
+    from overlap_desktop.core.index.db import first_row, open_error
+
+    try:
+        has_meta = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is not None
+    except apsw.Error as exc:
+        raise open_error(exc, path / DB_NAME, "cannot read the index database") from exc
+    if not has_meta:
+        if readonly:
+            if not first_row(conn.execute("SELECT COUNT(*) FROM sqlite_master"), "tables")[0]:
+                # An empty database: another process has just created it and not yet its schema.
+                raise IndexError_("the index is empty (being created by another process?); try again in a "
+                                  "moment", path=path / DB_NAME)
+            raise IndexError_("not an overlap index (no meta table)", path=path / DB_NAME)
+        tables = first_row(conn.execute("SELECT COUNT(*) FROM sqlite_master"), "tables")[0]
+        if tables:
+            raise IndexError_("this database is not an overlap index", path=path / DB_NAME)
+        algo_id, prep_id = current_ids()
+        with conn:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+                conn.execute(_MIGRATIONS[1])
+                conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", [
+                    ("schema_version", "1"), ("identity", str(uuid.uuid4())), ("algo_id", algo_id),
+                    ("prep_id", prep_id), ("created", now_iso())])
+    version = int(first_row(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'"),
+                            "schema_version")[0])
+    if version > SCHEMA_VERSION:
+        raise IndexError_(f"this index has schema version {version}, made by a newer overlap "
+                          f"(this one reads up to {SCHEMA_VERSION}); upgrade overlap", path=path)
+    if version < SCHEMA_VERSION:
+        if readonly:
+            raise IndexError_(f"this index has schema version {version} and needs upgrading; "
+                              "open it once without read-only", path=path)
+        with conn:
+            for v in range(version + 1, SCHEMA_VERSION + 1):
+                conn.execute(_MIGRATIONS[v])
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(v),))
+        log.info("index %s upgraded from schema %d to %d", path, version, SCHEMA_VERSION)

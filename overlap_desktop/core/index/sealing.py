@@ -1,0 +1,339 @@
+"""The index's search shards: sealing them from the database, serving them to a comparison.
+
+Shards are derived data (the database holds every fingerprint); each holds the
+usable codes of a batch of streams in the matcher's search format
+(:func:`overlap_desktop.core.index.shards.build_shard`), at most ``shard_codes`` codes,
+so a comparison keeps one shard in memory at a time. :class:`ShardSet` is a mixin of
+:class:`~overlap_desktop.core.index.store.Index`.
+
+Life of a shard: built and recorded as sealed by the writer (:meth:`ShardSet.seal`);
+marked stale by a trigger when a stream it covers is deleted or re-fingerprinted;
+dropped (row deleted, folder remembered in ``shard_trash``) and rebuilt at the next
+seal; its folder swept by a later writer once no reader can still be using it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from overlap_desktop.core.index.db import SHARD_REPAIR_ADVICE, first_row
+from overlap_desktop.core.index.schema import now_iso
+from overlap_desktop.core.types import CODE_BYTES, StreamFingerprints
+from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import apsw
+
+    from overlap_desktop.core.index.shards import Shard
+
+__all__ = ["DEFAULT_SHARD_CODES", "SHARD_GRACE_S", "ShardSet"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a dropped shard's folder is kept for readers that listed it before the drop.
+SHARD_GRACE_S = 6 * 3600.0
+#: Codes per shard. 2M codes = 64 MiB of codes + ~28 MiB of ids resident while searching.
+DEFAULT_SHARD_CODES = 2_000_000
+
+
+class ShardSet:
+    """Sealing, listing and rebuilding search shards (a mixin of ``Index``)."""
+
+    if TYPE_CHECKING:  # provided by Index
+        path: Path
+        readonly: bool
+        shard_codes: int
+        _db: apsw.Connection
+
+        @property
+        def shard_root(self) -> Path: ...
+
+        def writer(self) -> AbstractContextManager[Any]: ...
+
+        def stream_fingerprints(self, stream_id: int) -> StreamFingerprints: ...
+
+    def _sweep_shards(self, grace_s: float = SHARD_GRACE_S) -> None:
+        """Remove shard folders that no row refers to.
+
+        A folder no row ever named (a build interrupted before its row was committed)
+        goes at once: only the writer builds, and we hold the lock. A dropped shard's
+        folder is kept for ``grace_s`` because a comparison that listed it before it
+        was dropped may still be reading it (its hits on deleted streams are filtered,
+        see :class:`_LiveShard`).
+        """
+        import time
+
+        if not self.shard_root.is_dir():
+            return
+        known = {name for (name,) in self._db.execute("SELECT name FROM shards")}
+        trash = dict(self._db.execute("SELECT name, dropped FROM shard_trash"))
+        now = time.time()
+        gone: list[str] = []
+        for entry in self.shard_root.iterdir():
+            if entry.name in known:
+                continue
+            dropped = trash.get(entry.name)
+            if dropped is None or now - dropped > grace_s:
+                shutil.rmtree(entry, ignore_errors=True)
+                if not entry.exists():
+                    gone.append(entry.name)
+        gone.extend(n for n in trash if not (self.shard_root / n).exists())
+        if gone:
+            with self._db:
+                self._db.executemany("DELETE FROM shard_trash WHERE name = ?", [(n,) for n in set(gone)])
+
+    def _pending_codes(self) -> int:
+        cur = self._db.execute(
+            "SELECT COALESCE(SUM(s.n_codes), 0) FROM streams s JOIN files f ON f.id = s.file_id "
+            "WHERE f.status = 'ok' AND s.n_codes > 0 AND s.id NOT IN "
+            "(SELECT ss.stream_id FROM shard_streams ss JOIN shards h ON h.id = ss.shard_id "
+            " WHERE h.stale = 0 AND h.sealed = 1)")
+        return int(first_row(cur, "pending codes")[0])
+
+    def _uncovered_streams(self) -> list[tuple[int, int]]:
+        """``(stream id, n_codes)`` of ok streams no fresh shard covers."""
+        return list(self._db.execute(
+            "SELECT s.id, s.n_codes FROM streams s JOIN files f ON f.id = s.file_id "
+            "WHERE f.status = 'ok' AND s.n_codes > 0 AND s.id NOT IN "
+            "(SELECT ss.stream_id FROM shard_streams ss JOIN shards h ON h.id = ss.shard_id "
+            " WHERE h.stale = 0 AND h.sealed = 1) ORDER BY s.id"))
+
+    def _batches(self, streams: list[tuple[int, int]]) -> list[list[int]]:
+        batches: list[list[int]] = []
+        cur: list[int] = []
+        cur_n = 0
+        for sid, n in streams:
+            if cur and cur_n + n > self.shard_codes:
+                batches.append(cur)
+                cur, cur_n = [], 0
+            cur.append(sid)
+            cur_n += n
+        if cur:
+            batches.append(cur)
+        return batches
+
+    def _shard_arrays(self, stream_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        codes_l, sid_l, fidx_l, var_l = [], [], [], []
+        for sid in stream_ids:
+            try:
+                fp = self.stream_fingerprints(sid)
+            except KeyError:
+                continue
+            frames = np.flatnonzero(fp.usable).astype(np.int32)
+            v = len(fp.variants)
+            if frames.size == 0:
+                continue
+            codes_l.append(fp.codes[frames].reshape(-1, CODE_BYTES))
+            fidx_l.append(np.repeat(frames, v))
+            var_l.append(np.tile(np.arange(v, dtype=np.int16), frames.size))
+            sid_l.append(np.full(frames.size * v, sid, dtype=np.int64))
+        if not codes_l:
+            return (np.zeros((0, CODE_BYTES), np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int32),
+                    np.zeros(0, np.int16))
+        return (np.ascontiguousarray(np.concatenate(codes_l)), np.concatenate(sid_l),
+                np.concatenate(fidx_l), np.concatenate(var_l))
+
+    def _drop_shard(self, shard_id: int, name: str) -> None:
+        import time
+
+        # The folder stays until a later writer sweeps it (readers may be using it).
+        with self._db:
+            self._db.execute("DELETE FROM shards WHERE id = ?", (shard_id,))
+            self._db.execute("INSERT OR REPLACE INTO shard_trash(name, dropped) VALUES (?, ?)",
+                             (name, time.time()))
+
+    def seal(self, *, cancel: Any = None) -> int:
+        """Build shards for every stream no fresh shard covers; rebuild stale shards.
+
+        Takes the writer lock. The newest shard is refilled when it has room, so
+        repeated small indexing runs do not leave many tiny shards. Returns the number
+        of shards built.
+        """
+        from overlap_desktop.core.index.shards import build_shard
+        from overlap_desktop.core.types import check_cancel
+
+        with self.writer():
+            for sid, name in list(self._db.execute("SELECT id, name FROM shards WHERE stale = 1 OR sealed = 0")):
+                self._drop_shard(sid, name)
+            pending = self._uncovered_streams()
+            if not pending:
+                return 0
+            total = sum(n for _, n in pending)
+            last = self._db.execute(
+                "SELECT id, name, n_codes FROM shards ORDER BY id DESC LIMIT 1").fetchone()
+            if last is not None and last[2] + total <= self.shard_codes:
+                # Refill: dropping the newest shard makes its streams pending for this build.
+                self._drop_shard(last[0], last[1])
+                pending = self._uncovered_streams()
+            built = 0
+            self.shard_root.mkdir(parents=True, exist_ok=True)
+            for batch in self._batches(pending):
+                check_cancel(cancel)
+                codes, sids, fidx, vidx = self._shard_arrays(batch)
+                name = f"shard-{uuid.uuid4().hex[:12]}"
+                build_shard(self.shard_root / name, codes, sids, fidx, vidx)
+                with self._db:
+                    self._db.execute("INSERT INTO shards(name, sealed, stale, n_codes, created) "
+                                     "VALUES (?, 1, 0, ?, ?)", (name, int(codes.shape[0]), now_iso()))
+                    shard_id = self._db.last_insert_rowid()
+                    self._db.executemany("INSERT INTO shard_streams(shard_id, stream_id) VALUES (?, ?)",
+                                         [(shard_id, s) for s in batch])
+                    # A stream deleted while we built makes the new shard stale straight away.
+                    gone = first_row(self._db.execute(
+                        "SELECT COUNT(*) FROM shard_streams ss LEFT JOIN streams s ON s.id = ss.stream_id "
+                        "WHERE ss.shard_id = ? AND s.id IS NULL", (shard_id,)), "count")[0]
+                    if gone:
+                        self._db.execute("UPDATE shards SET stale = 1 WHERE id = ?", (shard_id,))
+                built += 1
+            return built
+
+    def rebuild_shards(self, *, cancel: Any = None) -> int:
+        """Drop every search shard and build them again from the database.
+
+        Shards are derived data (the fingerprints live in the database), so this repairs
+        any damage to them. Takes the writer lock. Returns the number of shards built.
+
+        Raises:
+            IndexBusyError: another process is writing to the index.
+        """
+        with self.writer():
+            for sid, name in list(self._db.execute("SELECT id, name FROM shards")):
+                self._drop_shard(sid, name)
+            # The dropped folders are damaged or about to be replaced: remove them now,
+            # not after the grace period meant for readers of healthy shards.
+            self._sweep_shards(grace_s=0.0)
+            return self.seal(cancel=cancel)
+
+    def shards(self) -> Iterator[Shard]:
+        """Yield the search shards one at a time (only one is resident at a time).
+
+        Pending work is sealed first when this Index may write and no other process
+        holds the writer lock. Otherwise (read-only, or an indexing job is running)
+        streams that no fresh shard covers are served from temporary shards built on
+        the fly, so a comparison always sees every ``ok`` file.
+        """
+        from overlap_desktop.core.index.shards import Shard as _Shard
+
+        if not self.readonly:
+            try:
+                self.seal()
+            except IndexBusyError:
+                log.info("index busy: serving unsealed streams from temporary shards")
+        listed = list(self._db.execute(
+            "SELECT id, name FROM shards WHERE sealed = 1 AND stale = 0 ORDER BY id"))
+        for shard_id, name in listed:
+            try:
+                shard = _Shard.open(self.shard_root / name)
+            except (OSError, ValueError, IndexError_) as exc:
+                # Dropped by a writer since we listed it: serve its live streams from a temp shard.
+                # A shard still on disk but unreadable is damaged: the answer stays right (the
+                # temporary shard is built from the database), but say how to repair it.
+                level = logging.WARNING if (self.shard_root / name).exists() else logging.INFO
+                log.log(level, "search shard %s unreadable (%s); using a temporary copy built from the "
+                        "database; %s", name, exc, SHARD_REPAIR_ADVICE if level == logging.WARNING else "")
+                ids = [r[0] for r in self._db.execute(
+                    "SELECT stream_id FROM shard_streams WHERE shard_id = ?", (shard_id,))]
+                yield from self._temp_shards([(i, 0) for i in ids])
+                continue
+            try:
+                yield _LiveShard(shard, self)  # type: ignore[misc]
+            finally:
+                _close(shard)
+                del shard
+        uncovered = self._uncovered_streams()
+        if uncovered:
+            yield from self._temp_shards(uncovered)
+
+    def _temp_shards(self, streams: list[tuple[int, int]]) -> Iterator[Shard]:
+        from overlap_desktop.core.index.shards import Shard as _Shard
+        from overlap_desktop.core.index.shards import build_shard
+
+        for batch in self._batches(streams):
+            codes, sids, fidx, vidx = self._shard_arrays(batch)
+            if codes.shape[0] == 0:
+                continue
+            with tempfile.TemporaryDirectory(prefix="overlap-shard-") as tmp:
+                build_shard(Path(tmp) / "shard", codes, sids, fidx, vidx)
+                shard = _Shard.open(Path(tmp) / "shard")
+                try:
+                    yield shard
+                finally:
+                    _close(shard)
+                    del shard
+
+
+class _LiveShard:
+    """A sealed shard whose hits are limited to streams still in the index.
+
+    A writer may forget or re-fingerprint a file while a comparison is walking the
+    shards it listed; hits on such streams would name stream ids that no longer
+    exist, so they are dropped here. Everything else is delegated to the shard.
+    """
+
+    def __init__(self, shard: Shard, index: ShardSet) -> None:
+        self._shard = shard
+        self._index = index
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._shard, name)
+
+    def __len__(self) -> int:
+        return len(self._shard)
+
+    def __repr__(self) -> str:
+        return f"Live{self._shard!r}"
+
+    def _damaged(self, why: str) -> IndexError_:
+        return IndexError_(f"search shard {self._shard.directory.name} is damaged ({why}); {SHARD_REPAIR_ADVICE}",
+                           path=self._index.path)
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            hits = self._shard.search(*args, **kwargs)
+        except IndexError_ as exc:
+            raise self._damaged(exc.message) from exc
+        except OverlapError:
+            raise
+        except Exception as exc:
+            # Flipped bits in a column: a header numpy cannot parse, offsets out of range...
+            raise self._damaged(f"{type(exc).__name__}: {exc}") from exc
+        if len(hits) == 0:
+            return hits
+        ids = [int(i) for i in np.unique(hits.stream_id)]
+        live: dict[int, tuple[int, int]] = {}
+        for k in range(0, len(ids), 500):  # stay far below SQLite's bound-parameter limit
+            part = ids[k:k + 500]
+            live.update((r[0], (int(r[1]), len(json.loads(r[2])))) for r in self._index._db.execute(
+                "SELECT s.id, s.n, s.variants FROM streams s JOIN files f ON f.id = s.file_id "
+                f"WHERE f.status = 'ok' AND s.id IN ({','.join('?' * len(part))})", part))
+        if len(live) < len(ids):
+            keep = np.isin(hits.stream_id, np.asarray(list(live), dtype=np.int64))
+            hits = type(hits)(*(getattr(hits, f)[keep] for f in
+                                ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance")))
+        # A hit must name a frame and a variant its stream has: anything else is a damaged
+        # column, which would otherwise fail deep inside the matcher.
+        if len(hits):
+            sid = np.asarray(hits.stream_id, dtype=np.int64)
+            order = np.asarray(sorted(live), dtype=np.int64)
+            limits = np.asarray([live[i] for i in sorted(live)], dtype=np.int64).reshape(-1, 2)
+            pos = np.searchsorted(order, sid)
+            fi, vi = np.asarray(hits.frame_idx, dtype=np.int64), np.asarray(hits.variant_idx, dtype=np.int64)
+            if ((fi < 0) | (fi >= limits[pos, 0]) | (vi < 0) | (vi >= limits[pos, 1])).any():
+                raise self._damaged("a search hit names a frame or variant its stream does not have")
+        return hits
+
+
+def _close(obj: Any) -> None:
+    close = getattr(obj, "close", None)
+    if callable(close):
+        close()
