@@ -188,6 +188,8 @@ def first_grid_index_at(t_ns: int, fps: float) -> int:
     return k
 
 
+# Over 80 lines only because its docstring states the sampling rules in full: decode_plan.py and
+# the tests rely on exactly these rules; the code itself is about 50 lines.
 def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: float | None = None,
                    cancel: CancelCallback | None = None,
                    on_gap: Callable[[int, int], None] | None = None) -> Iterator[GridSample]:
