@@ -7,6 +7,7 @@ turns it into an image.
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
@@ -55,6 +56,11 @@ def frame_at(path: str | os.PathLike[str], stream: str, t_s: float, *,
     if not p.exists():
         raise MediaError("the owned file is no longer where it was indexed", path=p)
     reader = reader_for(p)
+    if getattr(reader, "sample_fps", None) is not None:
+        # The shared reader may be set up for indexing, decoding only the frames its sampler
+        # uses; a preview wants the exact frame shown at t, so it uses a copy that decodes all.
+        reader = copy.copy(reader)
+        reader.sample_fps = None  # type: ignore[attr-defined]
     infos = reader.streams(p)
     info = next((s for s in infos if s.key == stream), None)
     if info is None:
