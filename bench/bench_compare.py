@@ -6,9 +6,13 @@ codes that behave like real footage (consecutive samples differ by a few bits, a
 scene cut every 2-8 s jumps to an unrelated code), written as search shards of
 ``--shard-codes`` rows with the product's own ``build_shard``. A 1-hour, 1-fps manifest
 is made of planted copies of corpus footage (normal speed, 0.5x, 2x, reversed,
-mirrored variant, noisier copies) separated by unrelated footage. The product's
-comparison engine (``compare_streams``) then runs in a fresh process, so its peak RSS
-is the comparison's alone.
+mirrored variant, noisier copies, and two copies turned 270 and 180 degrees) separated
+by unrelated footage. The comparison then runs in a fresh process, so its peak RSS is the
+comparison's alone, twice over: "upright only" is the engine alone (``compare_streams``,
+the offered codes as given); "with orientations" is the call ``compare()`` makes,
+``search_orientations(compare_streams, ...)``, which adds one pass over the shards with
+three turned copies of every offered code (core/ingest/orient.py). The turned copies can
+only be found with orientations, so upright recall is at most 18 of the 20.
 
 Corpora larger than ``--max-build-hours`` are not written out (10,000 hours would take
 over 100 GB): they are the built corpus searched as ``hours / max-build-hours``
@@ -19,10 +23,11 @@ planted copies. What it does not reproduce is the page cache: the replicas share
 corpus's pages, so figures are for a warm cache (a real 10,000-hour index reads its
 pages from disk on the first comparison).
 
-Printed per size: build time, compare wall and CPU time, recall of the planted
-segments (found = a reported segment from the right stream covering >= 80% of it
-with the speed within 3%), false segments, and peak RSS; then the time ratio per
-10x corpus. Usage::
+Printed per size and column: compare wall and CPU time (upright: warm, and cold in
+brackets; with orientations: warm), recall of the planted segments (found = a reported
+segment from the right stream covering >= 80% of it with the speed within 3%; turned
+copies apart), false segments, and peak RSS; then the CPU time ratio per 10x corpus
+for both columns, and every figure as JSON. Usage::
 
     python bench/bench_compare.py                       # 10, 100, 1,000 and 10,000 hours
     python bench/bench_compare.py --hours 10 100 1000 --max-build-hours 100 --shard-codes 16000000
