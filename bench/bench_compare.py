@@ -6,9 +6,13 @@ codes that behave like real footage (consecutive samples differ by a few bits, a
 scene cut every 2-8 s jumps to an unrelated code), written as search shards of
 ``--shard-codes`` rows with the product's own ``build_shard``. A 1-hour, 1-fps manifest
 is made of planted copies of corpus footage (normal speed, 0.5x, 2x, reversed,
-mirrored variant, noisier copies) separated by unrelated footage. The product's
-comparison engine (``compare_streams``) then runs in a fresh process, so its peak RSS
-is the comparison's alone.
+mirrored variant, noisier copies, and two copies turned 270 and 180 degrees) separated
+by unrelated footage. The comparison then runs in a fresh process, so its peak RSS is the
+comparison's alone, twice over: "upright only" is the engine alone (``compare_streams``,
+the offered codes as given); "with orientations" is the call ``compare()`` makes,
+``search_orientations(compare_streams, ...)``, which adds one pass over the shards with
+three turned copies of every offered code (core/ingest/orient.py). The turned copies can
+only be found with orientations, so upright recall is at most 18 of the 20.
 
 Corpora larger than ``--max-build-hours`` are not written out (10,000 hours would take
 over 100 GB): they are the built corpus searched as ``hours / max-build-hours``
@@ -19,10 +23,11 @@ planted copies. What it does not reproduce is the page cache: the replicas share
 corpus's pages, so figures are for a warm cache (a real 10,000-hour index reads its
 pages from disk on the first comparison).
 
-Printed per size: build time, compare wall and CPU time, recall of the planted
-segments (found = a reported segment from the right stream covering >= 80% of it
-with the speed within 3%), false segments, and peak RSS; then the time ratio per
-10x corpus. Usage::
+Printed per size and column: compare wall and CPU time (upright: warm, and cold in
+brackets; with orientations: warm), recall of the planted segments (found = a reported
+segment from the right stream covering >= 80% of it with the speed within 3%; turned
+copies apart), false segments, and peak RSS; then the CPU time ratio per 10x corpus
+for both columns, and every figure as JSON. Usage::
 
     python bench/bench_compare.py                       # 10, 100, 1,000 and 10,000 hours
     python bench/bench_compare.py --hours 10 100 1000 --max-build-hours 100 --shard-codes 16000000
@@ -52,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from overlap_desktop.core.ingest.orient import OrientedCorpus, orient_codes  # noqa: E402
 from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
 from overlap_desktop.core.types import StreamFingerprints, Variant  # noqa: E402
 
@@ -124,6 +130,13 @@ def make_query(n_streams: int, v: int, seed: int = 5) -> tuple[StreamFingerprint
         (40, 2.0, 1 % v, 10), (25, -1.0, 0, 16), (150, 1.0, 0, 10), (35, 1.0, 0, 28), (50, 1.0, 3 % v, 10),
         (18, 2.0, 0, 10), (70, 1.0, 0, 14), (22, 0.5, 0, 10),
     ]
+    # Turned offers (appended, so the 18 upright copies above keep their random draws): the
+    # offer shows the owned picture rotated 270 and 180 degrees. Their codes are the owned
+    # codes turned on bits (what compare's turned pass undoes exactly), plus 16 noise bits:
+    # the 10 of the other copies and ~6 for the flip approximation's mean cost measured on
+    # real frames (docs/scale.md, "Orientations from codes").
+    turned: dict[int, tuple[bool, int]] = {len(plan): (False, 270), len(plan) + 1: (False, 180)}
+    plan += [(60, 1.0, 0, 16), (45, 1.0, 0, 16)]
     codes: list[np.ndarray] = []
     truth: list[dict] = []
     t = 0.0
@@ -141,9 +154,11 @@ def make_query(n_streams: int, v: int, seed: int = 5) -> tuple[StreamFingerprint
         qt = np.arange(secs, dtype=float)
         mt = start + speed * qt
         piece = m[np.clip(np.round(mt * MASTER_FPS).astype(int), 0, len(m) - 1)]
+        if k in turned:
+            piece = orient_codes(piece, turned[k])
         codes.append(_noisy(piece, noise, rng))
         truth.append({"sid": sid, "q0": t, "q1": t + secs, "c0": start, "speed": speed, "variant": var,
-                      "noise": noise})
+                      "noise": noise, "turned": turned.get(k, (False, 0))})
         t += secs
     rest = 3600 - int(t)
     if rest > 0:
@@ -320,45 +335,77 @@ class _BenchCorpus:
         return self.hours * 3600.0
 
 
+def _score(found: list[tuple[int, int, Any]], truth: list[dict], params: MatchParams) -> dict:
+    """Recall of the planted copies and false segments among counted segments.
+
+    Stream ids of turned passes are tagged (:class:`OrientedCorpus`); the real id is the
+    tag's remainder. A turned copy counts only when it is found from the right stream.
+    """
+    # Counted segments only: weak evidence (a chance count above max_chance) is not a claim.
+    kept = [(sid % OrientedCorpus._TAG, s) for _, sid, s in found
+            if s.query_duration >= params.floor_seconds and not s.weak]
+    hit = hit_turned = 0
+    used = set()
+    for t in truth:
+        if t["q1"] - t["q0"] < params.floor_seconds:
+            continue
+        for k, (sid, s) in enumerate(kept):
+            ov = min(s.query_end, t["q1"]) - max(s.query_start, t["q0"])
+            if sid == t["sid"] and ov >= 0.8 * (t["q1"] - t["q0"]) and abs(s.speed / t["speed"] - 1) <= 0.03:
+                hit += 1
+                hit_turned += t["turned"] != (False, 0)
+                used.add(k)
+                break
+    planted = [t for t in truth if t["q1"] - t["q0"] >= params.floor_seconds]
+    return {"planted": len(planted), "found": hit,
+            "planted_turned": sum(t["turned"] != (False, 0) for t in planted), "found_turned": hit_turned,
+            "false_segments": len(kept) - len(used)}
+
+
 def query(directory: Path, probe: int, replicas: int = 1) -> dict:
+    """Time one comparison of the 1-hour offer: upright only, then as ``compare()`` runs it.
+
+    "Upright" is ``compare_streams`` alone (the offered codes as given); "oriented" is the
+    call ``compare()`` makes, ``search_orientations(compare_streams, ...)``: the upright
+    pass plus one pass with the three turned copies of every offered code.
+    """
+    from overlap_desktop.core.ingest.orient import search_orientations
     from overlap_desktop.core.match.compare import QueryStream, compare_streams
 
     info = json.loads((directory / "corpus.json").read_text())
     q, truth = make_query(info["streams"], info["variants"])
     params = MatchParams(probe=probe)
     corpus = _BenchCorpus(directory, info["variants"], float(info["hours"]) * replicas, replicas)
-    # Twice: the first run also pays for reading shards into the page cache (cold), the
-    # second is the steady state of a machine that compares offers routinely (warm).
-    runs = []
-    for _ in range(2):
+    queries = [QueryStream("offer.mp4", 3600.0, "v:0", q)]
+
+    def timed(oriented: bool) -> tuple[float, float, list[tuple[int, int, Any]]]:
         corpus.regen_cpu = 0.0
         corpus.loads = 0
         w0, c0 = time.perf_counter(), time.process_time()
-        found = compare_streams([QueryStream("offer.mp4", 3600.0, "v:0", q)], corpus, params)
+        if oriented:
+            found, _view = search_orientations(compare_streams, queries, corpus, params)
+        else:
+            found = compare_streams(queries, corpus, params)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        runs.append((wall - corpus.regen_cpu, cpu - corpus.regen_cpu))
-    (cold_wall, cold_cpu), (wall, cpu) = runs
-    # Counted segments only: weak evidence (a chance count above max_chance) is not a claim.
-    segs = [s for _, sid, s in found if s.query_duration >= params.floor_seconds and not s.weak]
-    sids = [sid for _, sid, s in found if s.query_duration >= params.floor_seconds and not s.weak]
-    hit = 0
-    used = set()
-    for t in truth:
-        if t["q1"] - t["q0"] < params.floor_seconds:
-            continue
-        for k, (s, sid) in enumerate(zip(segs, sids)):
-            ov = min(s.query_end, t["q1"]) - max(s.query_start, t["q0"])
-            if sid == t["sid"] and ov >= 0.8 * (t["q1"] - t["q0"]) and abs(s.speed / t["speed"] - 1) <= 0.03:
-                hit += 1
-                used.add(k)
-                break
-    planted = sum(1 for t in truth if t["q1"] - t["q0"] >= params.floor_seconds)
+        # Regenerating synthetic fingerprints stands in for the index's SQLite read: not counted.
+        return wall - corpus.regen_cpu, cpu - corpus.regen_cpu, found
+
+    # Upright twice: the first run also pays for reading shards into the page cache (cold),
+    # the second is the steady state of a machine that compares offers routinely (warm).
+    cold_wall, cold_cpu, _ = timed(False)
+    wall, cpu, found = timed(False)
+    up = _score(found, truth, params)
+    up_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    up_loads, up_regen = corpus.loads, corpus.regen_cpu
+    o_wall, o_cpu, o_found = timed(True)
+    ori = _score(o_found, truth, params)
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "cold_wall_s": round(cold_wall, 2),
-            "cold_cpu_s": round(cold_cpu, 2), "planted": planted, "found": hit,
-            "recall": round(hit / planted, 3), "false_segments": len(segs) - len(used),
-            "peak_rss_mb": round(rss_kb / 1024, 1), "stream_loads": corpus.loads,
-            "regen_cpu_s": round(corpus.regen_cpu, 2)}
+            "cold_cpu_s": round(cold_cpu, 2), **up, "recall": round(up["found"] / up["planted"], 3),
+            "peak_rss_mb": round(up_rss / 1024, 1), "stream_loads": up_loads, "regen_cpu_s": round(up_regen, 2),
+            "o_wall_s": round(o_wall, 2), "o_cpu_s": round(o_cpu, 2), **{f"o_{k}": v for k, v in ori.items()},
+            "o_peak_rss_mb": round(rss_kb / 1024, 1), "o_stream_loads": corpus.loads,
+            "o_regen_cpu_s": round(corpus.regen_cpu, 2)}
 
 
 def _sub(args: list[str]) -> dict:
@@ -411,18 +458,25 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{row['hours']:>7.0f} h  codes {info['codes'] * replicas / 1e6:7.1f} M  shards "
               f"{info['shards'] * replicas:4d}  disk {info['bytes'] / 1e9:6.2f} GB ({info['bytes'] / base / 1e6:5.1f} "
-              f"MB/h{f', x{replicas} replicas' if replicas > 1 else ''})  build {info['build_s']:7.1f} s | "
-              f"compare wall {res['wall_s']:6.2f} s cpu {res['cpu_s']:6.2f} s (cold: wall "
-              f"{res.get('cold_wall_s', 0):6.2f} s cpu {res.get('cold_cpu_s', 0):6.2f} s)  recall "
-              f"{res['found']}/{res['planted']}  false {res['false_segments']}  loads {res['stream_loads']}  "
-              f"peak RSS {res['peak_rss_mb']:7.1f} MB", flush=True)
+              f"MB/h{f', x{replicas} replicas' if replicas > 1 else ''})  build {info['build_s']:7.1f} s", flush=True)
+        print(f"         upright only     : cpu {res['cpu_s']:6.2f} s wall {res['wall_s']:6.2f} s (cold: cpu "
+              f"{res['cold_cpu_s']:6.2f} s wall {res['cold_wall_s']:6.2f} s)  recall {res['found']}/{res['planted']} "
+              f"(turned {res['found_turned']}/{res['planted_turned']})  false {res['false_segments']}  "
+              f"loads {res['stream_loads']}  peak RSS {res['peak_rss_mb']:7.1f} MB", flush=True)
+        print(f"         with orientations: cpu {res['o_cpu_s']:6.2f} s wall {res['o_wall_s']:6.2f} s (warm)         "
+              f"                       recall {res['o_found']}/{res['o_planted']} (turned "
+              f"{res['o_found_turned']}/{res['o_planted_turned']})  false {res['o_false_segments']}  loads "
+              f"{res['o_stream_loads']}  peak RSS {res['o_peak_rss_mb']:7.1f} MB", flush=True)
         if not a.keep and base < a.max_build_hours:
             shutil.rmtree(target, ignore_errors=True)
     for prev, cur in zip(rows, rows[1:]):
         f = cur["hours"] / prev["hours"]
+        e = 1 / np.log10(f) if f > 1 else float("nan")
         r = cur["cpu_s"] / max(prev["cpu_s"], 1e-6)
-        print(f"{prev['hours']:.0f} h -> {cur['hours']:.0f} h (x{f:.0f} corpus): cpu time x{r:.2f} "
-              f"(per 10x: x{r ** (1 / np.log10(f)) if f > 1 else float('nan'):.2f})")
+        ro = cur["o_cpu_s"] / max(prev["o_cpu_s"], 1e-6)
+        print(f"{prev['hours']:.0f} h -> {cur['hours']:.0f} h (x{f:.0f} corpus): cpu time upright x{r:.2f} "
+              f"(per 10x: x{r ** e:.2f}), with orientations x{ro:.2f} (per 10x: x{ro ** e:.2f})")
+    print(json.dumps(rows))
     if a.dir is None and not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0
