@@ -206,7 +206,7 @@ def _round_trip(engine, tmp: Path, n: int = 40) -> float:  # type: ignore[no-unt
     return (time.perf_counter() - t) / n
 
 
-def bench_scale(files: int = 8, seconds: float = 20.0, rounds: int = 2, corpus_dir: Path | None = None) -> None:
+def bench_scale(files: int = 16, seconds: float = 60.0, rounds: int = 2, corpus_dir: Path | None = None) -> None:
     """Serial vs --workers 2 vs a LocalCluster of 2 single-threaded worker processes, same files.
 
     Each run is a separate `overlap index` process indexing the same files into a fresh
@@ -420,8 +420,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("what", nargs="*", default=["throughput", "size", "variants"],
                     choices=["throughput", "size", "variants", "scale"])
     ap.add_argument("--seconds", type=float, default=60.0, help="length of the 720p throughput clip")
-    ap.add_argument("--files", type=int, default=8, help="clips in the scale-out corpus")
-    ap.add_argument("--clip-seconds", type=float, default=20.0, help="length of each scale-out clip")
+    # 16 x 60 s by default: worker start-up is paid once per run, so a job of minutes measures the
+    # engines rather than the start-up (an 8 x 20 s job gave 1.49-1.61x; docs/scale.md).
+    ap.add_argument("--files", type=int, default=16, help="clips in the scale-out corpus")
+    ap.add_argument("--clip-seconds", type=float, default=60.0, help="length of each scale-out clip")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the scale-out runs")
     ap.add_argument("--corpus", type=Path, default=None, help="folder for the scale-out clips (kept and reused)")
     args = ap.parse_args(argv)
