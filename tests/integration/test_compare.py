@@ -163,6 +163,10 @@ def test_report_totals_and_settings(world: dict[str, Any]) -> None:
     s = r.settings
     assert s["floor_seconds"] == 10.0 and s["algo"] and s["prep"] and s["index"]["identity"]
     assert r.manifest["files"] == 11
+    # The report says which orientations of the offer were searched, and in the JSON a buyer keeps.
+    turned = s["search"]["orientations"]["turned_at_compare_time"]
+    assert len(turned) == s["search"]["orientations"]["turned_search_space_factor"] == 3
+    assert api.report_to_dict(r)["settings"]["search"]["orientations"]["turned_at_compare_time"] == turned
 
 
 def test_floor_can_be_lowered(world: dict[str, Any]) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "inverse",
     "orient_codes",
     "orient_fingerprints",
+    "orientations_setting",
     "search_orientations",
 ]
 
@@ -58,6 +59,16 @@ ORIENTATIONS: tuple[Orientation, ...] = tuple((m, r) for m in (False, True) for 
 QUERY_ORIENTATIONS: tuple[Orientation, ...] = ((True, 90), (False, 90), (False, 180))
 
 _PROBE = np.arange(9).reshape(3, 3)  # all eight orientations of it differ
+
+
+def orientations_setting(orientations: Sequence[Orientation] = QUERY_ORIENTATIONS) -> dict[str, Any]:
+    """How a comparison searched turned offers, for the report's settings (informative)."""
+    return {
+        "stored": "upright and mirrored (index.dihedral)",
+        "turned_at_compare_time": [f"{'mirrored, ' if m else ''}rotated {r} degrees" for m, r in orientations],
+        "turned_search_space_factor": len(orientations),  # a turned match is judged as a search this much larger
+        "note": "turned offer codes are exact for a transpose and approximate (about 6 bits) for flips",
+    }
 
 
 def apply_image(o: Orientation, img: np.ndarray) -> np.ndarray:

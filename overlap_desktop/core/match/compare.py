@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from overlap_desktop.core.ingest.orient import search_orientations
+from overlap_desktop.core.ingest.orient import orientations_setting, search_orientations
 from overlap_desktop.core.match.annotations import (
     annotation_overlap,
     fill_episodes,
@@ -122,6 +122,8 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
             facts["path"] = mpath
         report = _report("compare", files, manifest=facts,
                          settings=_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
+        # Say how the verdict was reached: which orientations of the offer were searched, and how.
+        report.settings["search"]["orientations"] = orientations_setting()
         report.text_overlap = text_block
         # The offer against itself: internal repeats and the new footage a buyer would get.
         fill_repeats(report, queries, params, progress=progress, cancel=cancel)
