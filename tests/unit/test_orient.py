@@ -131,6 +131,26 @@ def test_search_orientations_tags_passes_and_reports_offer_orientation() -> None
     assert view.fingerprints(7) is view.inner.fp
 
 
+def test_two_passes_report_progress_as_one_bar() -> None:
+    """The turned pass continues the bar where the upright pass left it; it never runs twice."""
+    from overlap_desktop.core.types import Progress
+
+    def search(queries: list[_Q], corpus: Any, params: Any, *, progress: Any = None,
+               **kw: Any) -> list[tuple[int, int, str]]:
+        progress(Progress(stage="search", done=1, total=None, unit="shards"))
+        for k in range(5):
+            progress(Progress(stage="match", done=k + 1, total=5, unit="pairs"))
+        return []
+
+    got: list[Progress] = []
+    q = _Q("offer.mp4", _fp(3, (Variant(),)))
+    orient.search_orientations(search, [q], _Corpus(), None, progress=got.append, cancel=None)
+    fractions = [p.done / p.total for p in got if p.total]
+    assert fractions == sorted(fractions) and fractions[0] <= 0.5 < fractions[-1] == 1.0
+    assert all(p.message for p in got[len(got) // 2:])  # the second pass says what it searches
+    assert not any(p.message for p in got[: len(got) // 2])
+
+
 @pytest.mark.parametrize("o", orient.ORIENTATIONS)
 def test_offer_variant_names_the_transform(o: tuple[bool, int]) -> None:
     """Turning an owned picture by ``o`` and searching with each query turn lands on the

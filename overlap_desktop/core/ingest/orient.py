@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.types import StreamFingerprints, Variant
+from overlap_desktop.core.types import Progress, StreamFingerprints, Variant
 
 __all__ = [
     "ORIENTATIONS",
@@ -240,14 +240,37 @@ def search_orientations(search: Callable[..., list[tuple[int, int, Any]]], queri
         and the :class:`OrientedCorpus` that resolves those ids for reporting.
     """
     view = OrientedCorpus(corpus, orientations)
-    found = list(search(queries, corpus, params, **kw))
     extra = len(view.orientations)
-    if not extra or not queries:
+    two_passes = bool(extra and queries)
+    progress = kw.pop("progress", None)
+    found = list(search(queries, corpus, params, progress=_pass_progress(progress, 0, two_passes), **kw))
+    if not two_passes:
         return found, view
     # All turned copies go through one search: one more pass over the shards, not one per turn.
     # Segments are found per (query, owned stream), so this finds what separate searches would.
     n = len(queries)
     turned = [replace(q, fp=orient_fingerprints(q.fp, o)) for o in view.orientations for q in queries]
-    for qi, sid, seg in search(turned, _PassCorpus(corpus, extra), params, **kw):
+    for qi, sid, seg in search(turned, _PassCorpus(corpus, extra), params,
+                               progress=_pass_progress(progress, 1, two_passes), **kw):
         found.append((qi % n, view.tag(sid, qi // n + 1), seg))
     return found, view
+
+
+def _pass_progress(progress: Callable[[Progress], None] | None, index: int,
+                   two_passes: bool) -> Callable[[Progress], None] | None:
+    """Progress of one of the two passes as part of the whole: a bar never runs twice.
+
+    Counted stages of the first pass fill the first half (``done`` of ``2 * total``), those of
+    the turned pass the second half, which also says what it is searching.
+    """
+    if progress is None or not two_passes:
+        return progress
+
+    def report(p: Progress) -> None:
+        if p.total:
+            p = replace(p, done=p.done + index * p.total, total=2 * p.total)
+        if index and not p.message:
+            p = replace(p, message="Searching turned and flipped copies of the offer")
+        progress(p)
+
+    return report
