@@ -24,7 +24,7 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What ruff checks: the product and everything shipped or run next to it.
-RUFF_PATHS = ("overlap_desktop", "tests", "bench", "installers", "docs")
+RUFF_PATHS = ("overlap_desktop", "tests", "bench", "installers", "docs", "tools")
 #: A gate that takes longer than this is hung, not slow (a guard, never a pass condition).
 HANG_GUARD_S = 900
 
