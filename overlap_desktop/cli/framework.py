@@ -187,10 +187,9 @@ class CliContext:
                 now = time.monotonic()
                 if p.message and p.current:
                     self.note(f"{description}: {safe_terminal(p.current)}: {safe_terminal(p.message)}")
-                elif now - last[0] > 5.0:
+                elif p.done and now - last[0] > 5.0:  # "0 files" before any work says nothing
                     last[0] = now
-                    total = f"/{p.total:g}" if p.total is not None else ""
-                    self.note(f"{description}: {p.done:g}{total} {p.unit}")
+                    self.note(f"{description}: {_count(p.done, p.total, p.unit)}")
 
             yield plain
             return
@@ -213,3 +212,14 @@ class CliContext:
                                       highlight=False)
 
             yield update
+
+
+def _count(done: float, total: float | None, unit: str) -> str:
+    """``done/total unit`` for a log line: bytes in MB, counts as whole numbers."""
+    if unit == "bytes":
+        shown = f"{done / 1e6:.1f}" + (f"/{total / 1e6:.1f}" if total is not None else "")
+        return f"{shown} MB"
+    shown = f"{done:,.0f}" + (f"/{total:,.0f}" if total is not None else "")
+    if done == 1 and total in (None, 1) and unit.endswith("s"):
+        unit = unit[:-1]  # "1 file", not "1 files"
+    return f"{shown} {unit}"
