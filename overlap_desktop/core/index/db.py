@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,31 +103,32 @@ def translate_db_error(exc: BaseException, path: Path, *, decoding: bool = True)
 def guard_db(method: Any, *, decoding: bool = True) -> Any:
     """Wrap an :class:`Index` method (plain or generator) so database damage, lock
     timeouts and a full disk become clear :class:`OverlapError` s."""
+    import contextlib
     import functools
     import inspect
+
+    @contextlib.contextmanager
+    def translated(path: Path) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            mapped = translate_db_error(exc, path, decoding=decoding)
+            if mapped is None:
+                raise
+            raise mapped from exc
 
     if inspect.isgeneratorfunction(method):
         @functools.wraps(method)
         def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
+            with translated(self.path):
                 yield from method(self, *args, **kwargs)
-            except Exception as exc:
-                mapped = translate_db_error(exc, self.path, decoding=decoding)
-                if mapped is None:
-                    raise
-                raise mapped from exc
 
         return gen
 
     @functools.wraps(method)
     def plain(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
+        with translated(self.path):
             return method(self, *args, **kwargs)
-        except Exception as exc:
-            mapped = translate_db_error(exc, self.path, decoding=decoding)
-            if mapped is None:
-                raise
-            raise mapped from exc
 
     return plain
 

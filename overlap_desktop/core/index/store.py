@@ -52,11 +52,8 @@ from overlap_desktop.core.index.db import (
     translate_db_error,
 )
 
-# `_existing_ancestor` and `_under` are re-exported: the cli `files` command and services.doctor import them here.
 from overlap_desktop.core.index.lock import WriterLock, network_filesystem, wal_support
-from overlap_desktop.core.index.lock import _existing_ancestor as _existing_ancestor
 from overlap_desktop.core.index.reading import IndexedFile, IndexReader, _norm
-from overlap_desktop.core.index.reading import _under as _under
 from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME, SCHEMA_VERSION, SHARD_DIR, init_or_migrate, now_iso
 from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES, ShardSet
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo

@@ -44,12 +44,9 @@ from overlap_desktop.errors import MediaError
 
 __all__ = [
     "ConfigurableReader",
-    # ImageError and compressed_size live in _decoders; video.py still imports them from here.
-    "ImageError",
     "ImageMessage",
     "LazyImageFrame",
     "ReaderSettings",
-    "compressed_size",
     "describe_codec",
     "frame_for_message",
     "image_kind",

@@ -417,3 +417,13 @@ def _image_topics(reader: _McapFile) -> dict[str, tuple[str, str, str, int | Non
         if kind:
             out[topic] = (kind, schema.name, channel.message_encoding, count)
     return out
+
+
+def _reader_and_topics(fh: Any, path: Path, limits: ReaderLimits, budget: Budget | None
+                       ) -> tuple[_McapFile, dict[str, tuple[str, str, str, int | None]]]:
+    """Open the MCAP structure and list its image topics; damage becomes a :class:`MediaError`."""
+    try:
+        reader = _make_reader(fh, limits, path, budget)
+        return reader, _image_topics(reader)
+    except _mcap_errors() as exc:
+        raise MediaError(f"corrupt or truncated MCAP file: {exc}", path=path) from exc

@@ -53,10 +53,9 @@ from overlap_desktop.core.ingest.readers._images import (
 )
 from overlap_desktop.core.ingest.readers._mcap_file import (
     MCAP_MAGIC,
-    _image_topics,
-    _make_reader,
     _mcap_errors,
     _open,
+    _reader_and_topics,
 )
 from overlap_desktop.core.ingest.readers._mcap_messages import _TopicDecoder
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
@@ -112,11 +111,8 @@ class McapReader(ConfigurableReader):
         problems: list[str] = []
         out: list[StreamInfo] = []
         with _open(path) as fh:
-            try:
-                reader = _make_reader(fh, settings.limits, path, self._budgets.start(path, settings.limits))
-                topics = _image_topics(reader)
-            except errors as exc:
-                raise MediaError(f"corrupt or truncated MCAP file: {exc}", path=path) from exc
+            reader, topics = _reader_and_topics(fh, path, settings.limits,
+                                                self._budgets.start(path, settings.limits))
             if not topics:
                 raise MediaError("no image topic (sensor_msgs Image/CompressedImage or foxglove "
                                  "RawImage/CompressedImage/CompressedVideo) in this recording", path=path)
@@ -224,11 +220,8 @@ class McapReader(ConfigurableReader):
         errors = _mcap_errors()
         topic = stream.key
         with _open(path) as fh:
-            try:
-                reader = _make_reader(fh, settings.limits, path, self._budgets.get(path, settings.limits))
-                topics = _image_topics(reader)
-            except errors as exc:
-                raise MediaError(f"corrupt or truncated MCAP file: {exc}", path=path) from exc
+            reader, topics = _reader_and_topics(fh, path, settings.limits,
+                                                self._budgets.get(path, settings.limits))
             if topic not in topics:
                 raise MediaError(f"no image topic {topic!r} in this recording", path=path)
             kind = topics[topic][0]

@@ -299,7 +299,7 @@ class VideoReader:
 
     def _check_still_packet(self, path: Path, packet: Any, t_s: float) -> None:
         """Read the size a still-image packet (MJPEG) declares and refuse it over the caps."""
-        from overlap_desktop.core.ingest.readers._images import ImageError, compressed_size
+        from overlap_desktop.core.ingest.readers._decoders import ImageError, compressed_size
 
         try:
             size = compressed_size(bytes(packet), "jpeg")
