@@ -75,7 +75,7 @@ def test_dropping_a_bad_manifest_gives_a_clear_message(qtbot: Any, window: MainW
     bad = tmp_path / "broken-offer.ovlm"
     bad.write_bytes(b"this is not a manifest at all" * 10)
     screen = window.screen
-    with qtbot.waitSignal(screen.failed, timeout=10_000) as blocker:
+    with qtbot.waitSignal(screen.failed, timeout=120_000) as blocker:
         _drop(window, [bad])
     message = blocker.args[0]
     assert "broken-offer.ovlm" in message
@@ -154,4 +154,4 @@ def test_a_manifest_argument_opens_screen_an_offer(qtbot: Any, tmp_path: Path, o
     qtbot.addWidget(w)
     assert w.isVisible() and w.current_page_key() == "screen"
     assert w.screen.manifest_path == offer_manifest
-    qtbot.waitUntil(lambda: w.screen.summary is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: w.screen.summary is not None, timeout=120_000)

@@ -35,14 +35,14 @@ def _page(qtbot: Any, state: Any) -> LibraryPage:
     qtbot.addWidget(page)
     page.resize(1000, 700)
     page.show()
-    qtbot.waitUntil(lambda: page.load_job is not None and not page.load_job.running, timeout=10_000)
+    qtbot.waitUntil(lambda: page.load_job is not None and not page.load_job.running, timeout=120_000)
     return page
 
 
 def _index_and_wait(qtbot: Any, page: LibraryPage, start: Any) -> Any:
     with qtbot.waitSignal(page.indexing_finished, timeout=120_000) as got:
         start()
-    qtbot.waitUntil(lambda: not page.indexing and not page.load_job.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not page.indexing and not page.load_job.running, timeout=120_000)
     return got.args[0]
 
 
@@ -54,7 +54,7 @@ def test_add_folder_indexes_it_and_lists_files_with_reasons(qtbot: Any, state: A
     page.stats_changed.connect(stats.append)
     summary = _index_and_wait(qtbot, page, lambda: page.add_folders([str(library_folder)]))
     assert summary is not None and summary.indexed == 3 and len(summary.failed) == 1
-    qtbot.waitUntil(lambda: page.table.rowCount() == 4, timeout=10_000)
+    qtbot.waitUntil(lambda: page.table.rowCount() == 4, timeout=120_000)
     rows = {page.table.item(r, 0).text(): r for r in range(page.table.rowCount())}
     assert page.table.item(rows["session-1.mp4"], 3).text() == "Ready"
     assert page.table.item(rows["broken.mp4"], 3).text() == "Could not be read"
@@ -67,7 +67,7 @@ def test_add_folder_indexes_it_and_lists_files_with_reasons(qtbot: Any, state: A
 
     # Remove forgets the file in the index (not on disk).
     page.remove_paths([str(library_folder / "session-3.mp4")])
-    qtbot.waitUntil(lambda: page.table.rowCount() == 3, timeout=10_000)
+    qtbot.waitUntil(lambda: page.table.rowCount() == 3, timeout=120_000)
     assert "session-3.mp4" not in _files(state)
     assert (library_folder / "session-3.mp4").exists()
 
@@ -107,7 +107,7 @@ def test_cancel_keeps_finished_files_and_resume_finishes(qtbot: Any, state: Any,
     qtbot.addWidget(w)
     w.show()
     w.startup_checks()
-    qtbot.waitUntil(lambda: w.resume_box is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: w.resume_box is not None, timeout=120_000)
     w.resume_box.close()
 
     stop_after_first["on"] = False
@@ -196,4 +196,4 @@ def test_rescan_picks_up_new_files_and_forgets_removed_ones(qtbot: Any, state: A
     summary = _index_and_wait(qtbot, page, page.rescan)
     assert summary.forgotten == 1 and summary.indexed == 1
     assert set(_files(state)) == {"b.mp4"}
-    qtbot.waitUntil(lambda: page.table.rowCount() == 1, timeout=10_000)
+    qtbot.waitUntil(lambda: page.table.rowCount() == 1, timeout=120_000)

@@ -86,7 +86,7 @@ def _open(qtbot: Any, state: AppState, manifest: Path) -> tuple[MainWindow, Any]
     w = MainWindow(state)
     qtbot.addWidget(w)
     w.show()
-    with qtbot.waitSignal(w.screen.inspected, timeout=20_000) as got:
+    with qtbot.waitSignal(w.screen.inspected, timeout=120_000) as got:
         w.open_manifest(manifest)
     return w, got.args[0]
 

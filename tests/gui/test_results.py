@@ -16,7 +16,7 @@ def test_open_compare_and_show_results(qtbot: Any, lab_state: Any, offer_manifes
     qtbot.addWidget(w)
     w.show()
     screen = w.screen
-    with qtbot.waitSignal(screen.inspected, timeout=20_000) as got:
+    with qtbot.waitSignal(screen.inspected, timeout=120_000) as got:
         w.open_manifest(offer_manifest)
     summary = got.args[0]
     assert summary.compatible is True
@@ -62,7 +62,7 @@ def test_results_view_table_plot_and_preview(qtbot: Any, lab_state: Any, report:
     q, c, d = (float(v) for v in seg.pairs[0])
     tip = view.plot._tip(q, c, (0, d))
     assert api.format_clock(q) in tip and api.format_clock(c) in tip
-    with qtbot.waitSignal(view.preview_ready, timeout=20_000):
+    with qtbot.waitSignal(view.preview_ready, timeout=120_000):
         view.plot.click_point(q, c, (0, d))
     pm = view.preview.pixmap()
     assert pm is not None and not pm.isNull()
@@ -91,7 +91,7 @@ def test_preview_of_a_moved_file_says_so(qtbot: Any, report: Any) -> None:
     qtbot.addWidget(view)
     seg = next(s for f in report.files for s in f.segments)
     moved = replace(seg, corpus_file="/nonexistent/owned-a.mp4")
-    with qtbot.waitSignal(view.preview_failed, timeout=10_000) as got:
+    with qtbot.waitSignal(view.preview_failed, timeout=120_000) as got:
         view.show_owned_frame(moved, 1.0, 2.0, 3.0)
     assert "no longer where it was indexed" in got.args[0]
 
@@ -114,7 +114,7 @@ def test_try_the_demo_shows_a_screening(qtbot: Any, window: MainWindow, report: 
     monkeypatch.setattr(api, "run_demo", run_demo)
     assert window.home.demo_button.isEnabled()
     screen = window.screen
-    with qtbot.waitSignal(screen.compared, timeout=30_000):
+    with qtbot.waitSignal(screen.compared, timeout=120_000):
         qtbot.mouseClick(window.home.demo_button, Qt.MouseButton.LeftButton)
     assert calls == [api.default_demo_dir()]
     assert window.current_page_key() == "screen"
@@ -129,7 +129,7 @@ def test_try_the_demo_shows_a_screening(qtbot: Any, window: MainWindow, report: 
 def test_an_offer_cannot_be_compared_before_the_library_has_footage(qtbot: Any, window: MainWindow,
                                                                     offer_manifest: Path) -> None:
     screen = window.screen
-    with qtbot.waitSignal(screen.inspected, timeout=20_000) as got:
+    with qtbot.waitSignal(screen.inspected, timeout=120_000) as got:
         window.open_manifest(offer_manifest)
     assert got.args[0].compatible is None and got.args[0].library_empty
     assert "library is empty" in screen.fields["compat"].text()

@@ -73,7 +73,7 @@ def test_job_runs_in_a_thread_and_finishes(qtbot: Any) -> None:
     results: list[Any] = []
     # Slots on the job run in the UI thread even when they are lambdas.
     job.succeeded.connect(lambda r: results.append((r, threading.get_ident())))
-    with qtbot.waitSignal(job.finished, timeout=10_000):
+    with qtbot.waitSignal(job.finished, timeout=120_000):
         job.start()
     assert seen and seen[0] != ui_thread
     assert results == [("done", ui_thread)]
