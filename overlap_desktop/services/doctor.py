@@ -153,8 +153,8 @@ def _readers_checks() -> list[DoctorCheck]:
 
 
 def _index_checks(config: Config) -> list[DoctorCheck]:
-    from overlap_desktop.core.index.status import library_status
     from overlap_desktop.core.index.lock import _existing_ancestor, wal_support
+    from overlap_desktop.core.index.status import library_status
 
     path = Path(config.index_path)
     src = config.source("index.path")

@@ -51,7 +51,6 @@ from overlap_desktop.core.index.db import (
     open_error,
     translate_db_error,
 )
-
 from overlap_desktop.core.index.lock import WriterLock, network_filesystem, wal_support
 from overlap_desktop.core.index.reading import IndexedFile, IndexReader, _norm
 from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME, SCHEMA_VERSION, SHARD_DIR, init_or_migrate, now_iso
