@@ -134,6 +134,10 @@ _EXPORTS: dict[str, str] = {
     # first run
     "run_demo": "overlap_desktop.services.demo",
     "default_demo_dir": "overlap_desktop.services.demo",
+    "VendorWorkspace": "overlap_desktop.services.workspaces",
+    "list_vendor_workspaces": "overlap_desktop.services.workspaces",
+    "remove_vendor_workspace": "overlap_desktop.services.workspaces",
+    "vendor_workspaces_root": "overlap_desktop.services.workspaces",
     # text overlap (overlapy method)
     "text_overlap": "overlap_desktop.core.text.overlap",
     "check_hashed_overlap": "overlap_desktop.core.text.overlap",
@@ -193,12 +197,9 @@ def vendor_workspace(label: str, *, library: str | os.PathLike[str] | None = Non
     Raises:
         ValueError: the workspace would be the library itself.
     """
-    import platformdirs
+    from overlap_desktop.services.workspaces import vendor_workspaces_root
 
-    from overlap_desktop.paths import APP_AUTHOR, APP_NAME
-
-    root = Path(platformdirs.user_data_dir(APP_NAME, APP_AUTHOR)) / "vendor-workspaces"
-    folder = root / file_name_for(label, "", fallback="offer")
+    folder = vendor_workspaces_root() / file_name_for(label, "", fallback="offer")
     if library is not None and folder.resolve() == Path(library).resolve():
         raise ValueError(f"the workspace for {label!r} would be the library itself ({library})")
     return folder
@@ -306,3 +307,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.services.demo import default_demo_dir, run_demo
     from overlap_desktop.services.doctor import doctor
     from overlap_desktop.services.preview import frame_at
+    from overlap_desktop.services.workspaces import (
+        VendorWorkspace,
+        list_vendor_workspaces,
+        remove_vendor_workspace,
+        vendor_workspaces_root,
+    )

@@ -33,6 +33,7 @@ from overlap_desktop.gui.common import SealField, compact_rows, fit_to_screen, f
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
 from overlap_desktop.gui.workers import Job
+from overlap_desktop.gui.workspaces_dialog import WorkspacesDialog, workspaces_summary
 
 __all__ = ["ExportWizard", "run_self_dedupe"]
 
@@ -66,7 +67,18 @@ class _OfferFoldersPage(FolderListPage):
         self.where.setTextFormat(Qt.TextFormat.PlainText)  # a path
         self.where.setAccessibleName("Where the fingerprints are kept")
         self.lay.addWidget(self.where)
+        earlier = QHBoxLayout()
+        self.earlier = QLabel("")
+        self.earlier.setWordWrap(True)
+        self.earlier.setAccessibleName("Earlier offers on this computer")
+        self.manage = QPushButton("Manage earlier offers…")
+        self.manage.setAccessibleName("Manage earlier offers' fingerprints")
+        self.manage.clicked.connect(self.manage_workspaces)
+        earlier.addWidget(self.earlier, 1)
+        earlier.addWidget(self.manage)
+        self.lay.addLayout(earlier)
         self._name_changed()
+        self.refresh_earlier()
 
     def add_folder(self, folder: str | Path) -> None:
         super().add_folder(folder)
@@ -89,6 +101,22 @@ class _OfferFoldersPage(FolderListPage):
 
     def isComplete(self) -> bool:
         return super().isComplete() and bool(self.offer_name())
+
+    def refresh_earlier(self) -> None:
+        """Say how much earlier offers' workspaces keep (hidden when there are none)."""
+        text = workspaces_summary(api.list_vendor_workspaces())
+        self.earlier.setText(text)
+        self.earlier.setVisible(bool(text))
+        self.manage.setVisible(bool(text))
+
+    def manage_workspaces(self) -> WorkspacesDialog:
+        """Open the list of earlier offers' workspaces (modal to the wizard, no nested loop)."""
+        current = self.wiz.workspace() if self.offer_name() else None
+        dialog = WorkspacesDialog(self, current=current)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.finished.connect(lambda _r: self.refresh_earlier())
+        dialog.open()
+        return dialog
 
 
 class _FingerprintPage(RunPage):

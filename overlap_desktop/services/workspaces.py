@@ -1,0 +1,143 @@
+"""Vendor workspaces: the private indexes where offers are fingerprinted, listed and removed.
+
+The vendor wizard fingerprints each offer into a workspace of its own in the user data
+folder (``api.vendor_workspace``), so the offer never lands in the lab's library. A
+workspace is kept after the manifest is saved because preparing the same offer again then
+skips every unchanged file; but nothing else ever removes one, and a seller who prepares
+many offers accumulates gigabytes. This module lets the app show what is kept and remove a
+workspace on request.
+
+Removal is refused for anything that is not a workspace folder directly under the
+workspaces root, and for a workspace another process is writing to (its writer lock is
+held). The folder is first renamed aside, so a removal cut short (power loss, a file
+held open on Windows) never leaves a half-deleted workspace that looks usable: the next
+listing finishes removing renamed folders.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from overlap_desktop.core.index.lock import WriterLock
+from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME
+from overlap_desktop.errors import IndexBusyError, UsageError
+from overlap_desktop.paths import APP_AUTHOR, APP_NAME
+
+__all__ = ["VendorWorkspace", "list_vendor_workspaces", "remove_vendor_workspace", "vendor_workspaces_root"]
+
+#: Prefix of a workspace folder being removed (skipped by listings, swept by them).
+_REMOVING = ".removing-"
+
+
+@dataclass(frozen=True, slots=True)
+class VendorWorkspace:
+    """One offer's workspace as the app shows it.
+
+    Attributes:
+        name: The folder name (made from the offer's name).
+        path: The workspace folder.
+        size_bytes: Bytes of every file in it.
+        modified: POSIX time of its most recently changed file (the folder's own time if empty).
+    """
+
+    name: str
+    path: Path
+    size_bytes: int
+    modified: float
+
+
+def vendor_workspaces_root() -> Path:
+    """``<user data folder>/vendor-workspaces``: where every offer's workspace lives (not created)."""
+    return Path(platformdirs.user_data_dir(APP_NAME, APP_AUTHOR)) / "vendor-workspaces"
+
+
+def _measure(folder: Path) -> tuple[int, float]:
+    size = 0
+    newest = -1.0
+    for dirpath, _dirs, files in os.walk(folder):
+        for f in files:
+            try:
+                st = os.stat(os.path.join(dirpath, f))
+            except OSError:  # removed while we looked
+                continue
+            size += st.st_size
+            newest = max(newest, st.st_mtime)
+    # The folder's own time changes when a file in it is added or removed, not when one is
+    # written, so it only stands in when there are no files.
+    return size, newest if newest >= 0 else folder.stat().st_mtime
+
+
+def list_vendor_workspaces(root: Path | None = None) -> list[VendorWorkspace]:
+    """Every offer's workspace, most recently used first.
+
+    Also finishes removing folders a cut-short :func:`remove_vendor_workspace` left behind.
+
+    Args:
+        root: The workspaces folder (default :func:`vendor_workspaces_root`).
+    """
+    root = vendor_workspaces_root() if root is None else Path(root)
+    if not root.is_dir():
+        return []
+    out: list[VendorWorkspace] = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(_REMOVING):
+            shutil.rmtree(entry, ignore_errors=True)
+            continue
+        if entry.name.startswith(".") or not entry.is_dir():
+            continue
+        try:
+            size, modified = _measure(entry)
+        except OSError:
+            continue
+        out.append(VendorWorkspace(entry.name, entry, size, modified))
+    out.sort(key=lambda w: (-w.modified, w.name))
+    return out
+
+
+def remove_vendor_workspace(path: str | os.PathLike[str], *, root: Path | None = None) -> int:
+    """Delete one offer's workspace; manifests already saved elsewhere are not affected.
+
+    Args:
+        path: A workspace folder as listed by :func:`list_vendor_workspaces`.
+        root: The workspaces folder (default :func:`vendor_workspaces_root`).
+
+    Returns:
+        The bytes freed.
+
+    Raises:
+        UsageError: ``path`` is not a workspace folder directly under the workspaces root, or
+            does not hold an index.
+        IndexBusyError: another overlap process is fingerprinting into it, or (Windows) holds
+            one of its files open.
+    """
+    root = (vendor_workspaces_root() if root is None else Path(root)).resolve()
+    folder = Path(path)
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such offer workspace (already removed?)")
+    resolved = folder.resolve()
+    if resolved.parent != root or resolved.name.startswith("."):
+        raise UsageError(f"{folder}: not an offer workspace (only folders directly inside {root} are "
+                         "removed here)")
+    names = {p.name for p in resolved.iterdir()}
+    if names and DB_NAME not in names and LOCK_NAME not in names:
+        raise UsageError(f"{folder}: does not hold an overlap index, so it is left alone; remove it "
+                         "yourself if you are sure")
+    size, _ = _measure(resolved)
+    # A writer holds the lock for its whole job: taking it proves nobody is fingerprinting into it.
+    lock = WriterLock(resolved / LOCK_NAME)
+    lock.acquire()
+    lock.release()
+    aside = root / f"{_REMOVING}{resolved.name}-{uuid.uuid4().hex[:8]}"
+    try:
+        os.replace(resolved, aside)
+    except OSError as exc:  # Windows: a file in it is open in another process
+        raise IndexBusyError(f"the workspace is in use ({exc.strerror or exc}); close other overlap windows "
+                             "and try again", path=resolved) from exc
+    shutil.rmtree(aside, ignore_errors=True)
+    return size
