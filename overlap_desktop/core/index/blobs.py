@@ -21,11 +21,11 @@ blob starts with a one-byte tag:
   (docs/scale.md, "Index size").
 
 Layout of a tag-2 blob's decompressed payload, for ``n`` samples, ``V`` variants and
-``nb = ceil(n / 8)``: ``n`` and ``V`` (little-endian uint64 and uint32, checked against the
-row), ``V`` reference bytes (255 = temporal, else the index of the
-temporally coded sibling it is XORed with), ``V x 32`` mask bytes (zero for temporal
-variants), then ``V x 256 x nb`` bit-plane bytes, variant by variant, in the variant
-order of the ``variants`` column. Every decoded blob's size is checked against ``n`` and
+``nb = ceil(n / 8)``: ``n`` and ``V`` (little-endian uint64 and uint32, checked against
+the row), ``V`` reference bytes (255 = temporal, else the index of the temporally coded
+sibling it is XORed with), ``V x 32`` mask bytes (zero for temporal variants), then
+``V x 256 x nb`` bit-plane bytes (padding bits zero), variant by variant, in the order of
+the ``variants`` column. Every decoded blob's size is checked against ``n`` and
 the variants, and a zstd frame against its checksum, so a damaged blob is reported as
 an :class:`~overlap_desktop.errors.IndexError_` instead of decoding to wrong codes (with
 deltas, one flipped bit would spoil every later sample).
@@ -53,7 +53,9 @@ _RAW, _ZSTD, _PLANES = b"\x00", b"\x01", b"\x02"
 _TEMPORAL = 255  # reference byte of a variant predicted from the previous sample
 _BITS = CODE_BYTES * 8
 _HEAD = struct.Struct("<QI")  # n, V at the start of a tag-2 payload
-_LEVEL = 3  # zstd level: 19 saves another ~8 % of the codes but encodes ~10x slower
+# zstd level: 15-19 would save another 8-9 % of the codes but compress 30-90x slower, and
+# encoding runs in the one writer process that commits every worker's files.
+_LEVEL = 3
 
 
 def _zstd(data: bytes) -> bytes:
