@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+import zstandard
 
+from overlap_desktop.core.index import blobs as blobs_mod
 from overlap_desktop.core.index import lock as lock_mod
 from overlap_desktop.core.index import schema as schema_mod
 from overlap_desktop.core.index import store as index_mod
@@ -47,7 +50,7 @@ def add(idx: Index, path: Path, seed: int, **kw: object) -> int:
 
 def test_round_trip_and_metadata(tmp_path: Path) -> None:
     with open_index(tmp_path / "ix") as idx:
-        assert idx.schema_version == 1 and idx.algo_id == "test-algo" and len(idx.identity) == 36
+        assert idx.schema_version == 2 and idx.algo_id == "test-algo" and len(idx.identity) == 36
         fid = add(idx, tmp_path / "a.mp4", 1)
         (f,) = idx.files()
         assert f.id == fid and f.status == "ok" and f.streams == ["v:0"] and f.reader == "fake"
@@ -196,11 +199,125 @@ def test_wal_support_on_local_disk(tmp_path: Path) -> None:
 def test_migrations_upgrade_older_indexes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with open_index(tmp_path / "ix") as idx:
         add(idx, tmp_path / "a.mp4", 1)
-    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(schema_mod._MIGRATIONS, 2, "ALTER TABLE files ADD COLUMN note TEXT;")
-    with pytest.raises(IndexError_, match="needs upgrading"):
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 3)
+    monkeypatch.setitem(schema_mod._MIGRATIONS, 3, "ALTER TABLE files ADD COLUMN note TEXT;")
+    with pytest.raises(IndexError_, match="needs upgrading"):  # a table change: readers must wait
         open_index(tmp_path / "ix", readonly=True)
     with open_index(tmp_path / "ix") as idx:
-        assert idx.schema_version == 2
+        assert idx.schema_version == 3
         assert "note" in [r[1] for r in idx._db.execute("PRAGMA table_info(files)")]
         assert [f.status for f in idx.files()] == ["ok"]  # data survives the upgrade
+
+
+def v1_codes_blob(codes: np.ndarray, variants: object) -> bytes:
+    """The codes blob exactly as schema 1 wrote it: raw, or zstd (no checksum) when 5 % smaller."""
+    raw = np.ascontiguousarray(codes, dtype=np.uint8).tobytes()
+    z = zstandard.ZstdCompressor(level=3).compress(raw)
+    return b"\x01" + z if len(z) < len(raw) * 0.95 else b"\x00" + raw
+
+
+def still_fp(seed: int) -> StreamFingerprints:
+    """A stream whose codes do not change (a still picture): schema 1 stored them zstd-compressed."""
+    fp = fake_fp(seed)
+    return replace(fp, codes=np.repeat(fp.codes[:1], len(fp), axis=0))
+
+
+def make_v1_index(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index as overlap with schema 1 made it: version 1 in meta, codes in schema-1 blobs."""
+    with monkeypatch.context() as m:
+        m.setattr(schema_mod, "SCHEMA_VERSION", 1)
+        m.setattr(blobs_mod, "encode_codes", v1_codes_blob)
+        with open_index(path / "ix") as idx:
+            add(idx, path / "a.mp4", 1)
+            with idx.writer():
+                idx.record_file(path / "still.mp4", size=1, mtime_ns=1, sha256="cd" * 32, reader="fake",
+                                streams=[(StreamInfo("v:0"), still_fp(2))])
+            assert idx.schema_version == 1
+            assert sorted(t for (t,) in idx._db.execute("SELECT substr(codes, 1, 1) FROM streams")) == [
+                b"\x00", b"\x01"]
+
+
+def codes_by_path(idx: Index) -> dict[str, np.ndarray]:
+    return {Path(f.path).name: fp.codes for f, _key, fp in idx.streams()}
+
+
+def test_schema_1_index_reads_as_is_then_migrates_on_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_v1_index(tmp_path, monkeypatch)
+    want = {"a.mp4": fake_fp(1).codes, "still.mp4": still_fp(2).codes}
+    # Read-only (a backup, a read-only disk, `overlap merge` sources): read as it is, not upgraded.
+    with open_index(tmp_path / "ix", readonly=True) as idx:
+        assert idx.schema_version == 1
+        got = codes_by_path(idx)
+        assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
+        assert sum(len(s) for s in idx.shards()) == 2 * 37 * 3  # served unsealed from memory
+    # A writer upgrades; the old blobs stay as they are and still read; new streams get tag 2.
+    with open_index(tmp_path / "ix") as idx:
+        assert idx.schema_version == 2
+        assert dict(idx._db.execute("SELECT key, value FROM meta"))["schema_version"] == "2"
+        add(idx, tmp_path / "b.mp4", 3)
+        tags = dict(idx._db.execute("SELECT f.path, substr(s.codes, 1, 1) FROM streams s JOIN files f "
+                                    "ON f.id = s.file_id"))
+        assert {Path(k).name: v for k, v in tags.items()} == {"a.mp4": b"\x00", "still.mp4": b"\x01",
+                                                               "b.mp4": b"\x02"}
+        got = codes_by_path(idx)
+        want["b.mp4"] = fake_fp(3).codes
+        assert all(np.array_equal(got[k], want[k]) for k in want)
+        assert idx.seal() >= 1 and sum(len(s) for s in idx.shards()) == 3 * 37 * 3
+    # Overlap with schema 1 refuses the upgraded index with its usual message, reader or writer.
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 1)
+    for readonly in (True, False):
+        with pytest.raises(IndexError_, match="schema version 2, made by a newer overlap"):
+            open_index(tmp_path / "ix", readonly=readonly)
+
+
+def test_overlap_index_upgrades_a_schema_1_index(clip_folder: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from overlap_desktop.cli.main import main
+
+    monkeypatch.undo()  # the real pipeline ids: `overlap index` checks them
+    ix = tmp_path / "ix"
+    with monkeypatch.context() as m:
+        m.setattr(schema_mod, "SCHEMA_VERSION", 1)
+        m.setattr(blobs_mod, "encode_codes", v1_codes_blob)
+        assert main(["index", str(clip_folder / "a.mp4"), "--index", str(ix), "-q"]) == 0
+    with open_index(ix, readonly=True) as idx:
+        assert idx.schema_version == 1
+        old = codes_by_path(idx)["a.mp4"]
+    assert main(["index", str(clip_folder), "--index", str(ix), "-q"]) == 0
+    with open_index(ix, readonly=True) as idx:
+        assert idx.schema_version == 2 and [f.status for f in idx.files()] == ["ok"] * 3
+        tags = sorted(t for (t,) in idx._db.execute("SELECT substr(codes, 1, 1) FROM streams"))
+        assert tags == [b"\x00", b"\x02", b"\x02"]  # a.mp4 unchanged, so not fingerprinted again
+        got = codes_by_path(idx)
+        assert np.array_equal(got["a.mp4"], old) and got["b.mkv"].shape[1] == old.shape[1]
+        assert sum(len(s) for s in idx.shards()) == idx.stats()["codes"]
+
+
+def test_damaged_codes_blob_names_the_file(tmp_path: Path) -> None:
+    with open_index(tmp_path / "ix") as idx:
+        add(idx, tmp_path / "a.mp4", 1)
+        sid = idx.stream_ids()[0][0]
+        blob = bytearray(idx._db.execute("SELECT codes FROM streams WHERE id = ?", (sid,)).fetchone()[0])
+        blob[len(blob) // 2] ^= 0x10
+        with idx.writer():
+            idx._db.execute("UPDATE streams SET codes = ? WHERE id = ?", (bytes(blob), sid))
+        with pytest.raises(IndexError_, match=r"fingerprints of .*a\.mp4 \[v:0\]: damaged fingerprint codes blob"):
+            idx.stream_fingerprints(sid)
+        with pytest.raises(IndexError_, match="damaged fingerprint codes blob"):
+            list(idx.streams())
+
+
+def test_merge_reads_a_schema_1_source_and_writes_bit_planes(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from overlap_desktop.core.index.merge import merge_indexes
+
+    make_v1_index(tmp_path, monkeypatch)
+    summary = merge_indexes([tmp_path / "ix"], tmp_path / "merged")
+    assert summary.merged == 2
+    with open_index(tmp_path / "ix", readonly=True) as src:
+        assert src.schema_version == 1  # a merge source is only read, never upgraded
+    with open_index(tmp_path / "merged", readonly=True) as idx:
+        assert idx.schema_version == 2
+        assert [t for (t,) in idx._db.execute("SELECT substr(codes, 1, 1) FROM streams")] == [b"\x02"] * 2
+        got = codes_by_path(idx)
+        assert np.array_equal(got["a.mp4"], fake_fp(1).codes) and np.array_equal(got["still.mp4"], still_fp(2).codes)

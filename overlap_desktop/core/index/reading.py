@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.index.blobs import decode_fingerprints, info_from_json
-from overlap_desktop.core.index.db import first_row
+from overlap_desktop.core.index.db import _DAMAGED_ADVICE, first_row
 from overlap_desktop.core.index.schema import DB_NAME
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo
+from overlap_desktop.errors import IndexError_
 
 if TYPE_CHECKING:  # pragma: no cover
     import apsw
@@ -141,7 +142,7 @@ class IndexReader:
                                    (sid,)).fetchone()
             if row is None:  # deleted by a writer since we listed
                 continue
-            yield files[row[0]], row[1], decode_fingerprints(*row[2:])
+            yield files[row[0]], row[1], self._decode(sid, row[2:])
 
     def stream_ids(self) -> list[tuple[int, int, str]]:
         """``(stream id, file id, key)`` of every stream of an ``ok`` file."""
@@ -159,7 +160,18 @@ class IndexReader:
                                (int(stream_id),)).fetchone()
         if row is None:
             raise KeyError(stream_id)
-        return decode_fingerprints(*row)
+        return self._decode(int(stream_id), row)
+
+    def _decode(self, stream_id: int, row: Sequence[Any]) -> StreamFingerprints:
+        """Decode a ``_STREAM_FP_COLS`` row; a damaged blob is reported with its stream and file."""
+        try:
+            return decode_fingerprints(*row)
+        except IndexError_ as exc:
+            found = self._db.execute("SELECT f.path, s.key FROM streams s JOIN files f ON f.id = s.file_id "
+                                     "WHERE s.id = ?", (stream_id,)).fetchone()
+            where = f"{found[0]} [{found[1]}]" if found else f"stream {stream_id}"
+            raise IndexError_(f"fingerprints of {where}: {exc.message}; {_DAMAGED_ADVICE}",
+                              path=self.path / DB_NAME) from exc
 
     def stream_info(self, stream_id: int) -> tuple[IndexedFile, str]:
         """``(file, stream key)`` of a stream id found in a shard.

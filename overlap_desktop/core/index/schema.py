@@ -10,6 +10,10 @@ fingerprinted stream with its arrays as blobs (:mod:`overlap_desktop.core.index.
 To change the layout: add ``_MIGRATIONS[n]`` (SQL upgrading ``n - 1`` to ``n``) and
 bump :data:`SCHEMA_VERSION`; :func:`init_or_migrate` applies pending migrations the
 next time a writer opens the index.
+
+Versions: 1 is the first layout. 2 (same tables) adds the bit-plane codes blob (tag 2 in
+:mod:`~overlap_desktop.core.index.blobs`); the bump is what makes an older overlap refuse
+such an index ("made by a newer overlap") instead of failing on an unknown blob tag.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ __all__ = ["DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "SHARD_DIR", "init_or_migra
 log = logging.getLogger(__name__)
 
 #: Version of the database layout; bumped with a migration in :data:`_MIGRATIONS`.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "index.sqlite3"
 LOCK_NAME = "index.lock"
 SHARD_DIR = "shards"
@@ -97,8 +101,23 @@ CREATE TRIGGER streams_stale BEFORE DELETE ON streams BEGIN
 END;
 """
 
+# Schema 2 changes no table: new and re-fingerprinted streams get bit-plane codes blobs, and
+# the blobs already stored (raw codes, tags 0 and 1) are left as they are, because they still
+# read. Re-encoding them here would rewrite every stream in the one transaction that opens the
+# index for writing (minutes and a write-ahead log as large as the fingerprints, for a large
+# library, when someone adds one file), and would not give disk space back anyway: SQLite
+# keeps freed pages in the file until a VACUUM, which needs up to twice the space and the
+# index to itself. `overlap merge` into a new index writes every stream anew, compactly.
+_SCHEMA_V2 = "-- schema 2: codes blobs may use the bit-plane encoding (tag 2); no table changes"
+
 # version -> SQL that upgrades from version-1 to version. v1 is the creation script.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+
+# Versions whose migration changes no table and whose older rows still decode: an index that
+# lacks only these is read as it is when opened read-only (a library on a read-only disk or a
+# backup, `overlap merge` sources, the status shown at start) instead of being refused as
+# "needs upgrading". Only a writer upgrades it.
+_READABLE_AS_IS = frozenset({2})
 
 
 def now_iso() -> str:
@@ -153,6 +172,8 @@ def init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool,
                           f"(this one reads up to {SCHEMA_VERSION}); upgrade overlap", path=path)
     if version < SCHEMA_VERSION:
         if readonly:
+            if all(v in _READABLE_AS_IS for v in range(version + 1, SCHEMA_VERSION + 1)):
+                return
             raise IndexError_(f"this index has schema version {version} and needs upgrading; "
                               "open it once without read-only", path=path)
         with conn:
