@@ -46,10 +46,11 @@ log = logging.getLogger(__name__)
 #: Seconds a dropped shard's folder is kept for readers that listed it before the drop.
 SHARD_GRACE_S = 6 * 3600.0
 #: Rows (seed codes) per shard: 8M rows = about 280 footage hours at the default preset and
-#: seed grid (8 variants x 1 seed/s), ~780 MB on disk. Building one holds the rows (256 MB
-#: of codes + 5 B of references each) and one chunk's sort (~20 B per row): ~0.7 GB at most.
-#: Few large shards keep a comparison's work per shard (one lookup per probe and shard) from
-#: growing with the library: 36 shards at 10,000 hours where 2M-code shards made 590.
+#: seed grid (8 variants x 1 seed/s), ~720 MB on disk. Building one peaks at about 1 GB
+#: (measured 973 MB: the rows with their ids, one chunk's sort, and the tables' pages written
+#: through memory maps). A search of one shard touches most of its pages (~750 MB peak RSS),
+#: which is what bounds the cap under the 1.5 GB target. Few large shards keep the per-shard
+#: work of a comparison from dominating: 36 shards at 10,000 hours where 2M-code shards made 590.
 DEFAULT_SHARD_CODES = 8_000_000
 
 

@@ -72,21 +72,19 @@ __all__ = [
 ]
 
 SHARD_FORMAT = "overlap.shard"
-#: 4: rows sorted stream-major; the stream of a row comes from a per-stream first-row table
-#: (``streams``, ``first``), frame numbers ``uint32`` and variants ``uint8`` (no 8-byte stream id
-#: per row); the meta records the seed grid (``seed_fps``) the rows were chosen on.
-#: 3 (read only): the tables of all chunks stacked in one file each (``off``, ``low``, ``perm``), so a
-#: search maps three files per shard and looks all chunks up in one vectorised pass; 4 keeps this.
+#: 4: rows stream-major with a per-stream first-row table (``streams``, ``first``), ``uint32`` frames,
+#: ``uint8`` variants, ~16-row buckets; the meta records the seed grid (``seed_fps``).
+#: 3 (read only): each table's chunks stacked in one file (``off``, ``low``, ``perm``), one pass.
 #: 2 (read only): one file per table and chunk (``off_j``, ``low_j``, ``perm_j``).
-#: 1 (read only): sorted 4-byte keys, binary search. Same bytes on disk in 2 and 3.
+#: 1 (read only): sorted 4-byte keys, binary search.
 SHARD_VERSION = 4
 _READABLE_VERSIONS = (1, 2, 3, 4)
 _WRITABLE_VERSIONS = (2, 3, 4)
 #: Seed samples per second kept in an index's sealed shards: the first usable sample of each
 #: ``1 / DEFAULT_SEED_FPS`` seconds of stream time, every variant. Verification along a line
 #: reads every sample from the database, so seeds only need to put two or more points on a
-#: copy's line; a 1-sample/s offer against 1 seed/s keeps every segment of the detection matrix
-#: (docs/scale.md, "Index size") at a quarter of the rows of the 4-sample/s default preset.
+#: copy's line; at 1 seed/s every row of the detection matrix passes, at a quarter of the rows
+#: of the 4-sample/s default preset (docs/scale.md, "Shard format 4").
 DEFAULT_SEED_FPS = 1.0
 #: Bits of a chunk value resolved by the in-memory prefix table.
 PREFIX_BITS = 16
