@@ -3,8 +3,12 @@
 For each corpus size (footage hours) this builds a synthetic corpus on disk: streams
 of 30 minutes sampled at 4 fps, each frame stored in ``--variants`` variants, with
 codes that behave like real footage (consecutive samples differ by a few bits, and a
-scene cut every 2-8 s jumps to an unrelated code), written as search shards of
-``--shard-codes`` rows with the product's own ``build_shard``. A 1-hour, 1-fps manifest
+scene cut every 2-8 s jumps to an unrelated code), written as the index seals them:
+the seed samples only (``--seed-fps``, default the index's one per second, chosen with the
+product's ``seed_frames``), batches of whole streams of at most ``--shard-codes`` rows
+(default the index's), the product's own ``build_shard``. Verification reads every
+4-fps sample (the synthetic streams are regenerated, standing in for SQLite). A 1-hour,
+1-fps manifest
 is made of planted copies of corpus footage (normal speed, 0.5x, 2x, reversed,
 mirrored variant, noisier copies, and two copies turned 270 and 180 degrees) separated
 by unrelated footage. The comparison then runs in a fresh process, so its peak RSS is the
@@ -15,7 +19,7 @@ three turned copies of every offered code (core/ingest/orient.py). The turned co
 only be found with orientations, so upright recall is at most 18 of the 20.
 
 Corpora larger than ``--max-build-hours`` are not written out (10,000 hours would take
-over 100 GB): they are the built corpus searched as ``hours / max-build-hours``
+about 28 GB and an hour of CPU to generate): they are the built corpus searched as ``hours / max-build-hours``
 replicas, replica ``k`` being every code XOR a fixed random mask (:class:`_ReplicaShard`).
 XOR with a constant keeps every Hamming distance, so a replica costs exactly what a
 distinct corpus of the same kind of footage costs to search, and is unrelated to the
@@ -31,6 +35,7 @@ for both columns, and every figure as JSON. Usage::
 
     python bench/bench_compare.py                       # 10, 100, 1,000 and 10,000 hours
     python bench/bench_compare.py --hours 10 100 1000 --max-build-hours 100 --shard-codes 16000000
+    python bench/bench_compare.py --seed-fps 0 --shard-codes 2000000   # the layout before format 4
     python bench/bench_compare.py --phase convert --target DIR --dest DIR2 --to-version 2
 
 No timed assertions: this prints figures for docs/scale.md.
@@ -57,6 +62,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES  # noqa: E402
+from overlap_desktop.core.index.shards import DEFAULT_SEED_FPS  # noqa: E402
 from overlap_desktop.core.ingest.orient import OrientedCorpus, orient_codes  # noqa: E402
 from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
 from overlap_desktop.core.types import StreamFingerprints, Variant  # noqa: E402
@@ -175,41 +182,43 @@ def make_query(n_streams: int, v: int, seed: int = 5) -> tuple[StreamFingerprint
 # --------------------------------------------------------------------------- phases (subprocesses)
 
 
-def build(directory: Path, hours: float, v: int, shard_codes: int) -> dict:
-    from overlap_desktop.core.index.shards import build_shard
+def build(directory: Path, hours: float, v: int, shard_codes: int, seed_fps: float | None) -> dict:
+    """Write the corpus as the index seals it: seed rows on the product's seed grid, batches of
+    whole streams up to ``shard_codes`` rows, rows stream-major, the product's ``build_shard``."""
+    from overlap_desktop.core.index.shards import build_shard, seed_frames
 
     n_streams = int(round(hours * 3600 / STREAM_SECONDS))
     directory.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    buf_c: list[np.ndarray] = []
-    buf_s: list[np.ndarray] = []
+    buf: list[tuple[int, np.ndarray, np.ndarray]] = []
     n_buf = 0
     shards = 0
+    rows = 0
 
     def flush() -> None:
-        nonlocal buf_c, buf_s, n_buf, shards
+        nonlocal buf, n_buf, shards
         if not n_buf:
             return
-        codes = np.concatenate(buf_c)
-        sids = np.concatenate(buf_s)
-        per = int(STREAM_SECONDS * CORPUS_FPS)
-        fidx = np.tile(np.repeat(np.arange(per, dtype=np.int32), v), len(buf_c))
-        vidx = np.tile(np.arange(v, dtype=np.int16), per * len(buf_c))
-        build_shard(directory / f"shard-{shards:04d}", codes, sids, fidx, vidx)
+        codes = np.concatenate([c for _, c, _ in buf])
+        sids = np.concatenate([np.full(c.shape[0], sid, np.int64) for sid, c, _ in buf])
+        fidx = np.concatenate([np.repeat(f, v) for _, _, f in buf])
+        vidx = np.tile(np.arange(v, dtype=np.int16), codes.shape[0] // v)
+        build_shard(directory / f"shard-{shards:04d}", codes, sids, fidx, vidx, seed_fps=seed_fps)
         shards += 1
-        buf_c, buf_s, n_buf = [], [], 0
+        buf, n_buf = [], 0
 
     for sid in range(n_streams):
         fp = corpus_stream(sid, v)
-        c = fp.codes.reshape(-1, 32)
+        frames = seed_frames(fp.times_ns, fp.usable, seed_fps)
+        c = np.ascontiguousarray(fp.codes[frames].reshape(-1, 32))
         if n_buf and n_buf + c.shape[0] > shard_codes:
             flush()
-        buf_c.append(c)
-        buf_s.append(np.full(c.shape[0], sid, np.int64))
+        buf.append((sid, c, frames))
         n_buf += c.shape[0]
+        rows += c.shape[0]
     flush()
-    info = {"hours": hours, "streams": n_streams, "variants": v, "shards": shards,
-            "codes": n_streams * int(STREAM_SECONDS * CORPUS_FPS) * v,
+    info = {"hours": hours, "streams": n_streams, "variants": v, "shards": shards, "codes": rows,
+            "seed_fps": seed_fps, "shard_codes": shard_codes,
             "build_s": round(time.perf_counter() - t0, 1),
             "bytes": sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())}
     (directory / "corpus.json").write_text(json.dumps(info))
@@ -217,35 +226,19 @@ def build(directory: Path, hours: float, v: int, shard_codes: int) -> dict:
 
 
 def convert(src: Path, dst: Path, version: int) -> dict:
-    """Copy a built corpus into shard format ``version`` (2 or 3) without rebuilding it.
+    """Copy a built corpus into shard format ``version`` (2, 3 or 4), same rows.
 
-    Codes and ids are hard-linked; only the chunk tables are rewritten (per chunk in
-    format 2, stacked in format 3). Lets one run time the old and the new layout on the
-    same corpus.
+    Lets one run time an older layout against the current one on the same corpus.
     """
-    from overlap_desktop.core.index.shards import Shard
+    from overlap_desktop.core.index.shards import Shard, build_shard
 
     dst.mkdir(parents=True, exist_ok=True)
     for d in sorted(src.glob("shard-*")):
-        out = dst / d.name
-        out.mkdir(exist_ok=True)
         shard = Shard.open(d)
-        m = len(shard.chunks)
-        for name in ("codes", "stream_ids", "frame_idx", "variant_idx"):
-            if not (out / f"{name}.npy").exists():
-                os.link(d / f"{name}.npy", out / f"{name}.npy")
-        for t in ("off", "low", "perm"):
-            if shard.version >= 3:
-                parts = [np.load(d / f"{t}.npy", mmap_mode="r")[j] for j in range(m)]
-            else:
-                parts = [np.load(d / f"{t}_{j}.npy", mmap_mode="r") for j in range(m)]
-            if version >= 3:
-                np.save(out / f"{t}.npy", np.stack(parts))
-            else:
-                for j, p in enumerate(parts):
-                    np.save(out / f"{t}_{j}.npy", np.asarray(p))
-        meta = dict(shard.meta, version=version)
-        (out / "shard.json").write_text(json.dumps(meta))
+        r = np.arange(shard.count, dtype=np.int64)
+        build_shard(dst / d.name, np.asarray(shard.codes), shard.stream_of(r), np.asarray(shard.column("frame_idx")),
+                    np.asarray(shard.column("variant_idx")), version=version, seed_fps=shard.seed_fps)
+        shard.close()
     info = json.loads((src / "corpus.json").read_text())
     info["bytes"] = sum(f.stat().st_size for f in dst.rglob("*") if f.is_file())
     (dst / "corpus.json").write_text(json.dumps(info))
@@ -418,20 +411,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hours", type=float, nargs="+", default=[10, 100, 1000, 10000])
     ap.add_argument("--variants", type=int, default=8, help="codes per frame (default preset: 8)")
-    ap.add_argument("--shard-codes", type=int, default=2_000_000)
+    ap.add_argument("--shard-codes", type=int, default=DEFAULT_SHARD_CODES,
+                    help="rows per shard (default: the index's, %(default)s)")
+    ap.add_argument("--seed-fps", type=float, default=DEFAULT_SEED_FPS,
+                    help="seed samples per second kept in shards (default: the index's; 0 = every sample)")
     ap.add_argument("--probe", type=int, default=MatchParams().probe)
     ap.add_argument("--max-build-hours", type=float, default=1000.0,
                     help="larger corpora are replicas of a corpus this size (see _ReplicaShard)")
     ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temp folder)")
     ap.add_argument("--keep", action="store_true", help="keep the built corpora")
     ap.add_argument("--phase", choices=["build", "query", "convert"], help=argparse.SUPPRESS)
-    ap.add_argument("--to-version", type=int, default=3, help=argparse.SUPPRESS)
+    ap.add_argument("--to-version", type=int, default=4, help=argparse.SUPPRESS)
     ap.add_argument("--dest", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--target", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--replicas", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.phase == "build":
-        print(json.dumps(build(a.target, a.hours[0], a.variants, a.shard_codes)))
+        print(json.dumps(build(a.target, a.hours[0], a.variants, a.shard_codes, a.seed_fps or None)))
         return 0
     if a.phase == "query":
         print(json.dumps(query(a.target, a.probe, a.replicas)))
@@ -441,17 +437,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     work = a.dir or Path(tempfile.mkdtemp(prefix="bench-compare-"))
     rows = []
-    print(f"variants={a.variants} shard_codes={a.shard_codes} probe={a.probe} work={work} "
+    print(f"variants={a.variants} shard_codes={a.shard_codes} seed_fps={a.seed_fps:g} probe={a.probe} work={work} "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     for hours in sorted(a.hours):
         base = min(hours, a.max_build_hours)
         replicas = max(1, int(round(hours / base)))
-        target = work / f"corpus-{int(base)}h-v{a.variants}-s{a.shard_codes}"
+        target = work / f"corpus-{int(base)}h-v{a.variants}-s{a.shard_codes}-f{a.seed_fps:g}"
         if (target / "corpus.json").exists():
             info = json.loads((target / "corpus.json").read_text())
         else:
             info = _sub(["--phase", "build", "--target", str(target), "--hours", str(base),
-                         "--variants", str(a.variants), "--shard-codes", str(a.shard_codes)])
+                         "--variants", str(a.variants), "--shard-codes", str(a.shard_codes),
+                         "--seed-fps", str(a.seed_fps)])
         res = _sub(["--phase", "query", "--target", str(target), "--probe", str(a.probe),
                     "--replicas", str(replicas)])
         row = {**info, **res, "hours": base * replicas, "replicas": replicas}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 
 from tests.footage import make_clip
 
-__all__ = ["CLIP_S", "bad_folder", "clip_folder", "copy_tree", "index_clip_master", "make_bad_files"]
+__all__ = ["CLIP_S", "bad_folder", "clip_folder", "copy_tree", "index_clip_master", "make_bad_files", "seed_codes"]
 
 #: Duration of each generated clip, seconds.
 CLIP_S = 10.0
@@ -90,3 +91,12 @@ def bad_folder(index_clip_master: Path, tmp_path_factory: pytest.TempPathFactory
     root = tmp_path_factory.mktemp("index-bad")
     shutil.copy2(index_clip_master / "a.mp4", root / "good.mp4")
     return root, make_bad_files(root, index_clip_master / "a.mp4")
+
+
+def seed_codes(idx: Any) -> int:
+    """Rows the search shards of an index hold: every variant of each usable sample on the
+    index's seed grid (shard format 4; the database keeps every sample)."""
+    from overlap_desktop.core.index.shards import seed_frames
+
+    return sum(seed_frames(fp.times_ns, fp.usable, idx.seed_fps).size * len(fp.variants)
+               for _, _, fp in idx.streams())

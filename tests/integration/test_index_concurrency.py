@@ -14,6 +14,7 @@ from overlap_desktop.core.index.indexer import index_paths
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import Progress
 from overlap_desktop.errors import IndexBusyError
+from tests.fixtures_index import seed_codes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +66,7 @@ def test_readers_work_while_another_process_writes(held_index: tuple[Path, int],
     with open_index(ix, readonly=True) as idx:
         assert [f.status for f in idx.files()] == ["ok"]
         assert len(list(idx.streams())) == 1
-        assert sum(len(s) for s in idx.shards()) == idx.stats()["codes"] > 0
+        assert sum(len(s) for s in idx.shards()) == seed_codes(idx) > 0
     # A read-write open (what compare and the GUI do) also reads; sealing is skipped, not waited for.
     with open_index(ix) as idx:
         assert sum(len(s) for s in idx.shards()) > 0
@@ -82,7 +83,7 @@ def test_reader_during_indexing_in_process(clip_folder: Path, tmp_path: Path) ->
             with open_index(ix, readonly=True) as reader:
                 seen.append(len(reader.files("ok")))
                 # Streams committed so far are visible before they are sealed into shards.
-                assert sum(len(s) for s in reader.shards()) == reader.stats()["codes"]
+                assert sum(len(s) for s in reader.shards()) == seed_codes(reader)
 
     index_paths([clip_folder], index=ix, config=load_config(environ={}), progress=progress)
     assert seen == [1, 2, 3]

@@ -14,9 +14,11 @@ from overlap_desktop.core.index import blobs as blobs_mod
 from overlap_desktop.core.index import lock as lock_mod
 from overlap_desktop.core.index import schema as schema_mod
 from overlap_desktop.core.index import store as index_mod
+from overlap_desktop.core.index.shards import Hits
 from overlap_desktop.core.index.store import Index, open_index, wal_support
 from overlap_desktop.core.types import Span, StreamFingerprints, StreamInfo, Variant
 from overlap_desktop.errors import IndexBusyError, IndexError_
+from tests.fixtures_index import seed_codes
 
 
 @pytest.fixture(autouse=True)
@@ -75,25 +77,31 @@ def test_round_trip_and_metadata(tmp_path: Path) -> None:
 
 def test_shards_cover_usable_codes_and_go_stale(tmp_path: Path) -> None:
     with open_index(tmp_path / "ix") as idx:
-        idx.shard_codes = 150  # two 111-code streams cannot share a shard
+        idx.shard_codes = 40  # two 30-row streams cannot share a shard
         for i in range(3):
             add(idx, tmp_path / f"{i}.mp4", i)
         assert idx.seal() == 3
         shards = list(idx.shards())
-        assert sum(len(s) for s in shards) == 3 * 37 * 3  # usable frames x variants
+        # Seeds: the first usable sample of each second (10 s; frames 10-12 unusable, so the
+        # fourth second starts at frame 13) x 3 variants; the database keeps all 37 x 3.
+        assert sum(len(s) for s in shards) == 3 * 10 * 3
+        assert all(s.seed_fps == idx.seed_fps == 1.0 for s in shards)
         st = idx.stats()
         assert st["shards"] == 3 and st["pending_codes"] == 0 and st["codes"] == 333
-        # A query equal to a stored code finds it at distance 0, with its frame and variant.
+        # A query equal to a stored seed code finds it at distance 0, with its frame and variant;
+        # a sample between seeds (frame 5) is not in the shards (verification reads it from SQLite).
         fp = idx.stream_fingerprints(idx.stream_ids()[1][0])
-        hits = [s.search(fp.codes[5, 2][None, :], max_distance=0) for s in idx.shards()]
-        found = [(int(h.stream_id[0]), int(h.frame_idx[0]), int(h.variant_idx[0])) for h in hits if len(h)]
-        assert found == [(idx.stream_ids()[1][0], 5, 2)]
+        hits = [s.search(fp.codes[[4, 13], 2], max_distance=0) for s in idx.shards()]
+        found = [list(zip(h.stream_id.tolist(), h.frame_idx.tolist(), h.variant_idx.tolist())) for h in hits if len(h)]
+        sid1 = idx.stream_ids()[1][0]
+        assert found == [[(sid1, 4, 2), (sid1, 13, 2)]]
+        assert not any(len(s.search(fp.codes[5, 2][None, :], max_distance=0)) for s in idx.shards())
         # Forgetting a file makes its shard stale; the next seal rebuilds without it.
         assert idx.remove_files([tmp_path / "1.mp4"]) == 1
         assert idx.stats()["shards_stale"] == 1
         idx.seal()
         assert idx.stats()["shards_stale"] == 0
-        assert sum(len(s) for s in idx.shards()) == 2 * 111
+        assert sum(len(s) for s in idx.shards()) == 2 * 30
         # Dropped shard folders wait out a grace period for readers, then are swept;
         # a folder no row ever named (a build killed before its commit) goes at once.
         live = {n for (n,) in idx._db.execute("SELECT name FROM shards")}
@@ -123,12 +131,30 @@ def test_hits_on_streams_forgotten_mid_compare_are_dropped(tmp_path: Path) -> No
         shards.close()
 
 
-def test_small_runs_refill_the_newest_shard(tmp_path: Path) -> None:
+def test_small_runs_merge_like_a_binary_counter(tmp_path: Path) -> None:
+    # Each run adds one 30-row stream. The newest shard merges into its predecessor while it
+    # holds at least half as many rows and both fit the cap: few shards, few rewrites.
     with open_index(tmp_path / "ix") as idx:
-        for i in range(4):
+        idx.shard_codes = 240
+        sizes, built = [], 0
+        for i in range(16):
             add(idx, tmp_path / f"{i}.mp4", i)
-            idx.seal()
-        assert idx.stats()["shards"] == 1 and idx.stats()["shard_codes"] == 4 * 111
+            built += idx.seal()
+            sizes.append([n for (n,) in idx._db.execute("SELECT n_codes FROM shards ORDER BY id")])
+        assert sizes[:5] == [[30], [60], [90], [90, 30], [150]]
+        assert all(sum(s) == 30 * (k + 1) and max(s) <= 240 for k, s in enumerate(sizes))
+        # Full shards plus a logarithmic tail, never one per run.
+        assert all(len(s) <= sum(s) // 240 + 4 for s in sizes), sizes
+        assert sizes[-1] == [240, 240], sizes[-1]
+        # Shards built in all (each <= 240 rows): about two per run, where refilling the newest
+        # shard on every run would rewrite all of its rows each time.
+        assert built <= 2 * 16, built
+        assert sum(len(s) for s in idx.shards()) == 16 * 30
+        # Every stream is still found exactly once.
+        for sid, _, _ in idx.stream_ids():
+            fp = idx.stream_fingerprints(sid)
+            hits = Hits.concat([s.search(fp.codes[[0], 0], max_distance=0) for s in idx.shards()])
+            assert hits.stream_id.tolist() == [sid]
 
 
 def test_reader_sees_unsealed_streams_while_writer_holds_lock(tmp_path: Path) -> None:
@@ -141,7 +167,7 @@ def test_reader_sees_unsealed_streams_while_writer_holds_lock(tmp_path: Path) ->
             writer.record_file(st, size=1, mtime_ns=1, sha256="0" * 64, reader="fake",
                                streams=[(StreamInfo("v:0"), fake_fp(3))])
             # The reader cannot seal (lock held) but still sees every ok stream.
-            assert sum(len(s) for s in reader.shards()) == 111
+            assert sum(len(s) for s in reader.shards()) == 30
             assert len(reader.files()) == 1
             with pytest.raises(IndexBusyError, match=f"pid {os.getpid()}"):
                 with reader.writer():
@@ -249,7 +275,7 @@ def test_schema_1_index_reads_as_is_then_migrates_on_write(tmp_path: Path, monke
         assert idx.schema_version == 1
         got = codes_by_path(idx)
         assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
-        assert sum(len(s) for s in idx.shards()) == 2 * 37 * 3  # served unsealed from memory
+        assert sum(len(s) for s in idx.shards()) == seed_codes(idx) == 2 * 10 * 3  # served unsealed from memory
     # A writer upgrades; the old blobs stay as they are and still read; new streams get tag 2.
     with open_index(tmp_path / "ix") as idx:
         assert idx.schema_version == 2
@@ -262,7 +288,7 @@ def test_schema_1_index_reads_as_is_then_migrates_on_write(tmp_path: Path, monke
         got = codes_by_path(idx)
         want["b.mp4"] = fake_fp(3).codes
         assert all(np.array_equal(got[k], want[k]) for k in want)
-        assert idx.seal() >= 1 and sum(len(s) for s in idx.shards()) == 3 * 37 * 3
+        assert idx.seal() >= 1 and sum(len(s) for s in idx.shards()) == seed_codes(idx) == 3 * 10 * 3
     # Overlap with schema 1 refuses the upgraded index with its usual message, reader or writer.
     monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 1)
     for readonly in (True, False):
@@ -290,7 +316,7 @@ def test_overlap_index_upgrades_a_schema_1_index(clip_folder: Path, tmp_path: Pa
         assert tags == [b"\x00", b"\x02", b"\x02"]  # a.mp4 unchanged, so not fingerprinted again
         got = codes_by_path(idx)
         assert np.array_equal(got["a.mp4"], old) and got["b.mkv"].shape[1] == old.shape[1]
-        assert sum(len(s) for s in idx.shards()) == idx.stats()["codes"]
+        assert sum(len(s) for s in idx.shards()) == seed_codes(idx) > 0
 
 
 def test_damaged_codes_blob_names_the_file(tmp_path: Path) -> None:
@@ -321,3 +347,37 @@ def test_merge_reads_a_schema_1_source_and_writes_bit_planes(tmp_path: Path,
         assert [t for (t,) in idx._db.execute("SELECT substr(codes, 1, 1) FROM streams")] == [b"\x02"] * 2
         got = codes_by_path(idx)
         assert np.array_equal(got["a.mp4"], fake_fp(1).codes) and np.array_equal(got["still.mp4"], still_fp(2).codes)
+
+
+def test_format_3_shards_still_serve_and_rebuild_upgrades_them(tmp_path: Path) -> None:
+    # An index sealed before format 4 holds every usable sample in format-3 shards. It keeps
+    # answering (no migration step); `overlap index --rebuild-shards` rewrites it in format 4.
+    from overlap_desktop.core.index.shards import SHARD_VERSION, Shard, build_shard
+
+    with open_index(tmp_path / "ix") as idx:
+        for i in range(2):
+            add(idx, tmp_path / f"{i}.mp4", i)
+        idx.seal()
+        sid = idx.stream_ids()[1][0]
+        fp = idx.stream_fingerprints(sid)
+        for (name,) in list(idx._db.execute("SELECT name FROM shards")):
+            rows = [(s, idx.stream_fingerprints(s)) for (s,) in idx._db.execute(
+                "SELECT ss.stream_id FROM shard_streams ss JOIN shards h ON h.id = ss.shard_id "
+                "WHERE h.name = ?", (name,))]
+            codes = np.concatenate([f.codes[f.usable].reshape(-1, 32) for _, f in rows])
+            sids = np.concatenate([np.full(f.usable.sum() * 3, s) for s, f in rows])
+            frames = np.concatenate([np.repeat(np.flatnonzero(f.usable), 3) for _, f in rows])
+            variants = np.tile(np.arange(3), codes.shape[0] // 3)
+            build_shard(idx.shard_root / name, codes, sids, frames, variants, version=3)
+        old = list(idx.shards())
+        assert [s.version for s in old] == [3] and len(old[0]) == 2 * 37 * 3
+        # A sample between seeds (frame 5) is found in the old shards, with its stream id.
+        hits = Hits.concat([s.search(fp.codes[[4, 5], 2], max_distance=0) for s in idx.shards()])
+        assert list(zip(hits.q_idx.tolist(), hits.stream_id.tolist(), hits.frame_idx.tolist())) == [
+            (0, sid, 4), (1, sid, 5)]
+        assert idx.rebuild_shards() == 1
+        new = list(idx.shards())
+        assert [(s.version, s.seed_fps, len(s)) for s in new] == [(SHARD_VERSION, 1.0, 2 * 10 * 3)]
+        assert all(Shard.open(p).version == SHARD_VERSION for p in idx.shard_root.iterdir())
+        hits = Hits.concat([s.search(fp.codes[[4, 5], 2], max_distance=0) for s in idx.shards()])
+        assert list(zip(hits.q_idx.tolist(), hits.stream_id.tolist(), hits.frame_idx.tolist())) == [(0, sid, 4)]

@@ -142,28 +142,73 @@ def test_version_1_shards_still_read(tmp_path) -> None:  # type: ignore[no-untyp
         (i, i) for i in range(50)]
 
 
+def _same_hits(a: Hits, b: Hits) -> None:
+    """Equal hit sets. Ties (same query row and distance) may come in another row order when
+    format 4 regroups the rows by stream, so both are compared fully sorted."""
+    fields = ("q_idx", "distance", "stream_id", "frame_idx", "variant_idx")
+    ka = np.lexsort([getattr(a, f) for f in reversed(fields)])
+    kb = np.lexsort([getattr(b, f) for f in reversed(fields)])
+    for field in fields:
+        assert np.array_equal(getattr(a, field)[ka], getattr(b, field)[kb]), field
+
+
 @pytest.mark.parametrize("n", [0, 1, 3_000])
-def test_version_2_shards_give_the_same_hits(tmp_path, n: int) -> None:  # type: ignore[no-untyped-def]
-    # Format 3 stacks the chunk tables; a format-2 shard of the same codes must still open
-    # and answer every query exactly as the new layout does (an index built before keeps working).
+def test_older_formats_give_the_same_hits(tmp_path, n: int) -> None:  # type: ignore[no-untyped-def]
+    # Format 3 stacks the chunk tables, format 4 regroups rows by stream and drops the per-row
+    # stream id; shards of formats 2 and 3 of the same codes must still open and answer every
+    # query exactly as the new layout does (an index built before keeps working). Stream ids
+    # interleave (row % 7), so format 4 has to sort the rows stream-major itself.
     rng = np.random.default_rng(11)
     codes = rng.integers(0, 256, (n, 32), dtype=np.uint8)
     codes[n // 2:] = codes[: n - n // 2]  # repeated codes: buckets with several rows
-    args = (codes, np.arange(n) // 7, (np.arange(n) % 7).astype(np.int32), (np.arange(n) % 2).astype(np.int16))
+    args = (codes, np.arange(n) % 7 + 10**12, (np.arange(n) // 7).astype(np.int32),
+            (np.arange(n) % 2).astype(np.int16))
     build_shard(tmp_path / "v2", *args, version=2)
-    build_shard(tmp_path / "v3", *args)
-    old, new = Shard.open(tmp_path / "v2"), Shard.open(tmp_path / "v3")
-    assert (old.version, new.version) == (2, SHARD_VERSION) and SHARD_VERSION == 3
+    build_shard(tmp_path / "v3", *args, version=3)
+    build_shard(tmp_path / "v4", *args)
+    shards = [Shard.open(tmp_path / f"v{v}") for v in (2, 3, 4)]
+    assert [s.version for s in shards] == [2, 3, SHARD_VERSION] and SHARD_VERSION == 4
+    new = shards[-1]
+    assert not (tmp_path / "v4" / "stream_ids.npy").exists()
     query = np.concatenate([_flip(codes[:200], 9, rng), rng.integers(0, 256, (50, 32), dtype=np.uint8)])
     query = np.concatenate([query, query[::3]])  # repeated query codes share their probes
     for probe in (0, 1):
-        a = old.search(query, max_distance=40, probe=probe)
-        b = new.search(query, max_distance=40, probe=probe)
-        for field in ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance"):
-            assert np.array_equal(getattr(a, field), getattr(b, field)), field
+        want = shards[0].search(query, max_distance=40, probe=probe)
+        assert np.array_equal(want.q_idx, np.sort(want.q_idx))
+        for other in shards[1:]:
+            _same_hits(want, other.search(query, max_distance=40, probe=probe))
     if n:
         hits = new.search(query, max_distance=40)
         assert len(hits) >= min(n, 200) // 2
         assert len(set(hits.q_idx.tolist()) & set(range(250, query.shape[0]))) >= min(n, 200) // 6
+        # Exact lookups name the row's own stream, frame and variant.
+        exact = new.search(codes[[0, n - 1]], max_distance=0)
+        got = set(zip(exact.q_idx.tolist(), exact.stream_id.tolist(), exact.frame_idx.tolist()))
+        assert (0, 10**12, 0) in got and (1, (n - 1) % 7 + 10**12, (n - 1) // 7) in got
     with pytest.raises(ValueError, match="version"):
         build_shard(tmp_path / "v9", *args, version=9)
+
+
+def test_format_4_refuses_references_it_cannot_hold(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    codes = np.zeros((2, 32), np.uint8)
+    with pytest.raises(ValueError, match="variant_idx"):
+        build_shard(tmp_path / "x", codes, np.zeros(2), np.zeros(2), np.array([0, 256]))
+    with pytest.raises(ValueError, match="frame_idx"):
+        build_shard(tmp_path / "x", codes, np.zeros(2), np.array([0, -1]), np.zeros(2))
+    build_shard(tmp_path / "x", codes, np.zeros(2), np.zeros(2), np.array([0, 256]), version=3)
+
+
+def test_seed_frames_follow_stream_time_not_sample_count() -> None:
+    from overlap_desktop.core.index.shards import seed_frames
+
+    # 4 samples/s with sample 4 (t = 1.0 s) unusable: the second whole second is seeded by
+    # its first usable sample (t = 1.25 s); every sample is kept without a seed grid.
+    t = (np.arange(12) * 250_000_000).astype(np.int64)
+    usable = np.ones(12, bool)
+    usable[4] = False
+    assert seed_frames(t, usable, 1.0).tolist() == [0, 5, 8]
+    assert seed_frames(t, usable, 2.0).tolist() == [0, 2, 5, 6, 8, 10]
+    assert seed_frames(t, usable, None).tolist() == np.flatnonzero(usable).tolist()
+    # Another sampling rate (3/s, i.e. 333 ms steps) gives one seed per second as well.
+    t3 = (np.arange(9) * 333_333_333).astype(np.int64)
+    assert seed_frames(t3, np.ones(9, bool), 1.0).tolist() == [0, 3, 6]

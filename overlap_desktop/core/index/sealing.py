@@ -1,10 +1,12 @@
 """The index's search shards: sealing them from the database, serving them to a comparison.
 
 Shards are derived data (the database holds every fingerprint); each holds the
-usable codes of a batch of streams in the matcher's search format
-(:func:`overlap_desktop.core.index.shards.build_shard`), at most ``shard_codes`` codes,
-so a comparison keeps one shard in memory at a time. :class:`ShardSet` is a mixin of
-:class:`~overlap_desktop.core.index.store.Index`.
+seed codes (every variant of the usable samples on the ``seed_fps`` grid,
+:func:`~overlap_desktop.core.index.shards.seed_frames`) of a batch of whole streams in the
+matcher's search format (:func:`overlap_desktop.core.index.shards.build_shard`), at most
+``shard_codes`` rows, so a comparison keeps one shard in memory at a time. New streams
+are sealed into new shards, which merge binary-counter fashion (:meth:`ShardSet.seal`).
+:class:`ShardSet` is a mixin of :class:`~overlap_desktop.core.index.store.Index`.
 
 Life of a shard: built and recorded as sealed by the writer (:meth:`ShardSet.seal`);
 marked stale by a trigger when a stream it covers is deleted or re-fingerprinted;
@@ -28,6 +30,7 @@ import numpy as np
 
 from overlap_desktop.core.index.db import SHARD_REPAIR_ADVICE, first_row
 from overlap_desktop.core.index.schema import now_iso
+from overlap_desktop.core.index.shards import DEFAULT_SEED_FPS
 from overlap_desktop.core.types import CODE_BYTES, StreamFingerprints
 from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
 
@@ -36,18 +39,27 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from overlap_desktop.core.index.shards import Shard
 
-__all__ = ["DEFAULT_SHARD_CODES", "SHARD_GRACE_S", "ShardSet"]
+__all__ = ["DEFAULT_SEED_FPS", "DEFAULT_SHARD_CODES", "SHARD_GRACE_S", "ShardSet"]
 
 log = logging.getLogger(__name__)
 
 #: Seconds a dropped shard's folder is kept for readers that listed it before the drop.
 SHARD_GRACE_S = 6 * 3600.0
-#: Codes per shard. 2M codes = 64 MiB of codes + ~28 MiB of ids resident while searching.
-DEFAULT_SHARD_CODES = 2_000_000
+#: Rows (seed codes) per shard: 8M rows = about 280 footage hours at the default preset and
+#: seed grid (8 variants x 1 seed/s), ~720 MB on disk. Building one peaks at about 1 GB
+#: (measured 973 MB: the rows with their ids, one chunk's sort, and the tables' pages written
+#: through memory maps). A search of one shard touches most of its pages (~750 MB peak RSS),
+#: which is what bounds the cap under the 1.5 GB target. Few large shards keep the per-shard
+#: work of a comparison from dominating: 36 shards at 10,000 hours where 2M-code shards made 590.
+DEFAULT_SHARD_CODES = 8_000_000
 
 
 class ShardSet:
     """Sealing, listing and rebuilding search shards (a mixin of ``Index``)."""
+
+    #: Seed samples per second kept in shards (:func:`~overlap_desktop.core.index.shards.seed_frames`);
+    #: ``None`` keeps every usable sample. Verification always reads every sample.
+    seed_fps: float | None = DEFAULT_SEED_FPS
 
     if TYPE_CHECKING:  # provided by Index
         path: Path
@@ -108,40 +120,48 @@ class ShardSet:
             "(SELECT ss.stream_id FROM shard_streams ss JOIN shards h ON h.id = ss.shard_id "
             " WHERE h.stale = 0 AND h.sealed = 1) ORDER BY s.id"))
 
-    def _batches(self, streams: list[tuple[int, int]]) -> list[list[int]]:
-        batches: list[list[int]] = []
-        cur: list[int] = []
-        cur_n = 0
-        for sid, n in streams:
-            if cur and cur_n + n > self.shard_codes:
-                batches.append(cur)
-                cur, cur_n = [], 0
-            cur.append(sid)
-            cur_n += n
-        if cur:
-            batches.append(cur)
-        return batches
+    def _stream_rows(self, sid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The seed rows of one stream: ``(codes (k*V, 32), frame (k*V,), variant (k*V,))``."""
+        from overlap_desktop.core.index.shards import seed_frames
 
-    def _shard_arrays(self, stream_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        codes_l, sid_l, fidx_l, var_l = [], [], [], []
+        try:
+            fp = self.stream_fingerprints(sid)
+        except KeyError:
+            return None
+        frames = seed_frames(fp.times_ns, fp.usable, self.seed_fps)
+        if frames.size == 0:
+            return None
+        v = len(fp.variants)
+        return (np.ascontiguousarray(fp.codes[frames].reshape(-1, CODE_BYTES)), np.repeat(frames, v),
+                np.tile(np.arange(v, dtype=np.int16), frames.size))
+
+    def _shard_batches(self, stream_ids: Sequence[int], cancel: Any = None
+                       ) -> Iterator[tuple[list[int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]:
+        """Batches of streams of at most ``shard_codes`` seed rows each, with their rows.
+
+        Streams are read one at a time, so memory holds one batch (a stream larger than
+        the cap makes a shard of its own).
+        """
+        from overlap_desktop.core.types import check_cancel
+
+        batch: list[int] = []
+        parts: list[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+        rows = 0
         for sid in stream_ids:
-            try:
-                fp = self.stream_fingerprints(sid)
-            except KeyError:
-                continue
-            frames = np.flatnonzero(fp.usable).astype(np.int32)
-            v = len(fp.variants)
-            if frames.size == 0:
-                continue
-            codes_l.append(fp.codes[frames].reshape(-1, CODE_BYTES))
-            fidx_l.append(np.repeat(frames, v))
-            var_l.append(np.tile(np.arange(v, dtype=np.int16), frames.size))
-            sid_l.append(np.full(frames.size * v, sid, dtype=np.int64))
-        if not codes_l:
-            return (np.zeros((0, CODE_BYTES), np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int32),
-                    np.zeros(0, np.int16))
-        return (np.ascontiguousarray(np.concatenate(codes_l)), np.concatenate(sid_l),
-                np.concatenate(fidx_l), np.concatenate(var_l))
+            check_cancel(cancel)
+            got = self._stream_rows(sid)
+            n = 0 if got is None else got[0].shape[0]
+            if batch and rows + n > self.shard_codes:
+                joined = _join(parts)
+                parts.clear()  # one copy of the batch's rows in memory, not two
+                yield batch, joined
+                batch, parts, rows = [], [], 0
+            batch.append(sid)
+            if got is not None:
+                parts.append((sid, got))
+                rows += n
+        if batch:
+            yield batch, _join(parts)
 
     def _drop_shard(self, shard_id: int, name: str) -> None:
         import time
@@ -155,47 +175,56 @@ class ShardSet:
     def seal(self, *, cancel: Any = None) -> int:
         """Build shards for every stream no fresh shard covers; rebuild stale shards.
 
-        Takes the writer lock. The newest shard is refilled when it has room, so
-        repeated small indexing runs do not leave many tiny shards. Returns the number
-        of shards built.
+        Takes the writer lock. New streams go into new shards; then, like a binary counter,
+        the newest shard is merged with its predecessor while it holds at least half as many
+        rows and both fit in one shard. Repeated small indexing runs thus neither leave many
+        tiny shards nor rewrite a large shard every time: a row is rewritten about
+        log2(cap / run) times, and there are about ``rows / shard_codes`` shards plus a
+        logarithmic tail. Returns the number of shards built.
         """
-        from overlap_desktop.core.index.shards import build_shard
-        from overlap_desktop.core.types import check_cancel
-
         with self.writer():
             for sid, name in list(self._db.execute("SELECT id, name FROM shards WHERE stale = 1 OR sealed = 0")):
                 self._drop_shard(sid, name)
             pending = self._uncovered_streams()
             if not pending:
                 return 0
-            total = sum(n for _, n in pending)
-            last = self._db.execute(
-                "SELECT id, name, n_codes FROM shards ORDER BY id DESC LIMIT 1").fetchone()
-            if last is not None and last[2] + total <= self.shard_codes:
-                # Refill: dropping the newest shard makes its streams pending for this build.
-                self._drop_shard(last[0], last[1])
-                pending = self._uncovered_streams()
-            built = 0
             self.shard_root.mkdir(parents=True, exist_ok=True)
-            for batch in self._batches(pending):
-                check_cancel(cancel)
-                codes, sids, fidx, vidx = self._shard_arrays(batch)
-                name = f"shard-{uuid.uuid4().hex[:12]}"
-                build_shard(self.shard_root / name, codes, sids, fidx, vidx)
-                with self._db:
-                    self._db.execute("INSERT INTO shards(name, sealed, stale, n_codes, created) "
-                                     "VALUES (?, 1, 0, ?, ?)", (name, int(codes.shape[0]), now_iso()))
-                    shard_id = self._db.last_insert_rowid()
-                    self._db.executemany("INSERT INTO shard_streams(shard_id, stream_id) VALUES (?, ?)",
-                                         [(shard_id, s) for s in batch])
-                    # A stream deleted while we built makes the new shard stale straight away.
-                    gone = first_row(self._db.execute(
-                        "SELECT COUNT(*) FROM shard_streams ss LEFT JOIN streams s ON s.id = ss.stream_id "
-                        "WHERE ss.shard_id = ? AND s.id IS NULL", (shard_id,)), "count")[0]
-                    if gone:
-                        self._db.execute("UPDATE shards SET stale = 1 WHERE id = ?", (shard_id,))
-                built += 1
+            built = self._build([s for s, _ in pending], cancel)
+            while True:
+                last = list(self._db.execute("SELECT id, name, n_codes FROM shards ORDER BY id DESC LIMIT 2"))
+                if len(last) < 2:
+                    break
+                (new_id, new_name, new_n), (old_id, old_name, old_n) = last
+                if 2 * new_n < old_n or new_n + old_n > self.shard_codes:
+                    break
+                # Dropping both makes exactly their live streams pending: rebuild them as one.
+                self._drop_shard(new_id, new_name)
+                self._drop_shard(old_id, old_name)
+                built += self._build([s for s, _ in self._uncovered_streams()], cancel)
             return built
+
+    def _build(self, stream_ids: Sequence[int], cancel: Any) -> int:
+        """Build and record sealed shards of ``stream_ids`` (the writer lock held)."""
+        from overlap_desktop.core.index.shards import build_shard
+
+        built = 0
+        for batch, (codes, sids, fidx, vidx) in self._shard_batches(stream_ids, cancel):
+            name = f"shard-{uuid.uuid4().hex[:12]}"
+            build_shard(self.shard_root / name, codes, sids, fidx, vidx, seed_fps=self.seed_fps)
+            with self._db:
+                self._db.execute("INSERT INTO shards(name, sealed, stale, n_codes, created) "
+                                 "VALUES (?, 1, 0, ?, ?)", (name, int(codes.shape[0]), now_iso()))
+                shard_id = self._db.last_insert_rowid()
+                self._db.executemany("INSERT INTO shard_streams(shard_id, stream_id) VALUES (?, ?)",
+                                     [(shard_id, s) for s in batch])
+                # A stream deleted while we built makes the new shard stale straight away.
+                gone = first_row(self._db.execute(
+                    "SELECT COUNT(*) FROM shard_streams ss LEFT JOIN streams s ON s.id = ss.stream_id "
+                    "WHERE ss.shard_id = ? AND s.id IS NULL", (shard_id,)), "count")[0]
+                if gone:
+                    self._db.execute("UPDATE shards SET stale = 1 WHERE id = ?", (shard_id,))
+            built += 1
+        return built
 
     def rebuild_shards(self, *, cancel: Any = None) -> int:
         """Drop every search shard and build them again from the database.
@@ -258,12 +287,11 @@ class ShardSet:
         from overlap_desktop.core.index.shards import Shard as _Shard
         from overlap_desktop.core.index.shards import build_shard
 
-        for batch in self._batches(streams):
-            codes, sids, fidx, vidx = self._shard_arrays(batch)
+        for _batch, (codes, sids, fidx, vidx) in self._shard_batches([s for s, _ in streams]):
             if codes.shape[0] == 0:
                 continue
             with tempfile.TemporaryDirectory(prefix="overlap-shard-") as tmp:
-                build_shard(Path(tmp) / "shard", codes, sids, fidx, vidx)
+                build_shard(Path(tmp) / "shard", codes, sids, fidx, vidx, seed_fps=self.seed_fps)
                 shard = _Shard.open(Path(tmp) / "shard")
                 try:
                     yield shard
@@ -331,6 +359,17 @@ class _LiveShard:
             if ((fi < 0) | (fi >= limits[pos, 0]) | (vi < 0) | (vi >= limits[pos, 1])).any():
                 raise self._damaged("a search hit names a frame or variant its stream does not have")
         return hits
+
+
+def _join(parts: list[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One batch's rows, stream-major: ``(codes, stream ids, frames, variants)``."""
+    if not parts:
+        return (np.zeros((0, CODE_BYTES), np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int32),
+                np.zeros(0, np.int16))
+    codes = np.concatenate([p[1][0] for p in parts])
+    sids = np.concatenate([np.full(p[1][0].shape[0], p[0], np.int64) for p in parts])
+    return (codes, sids, np.concatenate([p[1][1] for p in parts]), np.concatenate([p[1][2] for p in parts]))
 
 
 def _close(obj: Any) -> None:

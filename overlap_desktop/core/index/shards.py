@@ -4,13 +4,21 @@ A shard is a folder of ``.npy`` arrays holding N codes (256-bit PDQ, one per cor
 frame *and* variant) and, for each of ``m`` substrings ("chunks") of the code, an
 index of the chunk values: the rows sorted by chunk value (``perm``), a prefix table
 of bucket offsets by the value's top bits (``off``; sized to the shard so a bucket
-holds ~4 rows), and the remaining low bits of each sorted value (``low``, one byte per
-row up to 2**24 rows). Format 3 stacks the ``m`` chunks of each table in one file
-(``off.npy`` is ``(m, buckets + 1)``), so a search maps three table files per shard and
-looks every chunk up in one vectorised pass; format 2 kept one file per table and
-chunk (``off_j``, ``low_j``, ``perm_j``) and is still read. A query code looks each
-chunk up: prefix -> bucket -> compare the bucket's low bits; rows sharing at least one
-chunk exactly become candidates, verified with the full Hamming distance.
+holds ~16 rows, ~4 before format 4), and the remaining low bits of each sorted value
+(``low``, one byte per row in shards of 2**20 rows or more). The ``m`` chunks of each
+table are stacked in one file (``off.npy`` is ``(m, buckets + 1)``), so a search maps
+three table files per shard and looks every chunk up in one vectorised pass. A query
+code looks each chunk up: prefix -> bucket -> compare the bucket's low bits; rows
+sharing at least one chunk exactly become candidates, verified with the full Hamming
+distance.
+
+Format 4 (written today) stores rows stream-major: a row's stream comes from a
+per-stream first-row table (``streams``, ``first``), its frame (``uint32``) and variant
+(``uint8``) from two narrow columns, ~90 bytes per row in all. An index seals only its
+*seed* samples into shards (:func:`seed_frames`, one sample per second by default; the
+meta records the grid): verification reads every sample from the database, so the
+shards need only put a few points on each copy's line. Formats 1-3 (one 8-byte stream id
+per row, and in 1-2 other table layouts; :mod:`.shard_legacy`) are still read.
 
 Why this structure: by the pigeonhole principle, two codes within ``r`` bits agree
 exactly on at least one of ``m`` chunks when ``r < m``; for larger ``r`` the chance
@@ -26,8 +34,8 @@ per lookup: both made the time grow 4-7x per 10x corpus (bench/bench_compare.py)
 find too few seeds at the distances re-encodes and phase shifts produce.
 
 Because the work per lookup is the same in every shard, a comparison costs about
-(shards x probes): at 10,000 hours the number of shards, not their size, sets the
-search time (docs/scale.md).
+(shards x probes) lookups plus the random chunk collisions, which grow with the rows
+searched: hence few large shards of seed rows (docs/scale.md, "Comparison").
 
 Only the shard's own arrays are memory-mapped, so the resident memory of a search is
 bounded by one shard's touched pages and candidates.
@@ -51,6 +59,7 @@ from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
 from overlap_desktop.errors import IndexError_
 
 __all__ = [
+    "DEFAULT_SEED_FPS",
     "SHARD_FORMAT",
     "SHARD_VERSION",
     "Hits",
@@ -59,16 +68,24 @@ __all__ = [
     "build_shard",
     "hamming_rows",
     "popcount_xor",
+    "seed_frames",
 ]
 
 SHARD_FORMAT = "overlap.shard"
-#: 3: the tables of all chunks stacked in one file each (``off``, ``low``, ``perm``), so a
-#: search maps three files per shard and looks all chunks up in one vectorised pass.
+#: 4: rows stream-major with a per-stream first-row table (``streams``, ``first``), ``uint32`` frames,
+#: ``uint8`` variants, ~16-row buckets; the meta records the seed grid (``seed_fps``).
+#: 3 (read only): each table's chunks stacked in one file (``off``, ``low``, ``perm``), one pass.
 #: 2 (read only): one file per table and chunk (``off_j``, ``low_j``, ``perm_j``).
-#: 1 (read only): sorted 4-byte keys, binary search. Same bytes on disk in 2 and 3.
-SHARD_VERSION = 3
-_READABLE_VERSIONS = (1, 2, 3)
-_WRITABLE_VERSIONS = (2, 3)
+#: 1 (read only): sorted 4-byte keys, binary search.
+SHARD_VERSION = 4
+_READABLE_VERSIONS = (1, 2, 3, 4)
+_WRITABLE_VERSIONS = (2, 3, 4)
+#: Seed samples per second kept in an index's sealed shards: the first usable sample of each
+#: ``1 / DEFAULT_SEED_FPS`` seconds of stream time, every variant. Verification along a line
+#: reads every sample from the database, so seeds only need to put two or more points on a
+#: copy's line; at 1 seed/s every row of the detection matrix passes, at a quarter of the rows
+#: of the 4-sample/s default preset (docs/scale.md, "Shard format 4").
+DEFAULT_SEED_FPS = 1.0
 #: Bits of a chunk value resolved by the in-memory prefix table.
 PREFIX_BITS = 16
 _META = "shard.json"
@@ -100,22 +117,48 @@ def _chunk_keys(codes: np.ndarray, start: int, width: int) -> np.ndarray:
 # --------------------------------------------------------------------------- build
 
 
+def seed_frames(times_ns: np.ndarray, usable: np.ndarray, seed_fps: float | None) -> np.ndarray:
+    """Frames a sealed shard holds: the first usable sample of each ``1 / seed_fps`` seconds.
+
+    Chosen by stream time, not by count, so any sampling rate gives the same seed grid.
+
+    Args:
+        times_ns: ``int64 (n,)`` sample times of a stream.
+        usable: ``bool (n,)`` usable samples.
+        seed_fps: Seed samples per second; ``None`` or ``0`` keeps every usable sample.
+
+    Returns:
+        ``int32`` frame positions, ascending.
+    """
+    rows = np.flatnonzero(np.asarray(usable, bool)).astype(np.int32)
+    if not seed_fps or rows.size == 0:
+        return rows
+    # 1 ms of slack: timestamps rounded down (3 samples/s: 999,999,999 ns) still open their second.
+    t = np.asarray(times_ns, np.int64)[rows] + 1_000_000
+    slot = np.floor(t * (float(seed_fps) / 1e9)).astype(np.int64)
+    first = np.r_[True, slot[1:] != slot[:-1]]
+    return rows[first]
+
+
 def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, frame_idx: np.ndarray,
                 variant_idx: np.ndarray, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                version: int = SHARD_VERSION) -> None:
+                version: int = SHARD_VERSION, seed_fps: float | None = None) -> None:
     """Write a searchable shard atomically.
 
     The shard is written into a temporary sibling folder and renamed into place, so
-    a crash never leaves a half-written shard under ``directory``.
+    a crash never leaves a half-written shard under ``directory``. Format 4 stores the
+    rows stream-major (rows of one stream contiguous; sorted here when they are not).
 
     Args:
         directory: Destination folder (created; replaced if it exists).
         codes: ``uint8 (N, 32)`` codes, one per (frame, variant).
         stream_ids: ``int64 (N,)`` index stream id of each row.
-        frame_idx: ``int32 (N,)`` frame position within the stream's fingerprints.
-        variant_idx: ``int16 (N,)`` variant position within the stream's variants.
+        frame_idx: ``(N,)`` frame position within the stream's fingerprints (< 2**31).
+        variant_idx: ``(N,)`` variant position within the stream's variants (< 256 in format 4).
         chunk_bytes: Lookup chunk width in bytes (1..4).
-        version: Shard format to write (3; 2 only to test that older shards still read).
+        version: Shard format to write (4; 2 and 3 only to test that older shards still read).
+        seed_fps: The seed grid the rows were chosen on (:func:`seed_frames`), recorded in
+            the meta; ``None`` = every usable sample.
 
     Raises:
         ValueError: arrays of inconsistent shapes or dtypes that cannot be converted.
@@ -125,12 +168,9 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
     if codes.ndim != 2 or codes.shape[1] != 32:
         raise ValueError(f"codes must be (N, 32) uint8, got {codes.shape}")
     n = codes.shape[0]
-    arrays: dict[str, np.ndarray] = {
-        "stream_ids": np.ascontiguousarray(stream_ids, dtype=np.int64),
-        "frame_idx": np.ascontiguousarray(frame_idx, dtype=np.int32),
-        "variant_idx": np.ascontiguousarray(variant_idx, dtype=np.int16),
-    }
-    for name, arr in arrays.items():
+    cols = {"stream_ids": np.asarray(stream_ids), "frame_idx": np.asarray(frame_idx),
+            "variant_idx": np.asarray(variant_idx)}
+    for name, arr in cols.items():
         if arr.shape != (n,):
             raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
     if not 1 <= chunk_bytes <= 4:
@@ -139,6 +179,13 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
         raise ValueError(f"cannot write shard format version {version}")
     if n >= 2**32:
         raise ValueError("a shard holds fewer than 2**32 rows")
+    if version >= 4:
+        codes, arrays, extra = _stream_major(codes, cols)
+    else:
+        arrays = {"stream_ids": np.ascontiguousarray(cols["stream_ids"], dtype=np.int64),
+                  "frame_idx": np.ascontiguousarray(cols["frame_idx"], dtype=np.int32),
+                  "variant_idx": np.ascontiguousarray(cols["variant_idx"], dtype=np.int16)}
+        extra = {}
 
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = directory.parent / f".{directory.name}.tmp-{uuid.uuid4().hex[:8]}"
@@ -150,7 +197,9 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
         spec = _chunk_spec(chunk_bytes)
         _write_chunk_tables(tmp, codes, spec, version)
         meta = {"format": SHARD_FORMAT, "version": int(version), "count": int(n),
-                "chunks": [list(c) for c in spec], "prefix_bits": _prefix_bits(n, spec[0][1])}
+                "chunks": [list(c) for c in spec], "prefix_bits": _prefix_bits(n, spec[0][1], version), **extra}
+        if version >= 4:
+            meta["seed_fps"] = float(seed_fps) if seed_fps else None
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
             fh.flush()
@@ -161,6 +210,34 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
         raise
 
 
+def _stream_major(codes: np.ndarray, cols: dict[str, np.ndarray]
+                  ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, Any]]:
+    """Format 4 row references: rows grouped by stream, a per-stream first-row table.
+
+    A row's stream is found by a binary search in ``first`` (one entry per stream), so the
+    8-byte stream id per row of formats 1-3 is not stored; frames take 4 bytes, variants 1.
+    """
+    sids = np.asarray(cols["stream_ids"], dtype=np.int64)
+    frames = np.asarray(cols["frame_idx"], dtype=np.int64)
+    variants = np.asarray(cols["variant_idx"], dtype=np.int64)
+    if frames.size and (frames.min() < 0 or frames.max() >= 2**31):
+        raise ValueError("frame_idx must be within 0..2**31-1")
+    if variants.size and (variants.min() < 0 or variants.max() > 255):
+        raise ValueError("variant_idx must be within 0..255 in shard format 4")
+    change = np.flatnonzero(sids[1:] != sids[:-1]) + 1
+    starts = np.r_[0, change] if sids.size else np.zeros(0, np.int64)
+    if np.unique(sids[starts]).size != starts.size:
+        # Rows of a stream are not contiguous: sort stream-major (stable keeps frame order).
+        order = np.argsort(sids, kind="stable")
+        codes, sids, frames, variants = codes[order], sids[order], frames[order], variants[order]
+        change = np.flatnonzero(sids[1:] != sids[:-1]) + 1
+        starts = np.r_[0, change] if sids.size else np.zeros(0, np.int64)
+    arrays = {"frame_idx": frames.astype(np.uint32), "variant_idx": variants.astype(np.uint8),
+              "streams": sids[starts].astype(np.int64),
+              "first": np.r_[starts, sids.size].astype(np.int64)}
+    return np.ascontiguousarray(codes), arrays, {"streams": int(starts.size)}
+
+
 def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]], version: int) -> None:
     """Per chunk: rows sorted by chunk value, bucket offsets by its top bits, its low bits.
 
@@ -169,11 +246,11 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
     """
     n = codes.shape[0]
     width = spec[0][1]
-    pbits = _prefix_bits(n, width)
+    pbits = _prefix_bits(n, width, version)
     lbits = 8 * width - pbits
     ldt = _low_dtype(lbits)
     stacked: dict[str, np.memmap[Any, Any]] = {}
-    if version >= 3:
+    if version >= 3:  # formats 3 and 4 stack the chunks
         shapes = {"off": ((len(spec), (1 << pbits) + 1), np.uint32), "low": ((len(spec), n), ldt),
                   "perm": ((len(spec), n), np.uint32)}
         for name, (shape, dt) in shapes.items():
@@ -198,10 +275,16 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
     stacked.clear()
 
 
-def _prefix_bits(n: int, width: int) -> int:
-    """Prefix table size for ``n`` rows: buckets of ~4 rows, so the work per lookup
-    does not grow with the shard (a fixed 16-bit prefix made it grow linearly)."""
-    want = int(np.ceil(np.log2(max(n, 1)))) - 2
+def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
+    """Prefix table size for ``n`` rows: buckets of a fixed size, so the work per lookup
+    does not grow with the shard (a fixed 16-bit prefix made it grow linearly).
+
+    Format 4 sizes buckets to ~16 rows (formats 2-3: ~4): the offsets table shrinks from
+    ~10 to ~2.5 bytes per row, and a comparison touches (faults in) a quarter of its pages;
+    the longer scan of one bucket's low bytes stays within a cache line or two. On an
+    8M-row shard this cut the page faults of a search by ~40% (docs/scale.md).
+    """
+    want = int(np.ceil(np.log2(max(n, 1)))) - (4 if version >= 4 else 2)
     return int(min(max(want, 8), 8 * width))
 
 
@@ -333,6 +416,8 @@ class Shard:
         self.count = int(meta["count"])
         self.version = int(meta["version"])
         self.chunks: list[tuple[int, int]] = [(int(a), int(b)) for a, b in meta["chunks"]]
+        #: The seed grid the rows were chosen on (samples/s), or ``None``: every usable sample.
+        self.seed_fps: float | None = meta.get("seed_fps")
         self._codes: np.ndarray | None = None
         self._cols: dict[str, np.ndarray] = {}
         #: Stacked chunk tables (format 3), mapped on first use.
@@ -385,7 +470,8 @@ class Shard:
         return self._tables[name]
 
     def column(self, name: str) -> np.ndarray:
-        """Memory-mapped ``stream_ids``, ``frame_idx`` or ``variant_idx``."""
+        """Memory-mapped ``frame_idx``, ``variant_idx``, and ``stream_ids`` (formats 1-3) or the
+        per-stream ``streams`` / ``first`` tables (format 4); see :meth:`stream_of`."""
         if name not in self._cols:
             self._cols[name] = self._load(name)
         return self._cols[name]
@@ -397,43 +483,6 @@ class Shard:
         self._tables.clear()
 
     # search ----------------------------------------------------------------------------
-    def _lookup_prefix(self, j: int, qk: np.ndarray, qrow: np.ndarray,
-                       max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact chunk matches through the prefix table (format 2).
-
-        The top bits of a probe select a bucket from the small offsets table (read
-        whole); only the bucket's low bytes are touched in the memory map, so a
-        lookup costs about one page whatever the shard size.
-        """
-        width = self.chunks[j][1]
-        pbits = min(int(self.meta.get("prefix_bits", PREFIX_BITS)), 8 * width)
-        lbits = 8 * width - pbits
-        off = self._load(f"off_{j}")
-        pre = (qk >> np.uint32(lbits)).astype(np.int64)
-        b0 = np.asarray(off[pre], dtype=np.int64)
-        cnt = np.asarray(off[pre + 1], dtype=np.int64) - b0
-        # A bucket far above its expected size holds a degenerate value (featureless
-        # frames): uninformative, and expanding it would cost more than it could give.
-        expected = self.count / float(1 << pbits)
-        keep = (cnt > 0) & (cnt <= max(max_bucket, 64.0 * expected))
-        if not keep.any():
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        b0, cnt, qk, qrow = b0[keep], cnt[keep], qk[keep], qrow[keep]
-        total = int(cnt.sum())
-        starts = np.repeat(b0 - np.cumsum(cnt) + cnt, cnt)
-        pos = starts + np.arange(total, dtype=np.int64)
-        if lbits:
-            low = self._load(f"low_{j}")
-            want = np.repeat((qk & np.uint32((1 << lbits) - 1)), cnt)
-            match = np.asarray(low[pos]) == want.astype(low.dtype)
-            if not match.any():
-                return np.zeros(0, np.int64), np.zeros(0, np.int64)
-            pos = pos[match]
-        else:
-            match = np.ones(pos.size, bool)
-        perm = self._load(f"perm_{j}")
-        return np.repeat(qrow, cnt)[match], np.asarray(perm[pos], dtype=np.int64)
-
     def _lookup_stacked(self, plan: QueryPlan, max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
         """Exact chunk matches of every chunk at once (format 3: stacked tables).
 
@@ -497,42 +546,10 @@ class Shard:
             return empty
         if self.version >= 3:
             return self._lookup_stacked(plan, max_bucket)
-        q_parts: list[np.ndarray] = []
-        r_parts: list[np.ndarray] = []
-        for j in range(len(self.chunks)):
-            qk, qrow = plan.keys[j], plan.rows[j]
-            if self.version >= 2:
-                q, r = self._lookup_prefix(j, qk, qrow, max_bucket)
-                if q.size:
-                    q_parts.append(q)
-                    r_parts.append(r)
-                continue
-            # Mapped per chunk and released after it, so resident memory holds one
-            # chunk's tables at a time, not all of them.
-            keys, perm = self._load(f"key_{j}"), self._load(f"perm_{j}")
-            # One binary search per probe; the upper bound only for the few that hit.
-            lo = np.searchsorted(keys, qk, side="left")
-            inside = lo < self.count
-            hit = np.zeros(qk.shape, bool)
-            hit[inside] = keys[lo[inside]] == qk[inside]
-            if not hit.any():
-                continue
-            qk, lo, qrow = qk[hit], lo[hit], qrow[hit]
-            hi = np.searchsorted(keys, qk, side="right")
-            cnt = hi - lo
-            keep = cnt <= max_bucket
-            lo, cnt, qrow = lo[keep], cnt[keep], qrow[keep]
-            total = int(cnt.sum())
-            if total == 0:
-                continue
-            # Expand each [lo, lo+cnt) range without a Python loop.
-            starts = np.repeat(lo - np.cumsum(cnt) + cnt, cnt)
-            pos = starts + np.arange(total, dtype=np.int64)
-            r_parts.append(np.asarray(perm[pos], dtype=np.int64))
-            q_parts.append(np.repeat(qrow, cnt))
-        if not q_parts:
-            return empty
-        return np.concatenate(q_parts), np.concatenate(r_parts)
+        # Formats 1 and 2 (read only): one lookup per chunk table.
+        from overlap_desktop.core.index.shard_legacy import legacy_candidates
+
+        return legacy_candidates(self, plan, max_bucket)
 
     def search(self, query: np.ndarray | QueryPlan, *, max_distance: int, probe: int = 0,
                max_bucket: int = DEFAULT_MAX_BUCKET) -> Hits:
@@ -569,10 +586,16 @@ class Shard:
         q, r, d = q[first], r[first], d[first]
         order = np.lexsort((d, q))
         q, r, d = q[order], r[order], d[order]
-        return Hits(
-            q_idx=q,
-            stream_id=np.asarray(self.column("stream_ids")[r], dtype=np.int64),
-            frame_idx=np.asarray(self.column("frame_idx")[r], dtype=np.int32),
-            variant_idx=np.asarray(self.column("variant_idx")[r], dtype=np.int16),
-            distance=d.astype(np.int16),
-        )
+        return Hits(q_idx=q, stream_id=self.stream_of(r),
+                    frame_idx=np.asarray(self.column("frame_idx")[r], dtype=np.int32),
+                    variant_idx=np.asarray(self.column("variant_idx")[r], dtype=np.int16),
+                    distance=d.astype(np.int16))
+
+    def stream_of(self, rows: np.ndarray) -> np.ndarray:
+        """``int64`` stream id of each shard row (format 4: from the per-stream first-row table)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.version < 4:
+            return np.asarray(self.column("stream_ids")[rows], dtype=np.int64)
+        first = self.column("first")
+        return np.asarray(self.column("streams")[np.searchsorted(first, rows, side="right") - 1],
+                          dtype=np.int64)
