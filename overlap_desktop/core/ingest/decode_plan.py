@@ -27,10 +27,17 @@ import math
 from overlap_desktop.core.ingest.frames import first_grid_index_at, grid_time_ns
 from overlap_desktop.core.types import NS_PER_S
 
-__all__ = ["MAX_SKIP_SPAN_S", "SamplePlan"]
+__all__ = ["MAX_SKIP_SPAN_S", "NEIGHBOUR_MAX_S", "SamplePlan"]
 
 #: Longest stretch (seconds) after a decoded frame over which frames may be skipped.
 MAX_SKIP_SPAN_S = 0.5
+#: A used non-reference frame may be left undecoded when the frame shown just before it is
+#: decoded and at most this much earlier: the sample then shows the scene up to one frame
+#: interval early. 50 ms is one frame at 20 fps and above; slower footage (where one frame
+#: is a bigger step in the scene) is never approximated. The extra Hamming distance this
+#: costs is measured by ``bench/bench_ingest.py exact`` and bounded by
+#: tests/integration/test_video_reader.py.
+NEIGHBOUR_MAX_S = 0.05
 #: Tolerance (ns) on both ends of the grid test: a frame this close to needed is decoded.
 _MARGIN_NS = 2_000_000
 
