@@ -361,15 +361,16 @@ def test_exact_sampled_decoding_gives_the_same_fingerprints_on_generated_clips(c
 
 #: Bounds on the extra distance of the indexing reader (no loop filter on H.264/H.265, a used
 #: non-reference frame replaced by its decoded neighbour) against a full exact decode, over the
-#: informative samples (quality >= 50) of every variant. Measured 3 December 2026 with
-#: ``bench/bench_ingest.py exact``: the real files pooled mean 5.4 bits, p95 20; the generated
-#: clips mean 2.7-6.4 per clip, max 24. The bounds leave about 50% margin; the control below
-#: shows a timing error of one grid step (250 ms) breaks them by far.
-EXTRA_MEAN_BITS = 8.0
-EXTRA_P95_BITS = 30.0
+#: informative samples (quality >= 50) of every variant. Measured 3 December 2026: the five real
+#: files below pooled mean 7.9 bits, p95 24 (all of ../shared/realdata with ``bench/bench_ingest.py
+#: exact``: mean 5.4, p95 20); the generated clips below with B-frames and deblocking mean 0.9-5.1
+#: per clip, max 18 (the x264 ultrafast ones have neither, so stay exact). The bounds leave about 50%
+#: margin; the control below shows a timing error of one grid step (250 ms) breaks them.
+EXTRA_MEAN_BITS = 12.0
+EXTRA_P95_BITS = 36.0
 #: Generated clips (smooth synthetic pans): per clip.
-GENERATED_MEAN_BITS = 10.0
-GENERATED_MAX_BITS = 40
+GENERATED_MEAN_BITS = 8.0
+GENERATED_MAX_BITS = 28
 
 
 def _extra_bits(path: Path) -> tuple[np.ndarray, Any, Any]:
@@ -391,8 +392,6 @@ def test_indexing_decode_stays_within_the_measured_bound_on_real_files() -> None
     d = np.concatenate(pooled)
     assert d.size > 200
     assert d.any(), "the approximations are on for H.264/H.265: some bits must move"
-    print(f"extra bits: mean {d.mean():.2f}, p95 {np.percentile(d, 95):.0f}, max {d.max()}; control: "
-          f"mean {np.concatenate(control).mean():.2f}, p95 {np.percentile(np.concatenate(control), 95):.0f}")
     assert d.mean() <= EXTRA_MEAN_BITS and np.percentile(d, 95) <= EXTRA_P95_BITS, (d.mean(), np.percentile(d, 95))
     # Control: the same statistics for a timing error of one grid step (the next sample) fail the
     # bound, so the bound does tell a bounded approximation from a real timing error.
