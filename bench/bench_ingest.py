@@ -4,7 +4,7 @@ Run from the repository root::
 
     python bench/bench_ingest.py                 # everything
     python bench/bench_ingest.py throughput      # pure decode vs fingerprinting, 426x240 and 1280x720
-    python bench/bench_ingest.py exact           # skipped decoding changes no code (every real file)
+    python bench/bench_ingest.py exact           # extra bits of sampled decoding vs an exact decode
     python bench/bench_ingest.py orient          # bits lost by turning codes instead of pictures
 
 All times are CPU seconds of this process (decoder threads included), never wall time:
@@ -15,6 +15,7 @@ Figures are printed; docs/scale.md quotes them. Nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import resource
 import shutil
@@ -23,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +43,8 @@ from overlap_desktop.core.types import Variant  # noqa: E402
 from tests.footage import Scene, render_frames, write_video  # noqa: E402
 
 REALDATA = ROOT.parent.parent / "shared" / "realdata"
+#: PDQ quality below which a sample is featureless (the index's default ``quality_floor``).
+QUALITY_FLOOR = 50
 SIZES = ((426, 240), (1280, 720))
 
 
@@ -76,12 +80,14 @@ def pure_decode(path: Path) -> None:
         pass
 
 
-def fingerprint(path: Path, *, skip: bool = True) -> None:
+def fingerprint(path: Path, *, skip: bool = True, exact: bool = False, which: str = "both") -> None:
     """What `overlap index` does per file before writing: reader configured with the sampling
-    rate (so unused frames are skipped), 4 samples/s, the default variants."""
-    reader = VideoReader(sample_fps=4.0 if skip else None)
-    [info] = reader.streams(path)
-    fingerprint_stream(reader.frames(path, info), fps=4.0, variants=variants_for(), duration_s=info.duration_s)
+    rate (so unused frames are skipped, and by default the approximations are on), 4 samples/s,
+    the default variants. ``which`` picks the approximations as in :func:`_approximation`."""
+    with _approximation(which):
+        reader = VideoReader(sample_fps=4.0 if skip else None, exact=exact)
+        [info] = reader.streams(path)
+        fingerprint_stream(reader.frames(path, info), fps=4.0, variants=variants_for(), duration_s=info.duration_s)
 
 
 def index_job(paths: list[Path], tmp: Path) -> None:
@@ -107,7 +113,9 @@ def bench_throughput(files: int, seconds: float, repeats: int) -> None:
             jobs: dict[str, Callable[[], object]] = {
                 "pure decode (every frame)": lambda c=clips: [pure_decode(x) for x in c],
                 "fingerprint, full decode": lambda c=clips: [fingerprint(x, skip=False) for x in c],
-                "fingerprint, sampled decode": lambda c=clips: [fingerprint(x) for x in c],
+                "fingerprint, sampled decode, exact": lambda c=clips: [fingerprint(x, exact=True) for x in c],
+                "fingerprint, + no loop filter": lambda c=clips: [fingerprint(x, which="loop-filter") for x in c],
+                "fingerprint, + neighbours (default)": lambda c=clips: [fingerprint(x) for x in c],
                 "`overlap index` job (api.index_paths)": lambda c=clips: index_job(c, tmp),
             }
             best: dict[str, float] = {}
@@ -127,31 +135,116 @@ def _real_videos() -> list[Path]:
     return [Path(p) for pat in pats for p in sorted(glob.glob(str(REALDATA / pat)))]
 
 
-def bench_exact(extra: list[Path]) -> None:
-    """Sampled decoding vs full decoding: the extra Hamming distance per sample (expected 0)."""
-    print("## Sampled decoding changes no code: extra Hamming distance vs a full decode (4 samples/s, "
-          "default variants)")
-    worst = 0
-    for p in _real_videos() + extra:
-        fps = []
-        for skip in (False, True):
-            reader = VideoReader(sample_fps=4.0 if skip else None)
-            try:
-                [info] = reader.streams(p)
-            except Exception as exc:  # a reference file this FFmpeg cannot open is reported, not fatal
-                print(f"{p.name:36s}: not opened ({exc})")
-                break
-            fps.append((fingerprint_stream(reader.frames(p, info), fps=4.0, variants=variants_for(),
-                                           duration_s=info.duration_s), info.extra.get("skippable_frames", 0)))
-        if len(fps) < 2:
+def _fingerprints(path: Path, *, sample_fps: float | None, exact: bool = False) -> tuple[Any, Any]:
+    reader = VideoReader(sample_fps=sample_fps, exact=exact)
+    [info] = reader.streams(path)
+    fp = fingerprint_stream(reader.frames(path, info), fps=4.0, variants=variants_for(), duration_s=info.duration_s)
+    return fp, info
+
+
+def _approximation(which: str) -> contextlib.AbstractContextManager[None]:
+    """Turn on only one of the two approximations (``loop-filter`` or ``neighbour``), or both."""
+    from unittest import mock
+
+    from overlap_desktop.core.ingest import decode_plan
+    from overlap_desktop.core.ingest.readers import video
+
+    stack = contextlib.ExitStack()
+    if which == "neighbour":
+        stack.enter_context(mock.patch.object(video, "FAST_DECODE_CODECS", ()))
+    if which == "loop-filter":
+        stack.enter_context(mock.patch.object(decode_plan, "NEIGHBOUR_MAX_S", 0.0))
+    return stack
+
+
+def generated_codec_clips(root: Path) -> list[Path]:
+    """Short generated clips in the codecs the approximations touch (and two they do not)."""
+    out = []
+    specs = [("x264-veryfast-240p.mp4", "libx264", (426, 240), {"preset": "veryfast", "crf": "23"}),
+             ("x264-veryfast-720p.mp4", "libx264", (1280, 720), {"preset": "veryfast", "crf": "23"}),
+             ("x264-medium-pyramid-none.mkv", "libx264", (640, 360), {"preset": "medium", "b-pyramid": "none"}),
+             ("x265-ultrafast.mp4", "libx265", (640, 360), {"preset": "ultrafast"}),
+             ("vp9.webm", "libvpx-vp9", (426, 240), {"deadline": "realtime", "cpu-used": "8"})]
+    for i, (name, codec, size, options) in enumerate(specs):
+        scene = Scene(60 + i, canvas_hw=(1500, 6000), velocity=(120.0, 0.0))
+        out.append(write_video(root / name, render_frames(scene, duration=10.0, fps=30.0, size=size), fps=30.0,
+                               codec=codec, options=options))
+    return out
+
+
+def _stats(d: np.ndarray) -> str:
+    return f"mean {d.mean():5.2f}, p95 {np.percentile(d, 95):3.0f}, max {d.max():3d}" if d.size else "no samples"
+
+
+_MODES = ("exact", "loop-filter", "neighbour", "both")
+
+
+def _exact_row(p: Path, pooled: dict[str, list[np.ndarray]], identity: list[np.ndarray]) -> str:
+    """One file's table row; its informative samples' distances are added to ``pooled``."""
+    try:
+        ref, info = _fingerprints(p, sample_fps=None)
+    except Exception as exc:  # a reference file this FFmpeg cannot open is reported, not fatal
+        return f"| {p.name} | not opened ({exc}) |"
+    informative = ref.quality >= QUALITY_FLOOR
+    cells = []
+    extra: dict[str, Any] = {}
+    for m in _MODES:
+        with _approximation(m):
+            fp, info_m = _fingerprints(p, sample_fps=4.0, exact=m == "exact")
+        if not np.array_equal(fp.times_ns, ref.times_ns):
+            cells.append("grid differs")
+            pooled[m].append(np.array([256]))
             continue
-        (a, _), (b, skipped) = fps
-        same = np.array_equal(a.times_ns, b.times_ns) and a.codes.shape == b.codes.shape
-        d = int(hamming(a.codes, b.codes).max()) if same and len(a) else 0
-        worst = max(worst, d if same else 256)
-        print(f"{p.name:36s}: {len(a):4d} samples, same grid {same}, max extra bits {d}, "
-              f"frames the decoder could skip {skipped}")
-    print(f"worst extra distance: {worst} bits")
+        # Only samples PDQ calls informative (quality >= 50 in the full decode): the bits of a
+        # featureless (dark, flat) picture are noise that any pixel change reshuffles, and such
+        # samples are never matched.
+        d = hamming(ref.codes, fp.codes)[informative]
+        pooled[m].append(d.ravel())
+        if m == "both":
+            extra = info_m.extra
+            identity.append(d[:, 0])
+        cells.append("-" if not d.size else f"{d.max()}" if m == "exact" else
+                     f"{d.mean():.2f} / {np.percentile(d, 95):.0f} / {d.max()}")
+    done = f"{extra.get('skippable_frames', 0)} / {extra.get('neighbour_frames', 0)}"
+    return f"| {p.name} | {info.codec} | {int(informative.sum())} of {len(ref)} | {done} | " + " | ".join(cells) + " |"
+
+
+def bench_exact(extra: list[Path]) -> None:
+    """Extra Hamming distance of sampled decoding against a full, exact decode, per variant.
+
+    Three readers are compared with a full decode (every frame, loop filter on) on the same
+    grid: ``exact`` sampled decoding (only unused frames skipped: expected 0 bits), and the
+    indexing default with each approximation alone and both (skipped loop filter on H.264 /
+    H.265; a used non-reference frame replaced by its decoded neighbour <= 50 ms earlier).
+    The full decode is what the previous version indexed, so this is also the cross-version
+    distance between an old index and a new manifest of the same file.
+    """
+    with tempfile.TemporaryDirectory() as tmp_s:
+        files = _real_videos() + generated_codec_clips(Path(tmp_s)) + extra
+        print("## Sampled decoding vs a full exact decode: extra Hamming distance per sample and variant "
+              "(4 samples/s, default variants; every variant of every sample counts once)")
+        pooled: dict[str, list[np.ndarray]] = {m: [] for m in _MODES}
+        identity: list[np.ndarray] = []  # the identity variant of every informative sample
+        print("| file | codec | samples (quality >= 50) | frames skipped / neighbours | exact: max | "
+              "loop filter only | neighbour only | both |")
+        print("|---|---|---|---|---|---|---|---|")
+        for p in files:
+            print(_exact_row(p, pooled, identity))
+        print("(cells: mean / p95 / max bits)")
+        for m in _MODES:
+            print(f"{m:12s} all files, every variant: {_stats(np.concatenate(pooled[m]))}")
+        print(f"{'both':12s} identity variant only : {_stats(np.concatenate(identity))}")
+        # The control: what one grid step of timing error (250 ms) costs on the same files,
+        # i.e. what the bound in the tests must stay well below to mean anything.
+        shifted = []
+        for p in files:
+            try:
+                ref, _ = _fingerprints(p, sample_fps=None)
+            except Exception:  # reported above
+                continue
+            ok = (ref.quality[1:] >= QUALITY_FLOOR) & (ref.quality[:-1] >= QUALITY_FLOOR)
+            shifted.append(hamming(ref.codes[1:], ref.codes[:-1])[ok].ravel())
+        print(f"control: neighbouring grid samples (250 ms apart), every variant: {_stats(np.concatenate(shifted))}")
 
 
 def _frames_for_orient() -> list[tuple[str, np.ndarray]]:

@@ -46,3 +46,19 @@ def test_plan_guards() -> None:
     assert plan.needed(760_000_000, 780_000_000, 200_000_000)
     with pytest.raises(ValueError):
         SamplePlan(0.0)
+
+
+def test_integer_packet_times_round_like_fractions() -> None:
+    """The reader's integer time arithmetic gives the times ``round(Fraction)`` gave before."""
+    from fractions import Fraction
+
+    from overlap_desktop.core.ingest.readers.video import _ns_of
+
+    rng = np.random.default_rng(3)
+    bases = [Fraction(1, 90000), Fraction(1, 12288), Fraction(1001, 30000), Fraction(1, 1000), Fraction(1, 2)]
+    for tb in bases:
+        pts = [0, 1, 3, 5, 7, -3, 2**40 + 1] + rng.integers(-10**9, 10**12, 200).tolist()
+        for p in pts:
+            assert _ns_of(p, tb.numerator * 1_000_000_000, tb.denominator) == int(round(p * tb * 1_000_000_000))
+    # Exact halves go to the even neighbour, as Python's round does.
+    assert _ns_of(1, 1, 2) == 0 and _ns_of(3, 1, 2) == 2 and _ns_of(-1, 1, 2) == 0

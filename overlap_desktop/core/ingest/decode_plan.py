@@ -11,8 +11,12 @@ most a few positions) and asks :class:`SamplePlan` whether the frame is needed.
 A frame that is not needed is *not decoded* when the codec allows it: FFmpeg's
 ``skip_frame = NONREF`` drops non-reference frames (most B-frames), which nothing
 else depends on, so every frame that is decoded has exactly the pixels it would have
-had. Since only unused frames are dropped, the fingerprints are identical to a full
-decode (tests/integration/test_video_reader.py checks this on every real file).
+had. Dropping only unused frames leaves the fingerprints identical to a full decode
+(the reader's ``exact`` mode; tests/integration/test_video_reader.py checks it on
+every real file). By default the indexing reader goes one step further for H.264 and
+H.265: a *used* non-reference frame is dropped too when the frame shown just before it
+is decoded and at most :data:`NEIGHBOUR_MAX_S` earlier, so the sample shows that
+neighbour (a bounded timing error; its cost in bits is measured in docs/scale.md).
 
 Two guards keep the sampler's behaviour unchanged in odd files: a margin around the
 grid test absorbs rounding between packet and frame times, and a frame more than
@@ -27,10 +31,17 @@ import math
 from overlap_desktop.core.ingest.frames import first_grid_index_at, grid_time_ns
 from overlap_desktop.core.types import NS_PER_S
 
-__all__ = ["MAX_SKIP_SPAN_S", "SamplePlan"]
+__all__ = ["MAX_SKIP_SPAN_S", "NEIGHBOUR_MAX_S", "SamplePlan"]
 
 #: Longest stretch (seconds) after a decoded frame over which frames may be skipped.
 MAX_SKIP_SPAN_S = 0.5
+#: A used non-reference frame may be left undecoded when the frame shown just before it is
+#: decoded and at most this much earlier: the sample then shows the scene up to one frame
+#: interval early. 50 ms is one frame at 20 fps and above; slower footage (where one frame
+#: is a bigger step in the scene) is never approximated. The extra Hamming distance this
+#: costs is measured by ``bench/bench_ingest.py exact`` and bounded by
+#: tests/integration/test_video_reader.py.
+NEIGHBOUR_MAX_S = 0.05
 #: Tolerance (ns) on both ends of the grid test: a frame this close to needed is decoded.
 _MARGIN_NS = 2_000_000
 

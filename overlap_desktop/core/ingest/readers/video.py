@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from overlap_desktop.core.ingest.frames import SCALE_INTERPOLATION, noting_gaps
+from overlap_desktop.core.ingest.readers._refs import ref_reader_for
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
@@ -50,6 +51,13 @@ VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mkv", ".avi", ".mov", ".webm", ".ts", ".mt
 _NS = 1_000_000_000
 #: Codecs whose every packet is a still image stating its own size (checked before decoding).
 _STILL_CODECS = ("mjpeg", "jpegls", "mjpegb")
+#: Decoders told to skip their in-loop deblocking filter when indexing (``skip_loop_filter``),
+#: unless the reader is ``exact``. Deblocking is a fifth to a third of H.264/H.265 decoding;
+#: the block edges it would smooth are far finer than the 64x64 picture PDQ hashes, and the
+#: error it leaves (drifting a little until the next keyframe) costs a few bits per code
+#: (measured on every real file: docs/scale.md, bench/bench_ingest.py exact). Other decoders
+#: (VP9, AV1 through dav1d, MPEG-4) ignore the option or were not measured, so are left alone.
+FAST_DECODE_CODECS = ("h264", "hevc")
 
 
 def _describe_open_failure(path: Path, exc: Exception) -> str:
@@ -102,6 +110,15 @@ class _AvFrame:
         return arr
 
 
+def _ns_of(pts: int, num: int, den: int) -> int:
+    """``round(pts * num / den)`` in integers, halves to even: what ``round(Fraction)`` gives,
+    at a fraction of its cost (it runs for every packet and frame)."""
+    q, r = divmod(pts * num, den)
+    if 2 * r > den or (2 * r == den and q % 2):
+        q += 1
+    return q
+
+
 class _PacketFeed:
     """A stream's packets in decode order, with the decoder told which frames to skip.
 
@@ -112,31 +129,43 @@ class _PacketFeed:
     frame (``skip_frame = NONREF``); in an intra-only stream (MJPEG...) its packet is
     not decoded at all (:attr:`drop`). Without a sampling rate every frame is decoded.
 
+    With ``ref_of`` (H.264 / H.265, see ``_refs.py``) a *used* non-reference frame is
+    skipped too when the frame shown just before it (presentation order) is decoded
+    and at most :data:`~overlap_desktop.core.ingest.decode_plan.NEIGHBOUR_MAX_S`
+    earlier: the sampler then holds that neighbour over the grid point (a bounded
+    timing error, measured in docs/scale.md).
+
     Attributes:
         failure: The demuxer's error when the stream ended on one (a broken tail).
         drop: The last packet returned needs no decoding.
         skipped: Packets decoded with non-reference frames skipped, or dropped.
+        neighbours: Used frames left undecoded because their neighbour stands in.
     """
 
     #: Packets read ahead: deeper than any B-frame reordering seen in practice (x264 uses <= 4).
     LOOKAHEAD = 16
 
-    def __init__(self, demux: Iterator[Any], ctx: Any, tb: Fraction, sample_fps: float | None) -> None:
-        from overlap_desktop.core.ingest.decode_plan import SamplePlan
+    def __init__(self, demux: Iterator[Any], ctx: Any, tb: Fraction, sample_fps: float | None,
+                 ref_of: Callable[[Any], bool | None] | None = None) -> None:
+        from overlap_desktop.core.ingest.decode_plan import NEIGHBOUR_MAX_S, SamplePlan
 
         self._demux = demux
         self._ctx = ctx
-        self._tb = tb
+        self._num, self._den = tb.numerator * _NS, tb.denominator
         self._plan = SamplePlan(sample_fps) if sample_fps else None
+        self._ref_of = ref_of if self._plan is not None else None
+        self._neighbour_ns = int(NEIGHBOUR_MAX_S * _NS)
         self._intra = bool(getattr(ctx.codec, "intra_only", False)) if ctx is not None else False
         self._ahead: deque[Any] = deque()
-        self._recent: deque[int] = deque(maxlen=2 * self.LOOKAHEAD)
+        #: (pts, decoded) of the packets already handed out, newest last.
+        self._recent: deque[tuple[int, bool]] = deque(maxlen=2 * self.LOOKAHEAD)
         self._done = False
         self._skipping = False
         self._last_kept: int | None = None
         self.failure: str | None = None
         self.drop = False
         self.skipped = 0
+        self.neighbours = 0
 
     def _fill(self) -> None:
         import av
@@ -151,7 +180,15 @@ class _PacketFeed:
                 self._done = True
 
     def _ns(self, pts: int) -> int:
-        return int(round(pts * self._tb * _NS))
+        return _ns_of(pts, self._num, self._den)
+
+    def _neighbour_decoded(self, pts: int) -> bool:
+        """The frame shown just before ``pts`` was already handed out, decoded, and is close."""
+        prev = max((x for x, _ in self._recent if x < pts), default=None)
+        if prev is None or any(q.pts is not None and prev < q.pts < pts for q in self._ahead):
+            return False  # unknown, or it comes later in decode order
+        kept = next(k for x, k in self._recent if x == prev)
+        return kept and self._ns(pts) - self._ns(prev) <= self._neighbour_ns
 
     def next(self, t0: int | None) -> Any:
         """The next packet (``None`` at the end), with the decoder's skip setting made for it.
@@ -164,21 +201,26 @@ class _PacketFeed:
             return None
         packet = self._ahead.popleft()
         pts = packet.pts
-        nxt: int | None = None
-        if pts is not None:
-            later = [q.pts for q in self._ahead if q.pts is not None and q.pts > pts]
-            later += [x for x in self._recent if x > pts]
-            nxt = min(later) if later else None
-            self._recent.append(pts)
         need = True
+        ref: bool | None = None
         if self._plan is not None and t0 is not None and pts is not None and (self._intra or not packet.is_keyframe):
+            later = [q.pts for q in self._ahead if q.pts is not None and q.pts > pts]
+            later += [x for x, _ in self._recent if x > pts]
+            nxt = min(later) if later else None
             t = self._ns(pts) - t0
-            need = self._plan.needed(t, None if nxt is None else self._ns(nxt) - t0,
-                                     None if self._last_kept is None else self._last_kept)
+            need = self._plan.needed(t, None if nxt is None else self._ns(nxt) - t0, self._last_kept)
+            if self._ref_of is not None:
+                ref = self._ref_of(packet)
+                if need and ref is False and self._neighbour_decoded(pts):
+                    need = False
+                    self.neighbours += 1
             if need:
                 self._last_kept = t
         elif pts is not None and t0 is not None:
             self._last_kept = self._ns(pts) - t0
+        if pts is not None:
+            # Decoded for sure: used, a keyframe, or a reference frame (which NONREF keeps).
+            self._recent.append((pts, need or ref is True))
         self.drop = not need and self._intra
         if not need:
             self.skipped += 1
@@ -192,9 +234,22 @@ class _PacketFeed:
 class VideoReader:
     """Reader for ordinary video files through PyAV.
 
+    With a sampling rate (``sample_fps``, set by ``overlap index`` through
+    :meth:`configure`) the reader decodes for the sampler, not for the eye: frames no
+    grid point uses are skipped where the codec allows, and, unless ``exact``, H.264 and
+    H.265 are decoded without their loop filter (:data:`FAST_DECODE_CODECS`) and a used
+    non-reference frame may be replaced by its decoded neighbour up to
+    :data:`~overlap_desktop.core.ingest.decode_plan.NEIGHBOUR_MAX_S` earlier. Both cost
+    a few bits of PDQ distance against an exact decode (bounded by the tests, measured in
+    docs/scale.md). Without a sampling rate every frame is decoded exactly (previews,
+    tools, anything that shows frames).
+
     Args:
         limits: Size caps checked before decoding (default :class:`ReaderLimits`).
         threads: Decoder threads; 0 lets FFmpeg choose.
+        sample_fps: The sampler's grid rate, ``None`` to decode every frame.
+        exact: With a sampling rate, still decode every used frame bit-exactly
+            (only frames no grid point uses are skipped).
     """
 
     name = "video"
@@ -202,10 +257,11 @@ class VideoReader:
     extensions = VIDEO_EXTENSIONS
 
     def __init__(self, limits: ReaderLimits | None = None, *, threads: int = 0,
-                 sample_fps: float | None = None) -> None:
+                 sample_fps: float | None = None, exact: bool = False) -> None:
         self.limits = limits or ReaderLimits()
         self.threads = threads
         self.sample_fps = sample_fps
+        self.exact = exact
 
     def configure(self, config: Any) -> None:
         """Take ``index.threads`` (decoder threads, 0 = automatic) and ``index.fps`` from ``config``.
@@ -278,18 +334,26 @@ class VideoReader:
 
         return max(streams, key=score)
 
-    def _cap_decoder(self, stream: Any) -> None:
+    def _cap_decoder(self, stream: Any, *, fast: bool = False) -> None:
         """Make FFmpeg itself refuse pictures over the pixel cap, on every frame.
 
         ``max_pixels`` is checked by FFmpeg whenever a frame's size is set, before the
         picture is allocated, so a stream that switches mid-way from 64x48 to 16000x16000
-        fails that packet instead of allocating hundreds of megabytes.
+        fails that packet instead of allocating hundreds of megabytes. With ``fast``, a
+        decoder in :data:`FAST_DECODE_CODECS` also skips its loop filter.
         """
         ctx = stream.codec_context
         if ctx is not None:
             opts = dict(ctx.options or {})
             opts["max_pixels"] = str(int(self.limits.max_pixels))
+            if fast and ctx.name in FAST_DECODE_CODECS:
+                opts["skip_loop_filter"] = "all"
             ctx.options = opts
+
+    @property
+    def _approximate(self) -> bool:
+        """Decoding for a sampler that accepts the bounded approximations (see the class)."""
+        return bool(self.sample_fps) and not self.exact
 
     def _check_frame_size(self, path: Path, w: int, h: int, t_s: float) -> None:
         lim = self.limits
@@ -406,7 +470,7 @@ class VideoReader:
             except (ValueError, IndexError):
                 raise MediaError(f"video stream {stream.key!r} not found", path=p) from None
             self._check_stream(p, st)
-            self._cap_decoder(st)
+            self._cap_decoder(st, fast=self._approximate)
             still = (st.codec_context.name or "") in _STILL_CODECS
             st.thread_type = "AUTO"
             if self.threads:
@@ -418,7 +482,9 @@ class VideoReader:
             last_t = None
             packets = errors = produced = 0
             failure: str | None = None
-            feed = _PacketFeed(container.demux(st), st.codec_context, tb, self.sample_fps)
+            ctx = st.codec_context
+            ref_of = ref_reader_for(ctx.name, ctx.extradata) if self._approximate else None
+            feed = _PacketFeed(container.demux(st), ctx, tb, self.sample_fps, ref_of)
             scaler = VideoReformatter()
             while True:
                 check_cancel(cancel)
@@ -445,7 +511,7 @@ class VideoReader:
                     pts = frame.pts if frame.pts is not None else frame.dts
                     ftb = frame.time_base or tb
                     if pts is not None:
-                        t = int(round(pts * ftb * _NS))
+                        t = _ns_of(pts, ftb.numerator * _NS, ftb.denominator)
                     elif last_t is not None:
                         t = last_t + int(round(nominal * _NS))
                     else:
@@ -459,6 +525,7 @@ class VideoReader:
                     check_cancel(cancel)
             stream.extra["decode_errors"] = errors
             stream.extra["skippable_frames"] = feed.skipped
+            stream.extra["neighbour_frames"] = feed.neighbours
             if produced == 0:
                 why = f": {failure}" if failure else ""
                 raise MediaError(f"no decodable video frame (truncated or corrupt){why}", path=p)
