@@ -43,6 +43,33 @@ def test_frames_come_from_the_camera_video(lerobot_dataset: Path) -> None:
     assert frames[35].t_ns == pytest.approx(3.5e9, abs=1e6)
 
 
+def test_an_indexing_configuration_reaches_the_camera_videos(lerobot_dataset: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # `overlap index` configures every reader with its sampling rate and decoder threads; the camera
+    # videos must get them too, or every frame of every episode is decoded for 4 samples a second.
+    # (The fixture's x264 "ultrafast" files have no B-frames, so nothing could be skipped in them:
+    # the test looks at the settings the video reader decodes with.)
+    from overlap_desktop.config import load_config
+    from overlap_desktop.core.ingest.readers.video import VideoReader
+
+    seen: list[tuple[float | None, int]] = []
+    original = VideoReader.frames
+
+    def spy(self: VideoReader, *args: object, **kwargs: object) -> object:
+        seen.append((self.sample_fps, self.threads))
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VideoReader, "frames", spy)
+    plain = LeRobotReader()
+    wrist = plain.streams(lerobot_dataset)[1]
+    every = list(plain.frames(lerobot_dataset, wrist))
+    sampled = LeRobotReader()
+    sampled.configure(load_config({"index.fps": 4.0, "index.threads": 1}, environ={}))
+    used = list(sampled.frames(lerobot_dataset, wrist))
+    assert seen == [(None, 0), (4.0, 1)]
+    assert [f.t_ns for f in used] == [f.t_ns for f in every]  # nothing to skip in these files
+
+
 def test_episode_spans_for() -> None:
     info = StreamInfo(key="v", extra={"episodes": [(40, 0.0, 10.0), (41, 10.0, 45.0), (42, 45.0, 60.0)]})
     spans = episode_spans_for(info, 22.0, 41.0)

@@ -43,10 +43,15 @@ _CHUNK_FILE = re.compile(r"chunk-(\d+)[/\\]file-(\d+)\.\w+$")
 _EPISODE_FILE = re.compile(r"episode_(\d+)\.\w+$")
 
 
-def _video_reader() -> Any:
+def _video_reader(config: Any | None = None) -> Any:
+    """The video reader for one camera file, configured like ``overlap index``'s own (so
+    frames the sampler will not use are not decoded) when a configuration was given."""
     from overlap_desktop.core.ingest.readers.video import VideoReader
 
-    return VideoReader()
+    reader = VideoReader()
+    if config is not None:
+        reader.configure(config)
+    return reader
 
 
 def _load_info(root: Path) -> dict[str, Any]:
@@ -206,7 +211,7 @@ class LeRobotReader:
         self._config = config
 
     def configure(self, config: Any) -> None:
-        """Kept for symmetry with the other readers; frames come from the video reader."""
+        """Passed on to the video reader of each camera file (decoder threads, sampling rate)."""
         self._config = config
 
     def can_open(self, path: Path) -> bool:
@@ -271,7 +276,7 @@ class LeRobotReader:
             raise MediaError(f"stream {rel!r} is outside the dataset", path=root) from exc
         if not video.is_file():
             raise MediaError(f"{rel} is missing", path=root)
-        vr = _video_reader()
+        vr = _video_reader(self._config)
         inner = vr.streams(video)
         if not inner:
             raise MediaError(f"{rel}: no video stream", path=root)
