@@ -8,9 +8,9 @@ holds ~16 rows, ~4 before format 4), and the remaining low bits of each sorted v
 (``low``, one byte per row in shards of 2**20 rows or more). The ``m`` chunks of each
 table are stacked in one file (``off.npy`` is ``(m, buckets + 1)``), so a search maps
 three table files per shard and looks every chunk up in one vectorised pass. A query
-code looks each chunk up: prefix -> bucket -> compare the bucket's low bits; rows
-sharing at least one chunk exactly become candidates, verified with the full Hamming
-distance.
+code looks each chunk up: prefix -> bucket -> a binary search of the bucket's sorted low
+bits (:mod:`.bucket`); rows sharing at least one chunk exactly become candidates, verified
+with the full Hamming distance.
 
 Format 4 (written today) stores rows stream-major: a row's stream comes from a
 per-stream first-row table (``streams``, ``first``), its frame (``uint32``) and variant
@@ -56,6 +56,7 @@ import numpy as np
 from overlap_desktop.core.index.arrays import hamming_rows as hamming_rows
 from overlap_desktop.core.index.arrays import map_npy
 from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
+from overlap_desktop.core.index.bucket import bucket_bound, row_distances
 from overlap_desktop.errors import IndexError_
 
 __all__ = [
@@ -486,9 +487,12 @@ class Shard:
     def _lookup_stacked(self, plan: QueryPlan, max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
         """Exact chunk matches of every chunk at once (format 3: stacked tables).
 
-        Same lookup as :meth:`_lookup_prefix`, but with the chunks' tables in one file
-        each, the distinct probes of all chunks go through one gather per table: a shard
-        costs three memory maps and a dozen array operations, whatever its chunk count.
+        Same lookup as format 2's (:mod:`.shard_legacy`), but with the chunks' tables in one
+        file each, the distinct probes of all chunks go through one gather per table: a shard
+        costs three memory maps and a few dozen array operations, whatever its chunk count.
+        Inside a bucket only the wanted value's rows are read (a binary search over its
+        sorted low bits); the candidates, and their order, are those of expanding every
+        bucket row (tests/unit/test_search_lookup.py).
         """
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         width = self.chunks[0][1]
@@ -505,14 +509,21 @@ class Shard:
         if keep.size == 0:
             return empty
         b0, cnt = b0[keep] + uchunk[keep] * self.count, cnt[keep]
-        seg = np.repeat(np.arange(keep.size), cnt)  # kept probe of each bucket row
-        pos = np.arange(seg.size, dtype=np.int64) + (b0 - np.cumsum(cnt) + cnt)[seg]
         if lbits:
-            want = (ukey[keep] & np.uint32((1 << lbits) - 1)).astype(self._table("low").dtype)
-            match = self._table("low")[pos] == want[seg]
-            pos, seg = pos[match], seg[match]
-        if pos.size == 0:
+            # Rows of a bucket are sorted by their low bits: a binary search for the wanted
+            # value's range reads ~log2(16) low bytes per probe instead of the whole bucket.
+            low = self._table("low")
+            want = (ukey[keep] & np.uint32((1 << lbits) - 1)).astype(low.dtype)
+            lo = bucket_bound(low, b0, b0 + cnt, want, upper=False)
+            found = np.flatnonzero(low[np.minimum(lo, low.size - 1)] == want)
+            found = found[lo[found] < (b0 + cnt)[found]]
+            lo = lo[found]
+            cnt = bucket_bound(low, lo + 1, (b0 + cnt)[found], want[found], upper=True) - lo
+            b0, keep = lo, keep[found]
+        if b0.size == 0:
             return empty
+        seg = np.repeat(np.arange(keep.size), cnt)  # kept probe of each matching row
+        pos = np.arange(seg.size, dtype=np.int64) + (b0 - np.cumsum(cnt) + cnt)[seg]
         hit_rows = self._table("perm")[pos].astype(np.int64)
         # Each matched probe stands for every query row that shares it.
         p = keep[seg]
@@ -573,10 +584,10 @@ class Shard:
         q, r = self.candidates(plan, max_bucket=max_bucket)
         if q.size == 0:
             return Hits.empty()
-        # Gather in row order: sequential page access on the memory map.
-        order = np.argsort(r, kind="stable")
-        q, r = q[order], r[order]
-        d = popcount_xor(plan.codes[q], np.asarray(self.codes[r]))
+        # Nearly all candidates are chance chunk collisions: one pass over them, in the order
+        # found (sorting them by row first cost more than it saved on the gather); the order of
+        # the hits comes from the sorts of the few survivors below.
+        d = row_distances(plan.codes.view(np.uint64)[q], np.asarray(self.codes).view(np.uint64)[r])
         ok = d <= max_distance
         q, r, d = q[ok], r[ok], d[ok]
         if q.size == 0:

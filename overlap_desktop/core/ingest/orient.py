@@ -243,14 +243,19 @@ def search_orientations(search: Callable[..., list[tuple[int, int, Any]]], queri
     extra = len(view.orientations)
     two_passes = bool(extra and queries)
     progress = kw.pop("progress", None)
-    found = list(search(queries, corpus, params, progress=_pass_progress(progress, 0, two_passes), **kw))
     if not two_passes:
-        return found, view
-    # All turned copies go through one search: one more pass over the shards, not one per turn.
-    # Segments are found per (query, owned stream), so this finds what separate searches would.
+        return list(search(queries, corpus, params, progress=progress, **kw)), view
+    # All turned copies go through one search, not one per turn. Segments are found per
+    # (query, owned stream), so this finds what separate searches would.
     n = len(queries)
     turned = [replace(q, fp=orient_fingerprints(q.fp, o)) for o in view.orientations for q in queries]
-    for qi, sid, seg in search(turned, _PassCorpus(corpus, extra), params,
+    # Both passes' codes are looked up in one trip over the shards (each shard mapped once);
+    # each pass then matches and judges its own hits as before (core/match/engine.py).
+    from overlap_desktop.core.match.engine import one_trip
+
+    upright, turned_corpus = one_trip(corpus, [queries, turned])
+    found = list(search(queries, upright, params, progress=_pass_progress(progress, 0, two_passes), **kw))
+    for qi, sid, seg in search(turned, _PassCorpus(turned_corpus, extra), params,
                                progress=_pass_progress(progress, 1, two_passes), **kw):
         found.append((qi % n, view.tag(sid, qi // n + 1), seg))
     return found, view

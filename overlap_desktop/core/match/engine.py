@@ -39,6 +39,7 @@ __all__ = [
     "QueryStream",
     "compare_streams",
     "match_params",
+    "one_trip",
     "query_codes",
 ]
 
@@ -203,6 +204,89 @@ def _collect_hits(codes: np.ndarray, corpus: _Corpus, params: MatchParams,
         n_shards += 1
         _emit(progress, "search", n_shards, None, "shards")
     return Hits.concat(parts)
+
+
+class _OneTrip:
+    """The query codes of several passes looked up in one trip over a corpus's shards.
+
+    compare's turned pass searches the same shards as the upright pass with other codes;
+    searched apart, every shard is mapped (its pages faulted in again) and looked up twice,
+    which cost about a third of the per-shard time at 10,000 hours (docs/scale.md). Here the
+    first pass to ask for hits searches the codes of every pass at once and each pass gets its
+    own rows back: the same hits in the same order as separate searches, because a hit depends
+    only on its query row and the shard, and the shards come in the same order.
+    """
+
+    def __init__(self, inner: _Corpus, passes: Sequence[Sequence[QueryStream]]) -> None:
+        self.inner = inner
+        prepared = [query_codes(p) for p in passes]
+        self.codes = [np.zeros((0, 32), np.uint8) if c is None else c[0] for c in prepared]
+        self.split: list[Hits | None] | None = None
+        self.params: MatchParams | None = None
+
+    def hits(self, k: int, codes: np.ndarray, params: MatchParams, progress: ProgressCallback | None,
+             cancel: CancelCallback | None) -> Hits:
+        """Hits of pass ``k``'s codes; anything but the codes announced for it is searched apart."""
+        mine = self.codes[k]
+        if self.split is None and mine.shape == codes.shape and np.array_equal(mine, codes):
+            ends = np.cumsum([c.shape[0] for c in self.codes])
+            every = _collect_hits(np.concatenate(self.codes), self.inner, params, progress, cancel)
+            self.split = [_rows(every, a, b) for a, b in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist())]
+            self.params = params
+        got = None
+        if self.split is not None and self.params == params and np.array_equal(mine, codes):
+            got, self.split[k] = self.split[k], None  # served once: the memory goes with it
+        return got if got is not None else _collect_hits(codes, self.inner, params, progress, cancel)
+
+
+class _TripView:
+    """The corpus as pass ``k`` of a :class:`_OneTrip` sees it (hits through ``collect_hits``)."""
+
+    def __init__(self, trip: _OneTrip, k: int) -> None:
+        self.trip, self.k = trip, k
+
+    def collect_hits(self, codes: np.ndarray, params: MatchParams, progress: ProgressCallback | None,
+                     cancel: CancelCallback | None) -> Hits:
+        return self.trip.hits(self.k, codes, params, progress, cancel)
+
+    def shards(self) -> Iterator[Shard]:
+        return self.trip.inner.shards()
+
+    def fingerprints(self, stream_id: int) -> StreamFingerprints:
+        return self.trip.inner.fingerprints(stream_id)
+
+    def describe(self, stream_id: int) -> tuple[str, str]:
+        return self.trip.inner.describe(stream_id)
+
+    def searched_seconds(self) -> float:
+        return self.trip.inner.searched_seconds()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.trip.inner, name)
+
+
+def one_trip(corpus: Any, passes: Sequence[Sequence[QueryStream]]) -> list[Any]:
+    """One view of ``corpus`` per pass of :func:`compare_streams`, all passes' codes looked up together.
+
+    The first pass to search looks up the codes of every pass while each shard is mapped once;
+    later passes get their share of those hits. Searched in any other way (other codes or
+    parameters, a second time), a view searches the corpus itself.
+
+    Args:
+        corpus: The corpus every pass searches.
+        passes: The query streams of each pass, in any order of searching.
+
+    Returns:
+        A corpus view per pass (forwarding everything else to ``corpus``).
+    """
+    trip = _OneTrip(corpus, passes)
+    return [_TripView(trip, k) for k in range(len(passes))]
+
+
+def _rows(h: Hits, a: int, b: int) -> Hits:
+    """The hits of query rows ``a <= q < b``, renumbered from 0 (order kept)."""
+    keep = (h.q_idx >= a) & (h.q_idx < b)
+    return Hits(h.q_idx[keep] - a, h.stream_id[keep], h.frame_idx[keep], h.variant_idx[keep], h.distance[keep])
 
 
 def _cap_per_frame(h: Hits, cap: int) -> Hits:

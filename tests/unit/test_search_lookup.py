@@ -1,0 +1,177 @@
+"""The stacked chunk lookup (shard formats 3-4) against the bucket expansion it replaced.
+
+Issue 19 item 4 replaced "expand every row of every probed bucket, compare its low bits" by
+a binary search inside each bucket. The reference below is the previous code, kept verbatim
+in the test, so any difference in candidates (order included) or in hits fails here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from overlap_desktop.core.index.shards import (
+    PREFIX_BITS,
+    Hits,
+    QueryPlan,
+    Shard,
+    build_shard,
+    popcount_xor,
+)
+
+
+def _expand_lookup(shard: Shard, plan: QueryPlan, max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
+    """The format-3/4 lookup before issue 19 item 4: every row of every kept bucket expanded."""
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if plan.codes.shape[0] == 0 or shard.count == 0:
+        return empty
+    width = shard.chunks[0][1]
+    pbits = min(int(shard.meta.get("prefix_bits", PREFIX_BITS)), 8 * width)
+    lbits = 8 * width - pbits
+    off = shard._table("off")
+    uchunk, ukey, ustart, urows = plan.unique_probes()
+    pre = uchunk * ((1 << pbits) + 1) + (ukey >> np.uint32(lbits)).astype(np.int64)
+    b0 = off[pre].astype(np.int64)
+    cnt = off[pre + 1].astype(np.int64) - b0
+    keep = np.flatnonzero((cnt > 0) & (cnt <= max(max_bucket, 64.0 * shard.count / float(1 << pbits))))
+    if keep.size == 0:
+        return empty
+    b0, cnt = b0[keep] + uchunk[keep] * shard.count, cnt[keep]
+    seg = np.repeat(np.arange(keep.size), cnt)
+    pos = np.arange(seg.size, dtype=np.int64) + (b0 - np.cumsum(cnt) + cnt)[seg]
+    if lbits:
+        want = (ukey[keep] & np.uint32((1 << lbits) - 1)).astype(shard._table("low").dtype)
+        match = shard._table("low")[pos] == want[seg]
+        pos, seg = pos[match], seg[match]
+    if pos.size == 0:
+        return empty
+    hit_rows = shard._table("perm")[pos].astype(np.int64)
+    p = keep[seg]
+    g = ustart[p + 1] - ustart[p]
+    k = np.repeat(np.arange(p.size), g)
+    q = urows[np.arange(k.size, dtype=np.int64) + (ustart[p] - np.cumsum(g) + g)[k]]
+    return q, hit_rows[k]
+
+
+def _expand_search(shard: Shard, plan: QueryPlan, max_distance: int, max_bucket: int) -> Hits:
+    """``Shard.search`` before issue 19 item 4, on the reference lookup."""
+    q, r = _expand_lookup(shard, plan, max_bucket)
+    if q.size == 0:
+        return Hits.empty()
+    order = np.argsort(r, kind="stable")
+    q, r = q[order], r[order]
+    d = popcount_xor(plan.codes[q], np.asarray(shard.codes[r]))
+    ok = d <= max_distance
+    q, r, d = q[ok], r[ok], d[ok]
+    if q.size == 0:
+        return Hits.empty()
+    _, first = np.unique(q * np.int64(shard.count) + r, return_index=True)
+    q, r, d = q[first], r[first], d[first]
+    order = np.lexsort((d, q))
+    q, r, d = q[order], r[order], d[order]
+    return Hits(q_idx=q, stream_id=shard.stream_of(r),
+                frame_idx=np.asarray(shard.column("frame_idx")[r], dtype=np.int32),
+                variant_idx=np.asarray(shard.column("variant_idx")[r], dtype=np.int16),
+                distance=d.astype(np.int16))
+
+
+def _walk(n: int, rng: np.random.Generator, flips: int = 2, cut_every: int = 12,
+          still: float = 0.3) -> np.ndarray:
+    """Codes like footage: a few bits per step, cuts to unrelated codes, still stretches (repeats)."""
+    bits = np.zeros((n, 256), np.uint8)
+    bits[np.arange(n)[:, None], rng.integers(0, 256, (n, flips))] = 1
+    bits[rng.random(n) < still] = 0  # a still frame repeats the previous code exactly
+    cuts = np.flatnonzero(rng.random(n) < 1.0 / cut_every)
+    bits[cuts] = rng.integers(0, 2, (cuts.size, 256), dtype=np.uint8)
+    return np.packbits(np.bitwise_xor.accumulate(bits, axis=0), axis=1)
+
+
+def _flip(codes: np.ndarray, nbits: int, rng: np.random.Generator) -> np.ndarray:
+    bits = np.unpackbits(codes, axis=1)
+    for row in bits:
+        row[rng.choice(256, nbits, replace=False)] ^= 1
+    return np.packbits(bits, axis=1)
+
+
+def _shard(path: Path, codes: np.ndarray, version: int = 4) -> Shard:
+    n = codes.shape[0]
+    build_shard(path, codes, np.arange(n) // 50, (np.arange(n) % 50).astype(np.int32),
+                (np.arange(n) % 4).astype(np.int16), version=version)
+    return Shard.open(path)
+
+
+def _queries(codes: np.ndarray, rng: np.random.Generator, m: int = 400) -> np.ndarray:
+    """Noisy copies of stored rows, exact copies, correlated runs and unrelated codes."""
+    if codes.shape[0] == 0:
+        return rng.integers(0, 256, (m, 32), dtype=np.uint8)
+    rows = rng.integers(0, codes.shape[0], m)
+    parts = [_flip(codes[rows[: m // 4]], 12, rng), codes[rows[m // 4: m // 2]],
+             codes[np.arange(m // 4) % codes.shape[0]], rng.integers(0, 256, (m - 3 * (m // 4), 32), dtype=np.uint8)]
+    return np.concatenate(parts)
+
+
+def _check_same(shard: Shard, query: np.ndarray, *, probe: int = 0, max_bucket: int = 4096) -> int:
+    plan = shard.plan(query, probe=probe)
+    q_old, r_old = _expand_lookup(shard, plan, max_bucket)
+    q_new, r_new = shard.candidates(plan, max_bucket=max_bucket)
+    assert np.array_equal(q_new, q_old) and np.array_equal(r_new, r_old)
+    assert q_new.dtype == np.int64 and r_new.dtype == np.int64
+    for dist in (0, 24, 56):
+        old, new = _expand_search(shard, plan, dist, max_bucket), shard.search(plan, max_distance=dist,
+                                                                               max_bucket=max_bucket)
+        for f in ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance"):
+            a, b = getattr(old, f), getattr(new, f)
+            assert a.dtype == b.dtype and np.array_equal(a, b), f
+    return int(q_new.size)
+
+
+@pytest.mark.parametrize("version", [3, 4])
+@pytest.mark.parametrize("kind", ["random", "footage"])
+def test_binary_search_lookup_equals_expansion(tmp_path: Path, version: int, kind: str) -> None:
+    rng = np.random.default_rng(11 + version)
+    n = 60_000
+    codes = rng.integers(0, 256, (n, 32), dtype=np.uint8) if kind == "random" else _walk(n, rng)
+    shard = _shard(tmp_path / "s", codes, version)
+    assert _check_same(shard, _queries(codes, rng)) > 0
+    assert _check_same(shard, _queries(codes, rng, 120), probe=1) > 0
+
+
+def test_one_byte_low_bits_of_large_shards(tmp_path: Path) -> None:
+    # From ~0.5M rows the prefix takes 16+ bits and the low bits fit one byte (the bench's
+    # 8M-row shards have 5 low bits in ~16-row buckets).
+    rng = np.random.default_rng(5)
+    codes = _walk(600_000, rng, still=0.5)
+    shard = _shard(tmp_path / "s", codes)
+    assert shard._table("low").dtype == np.uint8
+    assert _check_same(shard, _queries(codes, rng, 2000)) > 0
+
+
+def test_degenerate_buckets(tmp_path: Path) -> None:
+    # One value shared by many rows: a kept bucket far longer than 32 rows (the slow path of
+    # the search), one beyond the max_bucket rule (skipped by both), and long buckets of many
+    # distinct low values.
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 256, (40_000, 32), dtype=np.uint8)
+    flat = np.zeros((3_000, 32), np.uint8)  # featureless frames: every chunk identical
+    near = np.repeat(rng.integers(0, 256, (1, 32), dtype=np.uint8), 700, axis=0)
+    near[:, 3:] = rng.integers(0, 256, (700, 29), dtype=np.uint8)  # chunk 0 shared, the rest random
+    spread = np.repeat(rng.integers(0, 256, (1, 32), dtype=np.uint8), 300, axis=0)
+    spread[:, 2] = rng.integers(0, 256, 300)  # chunk 0's top bits shared, its low bits varied
+    spread[:, 3:] = rng.integers(0, 256, (300, 29), dtype=np.uint8)
+    codes = np.concatenate([base, flat, near, spread])
+    shard = _shard(tmp_path / "s", codes)
+    query = np.concatenate([flat[:3], near[:5], _flip(spread[:50], 6, rng), _queries(base, rng, 200)])
+    for max_bucket in (4096, 500, 1):
+        assert _check_same(shard, query, max_bucket=max_bucket) > 0
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 17])
+def test_tiny_and_empty_shards(tmp_path: Path, n: int) -> None:
+    rng = np.random.default_rng(n)
+    codes = rng.integers(0, 256, (n, 32), dtype=np.uint8)
+    shard = _shard(tmp_path / "s", codes)
+    found = _check_same(shard, _queries(codes, rng, 40))
+    assert found == 0 if n == 0 else found > 0
+    _check_same(shard, np.zeros((0, 32), np.uint8))
