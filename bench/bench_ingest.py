@@ -5,6 +5,7 @@ Run from the repository root::
     python bench/bench_ingest.py                 # everything
     python bench/bench_ingest.py throughput      # pure decode vs fingerprinting, 426x240 and 1280x720
     python bench/bench_ingest.py exact           # extra bits of sampled decoding vs an exact decode
+    python bench/bench_ingest.py exact --matrix  # the same on the detection matrix's footage
     python bench/bench_ingest.py orient          # bits lost by turning codes instead of pictures
 
 All times are CPU seconds of this process (decoder threads included), never wall time:
@@ -172,6 +173,28 @@ def generated_codec_clips(root: Path) -> list[Path]:
     return out
 
 
+def matrix_footage(root: Path) -> list[Path]:
+    """The detection matrix's owned masters (as the matrix renders them) and same-rig episodes.
+
+    The masters are what the matrix indexes (x264 ultrafast: no B-frames, so only the loop
+    filter approximation applies). The rig episodes (tests/rig.py: one fixed camera, frames of
+    different episodes 20-50 bits apart, the case where extra bits matter most) are encoded
+    the way cameras and most tools write H.264 (x264 veryfast: B-frames), so both apply.
+    """
+    from tests.fixtures_matrix import _write_masters
+    from tests.manipulations import Piece, write_edit
+    from tests.rig import RigEpisode
+
+    _write_masters(root)
+    out = sorted(root.glob("master_*.mp4"))
+    for ep in (1, 2):
+        p = root / f"rig7-episode{ep}-veryfast.mp4"
+        write_edit(p, [Piece(RigEpisode(7, ep), 0.0, 20.0)], out_fps=30.0, size=(640, 360),
+                   options={"preset": "veryfast", "crf": "23"})
+        out.append(p)
+    return out
+
+
 def _stats(d: np.ndarray) -> str:
     return f"mean {d.mean():5.2f}, p95 {np.percentile(d, 95):3.0f}, max {d.max():3d}" if d.size else "no samples"
 
@@ -209,7 +232,7 @@ def _exact_row(p: Path, pooled: dict[str, list[np.ndarray]], identity: list[np.n
     return f"| {p.name} | {info.codec} | {int(informative.sum())} of {len(ref)} | {done} | " + " | ".join(cells) + " |"
 
 
-def bench_exact(extra: list[Path]) -> None:
+def bench_exact(extra: list[Path], *, matrix: bool = False) -> None:
     """Extra Hamming distance of sampled decoding against a full, exact decode, per variant.
 
     Three readers are compared with a full decode (every frame, loop filter on) on the same
@@ -220,7 +243,10 @@ def bench_exact(extra: list[Path]) -> None:
     distance between an old index and a new manifest of the same file.
     """
     with tempfile.TemporaryDirectory() as tmp_s:
-        files = _real_videos() + generated_codec_clips(Path(tmp_s)) + extra
+        if matrix:  # only the matrix footage: what the detection matrix indexes, plus rig episodes
+            files = matrix_footage(Path(tmp_s)) + extra
+        else:
+            files = _real_videos() + generated_codec_clips(Path(tmp_s)) + extra
         print("## Sampled decoding vs a full exact decode: extra Hamming distance per sample and variant "
               "(4 samples/s, default variants; every variant of every sample counts once)")
         pooled: dict[str, list[np.ndarray]] = {m: [] for m in _MODES}
@@ -335,12 +361,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--files", type=int, default=4, help="generated files per size")
     ap.add_argument("--seconds", type=float, default=30.0, help="seconds per generated file")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--matrix", action="store_true",
+                    help="exact: measure on the detection matrix's masters and same-rig episodes instead")
     args = ap.parse_args(argv)
     t = time.process_time()
     if args.what in ("all", "throughput"):
         bench_throughput(args.files, args.seconds, args.repeats)
     if args.what in ("all", "exact"):
-        bench_exact([])
+        bench_exact([], matrix=args.matrix)
     if args.what in ("all", "orient"):
         bench_orient()
         bench_mirror_variants()

@@ -15,6 +15,7 @@ than in the default suite, which carries the same kinds of rows in the detection
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,13 @@ from tests.rig import HandheldStill, RigEpisode
 pytestmark = [pytest.mark.same_rig, pytest.mark.slow]
 
 SIZE = (192, 144)
-FPS = 12.0
+#: .ci/run runs this lane twice: as written (12 fps, x264 ultrafast: no B-frames, no deblocking) and
+#: with OVERLAP_RIG_ENCODE=camera (30 fps, x264 veryfast: B-frames and deblocking, as cameras and most
+#: tools write H.264), where indexing's decode approximations apply (the deblocking filter skipped, a
+#: sampled non-reference frame taken from its decoded neighbour; core/ingest/decode_plan.py).
+CAMERA = os.environ.get("OVERLAP_RIG_ENCODE") == "camera"
+FPS = 30.0 if CAMERA else 12.0
+ENC: dict[str, Any] = {"options": {"preset": "veryfast", "crf": "23"}} if CAMERA else {}
 DUR = 16.0
 FIXEDCAM = Path(__file__).resolve().parents[1] / "data" / "fixedcam"
 
@@ -112,13 +119,13 @@ def rig_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("same-rig")
     lib, offer = root / "library", root / "offer"
     for name, ep in LIB.items():
-        m.write_edit(lib / f"{name}.mp4", [Piece(ep, 0.0, DUR, master_fps=FPS)], out_fps=FPS, size=SIZE)
+        m.write_edit(lib / f"{name}.mp4", [Piece(ep, 0.0, DUR, master_fps=FPS)], out_fps=FPS, size=SIZE, **ENC)
     for name, rec in LONG.items():
-        m.write_edit(lib / f"{name}.mp4", [Piece(rec, 0.0, DUR, master_fps=FPS)], out_fps=FPS, size=SIZE)
+        m.write_edit(lib / f"{name}.mp4", [Piece(rec, 0.0, DUR, master_fps=FPS)], out_fps=FPS, size=SIZE, **ENC)
     for name, pieces in NEGATIVES.items():
-        m.write_edit(offer / f"{name}.mp4", pieces, out_fps=FPS, size=SIZE)
+        m.write_edit(offer / f"{name}.mp4", pieces, out_fps=FPS, size=SIZE, **ENC)
     for name, ctl in CONTROLS.items():
-        m.write_edit(offer / f"{name}.mp4", ctl.pieces, out_fps=FPS, size=SIZE, transform=ctl.transform)
+        m.write_edit(offer / f"{name}.mp4", ctl.pieces, out_fps=FPS, size=SIZE, transform=ctl.transform, **ENC)
     real = []
     for src in sorted(FIXEDCAM.glob("*")) if FIXEDCAM.is_dir() else []:
         if src.suffix.lower() in (".mp4", ".avi", ".mkv", ".webm", ".mov"):
