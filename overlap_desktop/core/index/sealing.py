@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from overlap_desktop.core.index.shards import Shard
 
-__all__ = ["DEFAULT_SEED_FPS", "DEFAULT_SHARD_CODES", "SHARD_GRACE_S", "ShardSet"]
+__all__ = ["DEFAULT_SHARD_CODES", "SHARD_GRACE_S", "ShardSet"]
 
 log = logging.getLogger(__name__)
 
