@@ -161,8 +161,18 @@ def install_deps() -> None:
                         + " ".join(APT_PACKAGES))
     run(["dpkg", "--add-architecture", "i386"])
     run(["apt-get", "update", "-q"], timeout=1200)
-    run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *APT_PACKAGES],
+    run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *apt_packages()],
         env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, timeout=2400)
+
+
+def apt_packages() -> list[str]:
+    """:data:`APT_PACKAGES` less Debian's ``npm`` when an ``npm`` is already installed.
+
+    Machines with Node.js from NodeSource (package ``nodejs``, which ships its own npm) cannot
+    install Debian's npm beside it (apt: "nodejs : Conflicts: npm"), and any npm can fetch the
+    Inno Setup package.
+    """
+    return [p for p in APT_PACKAGES if not (p == "npm" and shutil.which("npm"))]
 
 
 def exported_names(objdump_output: str) -> list[str]:

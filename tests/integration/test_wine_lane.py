@@ -90,6 +90,15 @@ def test_icu_stub_fails_ucnv_open_with_an_error_code(lane: ModuleType) -> None:
     assert re.search(r"\*err = U_MISSING_RESOURCE_ERROR;", source)
 
 
+def test_debian_npm_is_not_installed_over_another_npm(lane: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    # NodeSource's nodejs ships npm and conflicts with Debian's npm package: apt would refuse the
+    # whole install, so the lane asks for Debian's npm only where no npm is installed.
+    monkeypatch.setattr(lane.shutil, "which", lambda name: None)
+    assert lane.apt_packages() == list(lane.APT_PACKAGES) and "npm" in lane.APT_PACKAGES
+    monkeypatch.setattr(lane.shutil, "which", lambda name: "/usr/bin/npm" if name == "npm" else None)
+    assert lane.apt_packages() == [p for p in lane.APT_PACKAGES if p != "npm"]
+
+
 def test_embeddable_python_sees_site_packages(lane: ModuleType) -> None:
     assert lane.pth_text("cp311").splitlines() == ["python311.zip", ".", "Lib\\site-packages", "import site"]
 
