@@ -93,6 +93,42 @@ def test_a_worker_process_killed_mid_job_is_survived(
     assert (tmp_path / "m.ovlm").read_bytes() == serial_manifest[1]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_file_handed_over_after_a_worker_died_is_still_fingerprinted(scale_corpus: Path, tmp_path: Path) -> None:
+    # The race behind a flaky run: a worker dies, the pool learns it, and the writer hands over the
+    # next file before wait() has collected the files that died. The pool refuses it
+    # (BrokenProcessPool from submit); that must not end the job: the file is run in a fresh pool.
+    import time
+
+    from overlap_desktop.core.ingest.fingerprint import variants_from_config
+
+    config = scale_config(tmp_path / "ix", **{"index.workers": 1})
+    clips = sorted(p for p in (scale_corpus / "cam0").glob("clip*.mp4"))[:2]
+
+    def job(p: Path) -> parallel.FileJob:
+        st = p.stat()
+        return parallel.FileJob(str(p), "video", st.st_size, st.st_mtime_ns, config, variants_from_config(config))
+
+    engine = parallel.ProcessEngine(1)
+    try:
+        engine.submit(job(clips[0]))
+        deadline = time.monotonic() + 300  # a hang guard, not a pass condition
+        while not multiprocessing.active_children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        victim = multiprocessing.active_children()[0]
+        os.kill(victim.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        while not engine._pool._broken and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)
+        engine.submit(job(clips[1]))  # refused by the broken pool: parked, not raised
+        outcomes: dict[str, parallel.FileOutcome] = {}
+        while len(outcomes) < 2 and time.monotonic() < deadline:
+            outcomes.update({j.path: o for j, o in engine.wait(1.0)})
+    finally:
+        engine.close()
+    assert sorted(outcomes) == sorted(str(p) for p in clips)
+    assert all(o.error is None and o.streams for o in outcomes.values()), outcomes
+
+
 def test_default_keeps_a_small_job_in_one_process(scale_corpus: Path, tmp_path: Path) -> None:
     # Starting worker processes costs about a second each; a few MB of new footage is not worth it.
     ix = tmp_path / "ix"

@@ -303,6 +303,8 @@ class ProcessEngine:
         self._cancel: Any = self._ctx.Event()
         self._pool = self._new_pool()
         self._futures: dict[Future[FileOutcome], FileJob] = {}
+        #: Jobs the pool refused because it already knew a worker had died (see :meth:`submit`).
+        self._parked: list[FileJob] = []
         self._attempts: dict[str, int] = {}
         self._fractions: dict[str, float] = {}
 
@@ -311,8 +313,15 @@ class ProcessEngine:
                                    initargs=(self._queue, self._cancel, self.decoder_threads))
 
     def submit(self, job: FileJob) -> None:
+        try:
+            fut = self._pool.submit(_worker_task, job)
+        except BrokenProcessPool:
+            # A worker died and the pool knew before wait() collected the files that died with it:
+            # the job never ran, so it is not an attempt; the next wait() restarts the pool and runs it.
+            self._parked.append(job)
+            return
         self._attempts[job.path] = self._attempts.get(job.path, 0) + 1
-        self._futures[self._pool.submit(_worker_task, job)] = job
+        self._futures[fut] = job
 
     def _drain_progress(self) -> None:
         while True:
@@ -327,6 +336,9 @@ class ProcessEngine:
         return {j.path: self._fractions.get(j.path, 0.0) for j in self._futures.values()}
 
     def wait(self, timeout: float) -> list[tuple[FileJob, FileOutcome]]:
+        if self._parked:
+            parked, self._parked = self._parked, []
+            return self._restart(parked, attempted=False)
         if not self._futures:
             return []
         done, _ = wait_futures(list(self._futures), timeout=timeout, return_when=FIRST_COMPLETED)
@@ -346,12 +358,19 @@ class ProcessEngine:
             out.extend(self._restart(broken))
         return out
 
-    def _restart(self, broken: list[FileJob]) -> list[tuple[FileJob, FileOutcome]]:
-        """A worker process died: every file in flight failed with it. Retry them in a fresh pool."""
-        broken += list(self._futures.values())
+    def _restart(self, broken: list[FileJob], *, attempted: bool = True) -> list[tuple[FileJob, FileOutcome]]:
+        """A worker process died: every file in flight failed with it. Retry them in a fresh pool.
+
+        ``attempted=False``: ``broken`` are parked jobs that never ran (they are retried whatever
+        their count); the files in flight are retried as usual.
+        """
+        fresh = [] if attempted else broken
+        broken = (broken if attempted else []) + list(self._futures.values())
         self._futures.clear()
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._pool = self._new_pool()
+        for job in fresh:
+            self.submit(job)
         failed: list[tuple[FileJob, FileOutcome]] = []
         for job in broken:
             if self._attempts.get(job.path, 0) >= MAX_ATTEMPTS:
