@@ -10,12 +10,12 @@ How a frame is hashed (``prep`` holds the normalisation and its ``PREP_ID``):
 * the reader scales the frame to the square working image (swscale, at decode);
 * letterbox bars are trimmed, giving the content box;
 * for each crop geometry the box is cut out and area-resampled (exact box filter)
-  to 64x64 luma, rounded to 8 bits (pdqhash takes ``uint8`` images) and hashed by
-  ``pdqhash.compute_float``,
-  which returns PDQ's 16x16 DCT coefficients and quality. Thresholding at the median
-  gives exactly ``pdqhash.compute``'s bits; at 64x64 the mirror and rotations are
-  exact sign flips / transposes of those coefficients (what PDQ's dihedral mode
-  does), so orientation variants cost no extra hashing.
+  to 64x64 luma and rounded to 8 bits (pdqhash takes ``uint8`` images);
+* PDQ's 16x16 DCT coefficients and quality are computed for a batch of such images
+  at once (:mod:`.pdq_batch`, bit for bit what ``pdqhash.compute_float`` returns).
+  Thresholding at the median gives exactly ``pdqhash.compute``'s bits; at 64x64 the
+  mirror and rotations are exact sign flips / transposes of those coefficients (what
+  PDQ's dihedral mode does), so orientation variants cost no extra hashing.
 
 Bits are packed MSB first (``np.packbits``), so ``code.tobytes().hex()`` is the
 canonical 64-hex form used by the Java reference and python-threatexchange.
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.ingest import prep
+from overlap_desktop.core.ingest import pdq_batch, prep
 from overlap_desktop.core.ingest.frames import MAX_HOLD_S, sample_on_grid
 from overlap_desktop.core.types import (
     CODE_BYTES,
@@ -86,10 +86,6 @@ EDGE_DEFAULT_RUNG = 0.08
 #: Identity codes within this many bits of a run's first frame count as "no change".
 STATIC_BITS = 12
 
-# Sign pattern of PDQ's DCT basis under reversal of one axis: basis k uses frequency
-# k+1, so reversing the axis multiplies coefficient k by (-1)^(k+1).
-_SIGN = ((-1.0) ** (np.arange(16) + 1)).astype(np.float32)
-
 # ----------------------------------------------------------------------------- codes
 
 
@@ -136,41 +132,18 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- hashing
 
 
-def _dct_of_luma(y64: np.ndarray) -> tuple[np.ndarray, int]:
-    """PDQ's 16x16 DCT coefficients (row-major, ``[vertical][horizontal]``) and quality."""
-    import pdqhash  # local: keeps ``import overlap_desktop`` light
-
-    g = np.clip(np.rint(y64), 0, 255).astype(np.uint8)
-    img = np.repeat(g[:, :, None], 3, axis=2)
-    flat, quality = pdqhash.compute_float(img)
-    return np.asarray(flat, dtype=np.float32)[::-1].reshape(16, 16), int(quality)
-
-
-def _orient(coef: np.ndarray, mirrored: bool, rotation: int) -> np.ndarray:
-    """Coefficients of the image mirrored left-right, then rotated counter-clockwise."""
-    c = coef * _SIGN[None, :] if mirrored else coef
-    r = rotation % 360
-    if r == 90:
-        return (c * _SIGN[None, :]).T
-    if r == 180:
-        return c * _SIGN[None, :] * _SIGN[:, None]
-    if r == 270:
-        return (c * _SIGN[:, None]).T
-    return c
-
-
-def _coef_to_code(coef: np.ndarray) -> np.ndarray:
-    v = coef.reshape(-1)[::-1]
-    # "> median" of 256 values is "> the 128th smallest" (the median lies between the
-    # 128th and 129th, and nothing lies strictly between them): same bits, no mean.
-    return np.packbits(v > np.partition(v, 127)[127])
-
-
 def hash_hash_image(img64: np.ndarray) -> tuple[np.ndarray, int]:
-    """PDQ code and quality of an already prepared ``HASH_SIZE`` image (RGB or luma)."""
-    y = prep.luma(img64) if img64.ndim == 3 else img64.astype(np.float32)
-    coef, q = _dct_of_luma(y)
-    return _coef_to_code(coef), q
+    """PDQ code and quality of an already prepared ``HASH_SIZE`` image (RGB or luma).
+
+    Raises:
+        ValueError: the image is not ``HASH_SIZE`` x ``HASH_SIZE``.
+    """
+    y = prep.luma(img64) if img64.ndim == 3 else np.asarray(img64, dtype=np.float32)
+    if y.shape != (prep.HASH_SIZE, prep.HASH_SIZE):
+        raise ValueError(f"a prepared image is {prep.HASH_SIZE}x{prep.HASH_SIZE}, got {y.shape}")
+    small = np.clip(np.rint(y), 0, 255)[None]
+    coefs, quality = pdq_batch.coefs_and_quality(small)
+    return pdq_batch.codes_from_coefs(coefs)[0], int(quality[0])
 
 
 def prep_and_hash_image(rgb: np.ndarray, variants: Sequence[Variant] = (Variant(),)
@@ -221,12 +194,24 @@ def _geometry_box(box: prep.Box, v: Variant) -> prep.Box:
     return prep.Box(y0, max(y1, y0 + 1), x0, max(x1, x0 + 1))
 
 
+#: Sampled frames hashed together (~2 MB of working images); larger batches fall out of cache.
+HASH_BATCH = 16
+#: Images converted to luma per array operation (see :meth:`_FrameHasher.hash_batch`).
+_LUMA_CHUNK = 2
+
+
 def _geometry_key(v: Variant) -> tuple[Any, ...]:
     return (v.crop, v.edge, v.edge_depth, v.offset)
 
 
 class _FrameHasher:
-    """Hashes working images into all requested variants, sharing work between them."""
+    """Hashes working images into all requested variants, sharing work between them.
+
+    Work is done a batch of samples at a time (:meth:`hash_batch`): the luma of all of
+    them in one operation, each crop geometry resampled for every sample whose content
+    box agrees, and every 64x64 image of the batch through one DCT (:mod:`.pdq_batch`,
+    bit for bit ``pdqhash``'s).
+    """
 
     def __init__(self, variants: Sequence[Variant]) -> None:
         if not variants:
@@ -241,18 +226,38 @@ class _FrameHasher:
 
     def hash_work(self, work: np.ndarray) -> tuple[np.ndarray, int]:
         """Codes ``uint8 (V, 32)`` and the identity-geometry quality for a working image."""
-        y = prep.luma(work)
-        box = prep.content_box_from_luma(y)
-        out = np.empty((len(self.variants), CODE_BYTES), dtype=np.uint8)
-        quality = -1
-        for members in self.groups:
-            g = _geometry_box(box, members[0][1])
-            coef, q = _dct_of_luma(prep.region_luma(y, g))
-            if quality < 0:  # the first geometry is the identity's (variants[0])
-                quality = q
+        codes, quality = self.hash_batch(work[None])
+        return codes[0], int(quality[0])
+
+    def hash_batch(self, works: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Codes ``uint8 (N, V, 32)`` and identity qualities ``(N,)`` of ``(N, h, w, 3)`` images."""
+        n = works.shape[0]
+        y = np.empty(works.shape[:3], np.float32)
+        for k in range(0, n, _LUMA_CHUNK):  # a few images at a time: the float temporaries stay in cache
+            y[k:k + _LUMA_CHUNK] = prep.luma(works[k:k + _LUMA_CHUNK])
+        boxes = [prep.content_box_from_luma(y[k]) for k in range(n)]
+        g_count = len(self.groups)
+        # The 64x64 image of sample k, geometry g is row g * n + k.
+        small = np.empty((g_count * n, prep.HASH_SIZE, prep.HASH_SIZE), np.float32)
+        for gi, members in enumerate(self.groups):
+            regions: dict[prep.Box, list[int]] = {}
+            for k, box in enumerate(boxes):
+                regions.setdefault(_geometry_box(box, members[0][1]), []).append(k)
+            for g, ks in regions.items():
+                if len(ks) == n:  # the usual case: every sample has the same content box
+                    small[gi * n:(gi + 1) * n] = prep.resample_luma(y[:, g.y0:g.y1, g.x0:g.x1])
+                else:
+                    small[np.asarray(ks) + gi * n] = prep.resample_luma(y[ks, g.y0:g.y1, g.x0:g.x1])
+        # pdqhash takes 8-bit images: the resampled luma is rounded as it always was.
+        np.clip(np.rint(small, out=small), 0, 255, out=small)
+        coefs, quality = pdq_batch.coefs_and_quality(small)
+        quality = quality[:n]  # the identity geometry's (group 0 holds variants[0])
+        out = np.empty((n, len(self.variants), CODE_BYTES), dtype=np.uint8)
+        for gi, members in enumerate(self.groups):
+            c = coefs[gi * n:(gi + 1) * n]
             for i, v in members:
-                out[i] = _coef_to_code(_orient(coef, v.mirrored, v.rotation))
-        return out, max(quality, 0)
+                out[:, i] = pdq_batch.codes_from_coefs(c, v.mirrored, v.rotation)
+        return out, np.maximum(quality, 0)
 
 
 def variants_for(*, preset: str = "fast", crop_ladder: Sequence[float] | None = None,
@@ -399,6 +404,51 @@ def _spans(times_ns: np.ndarray, runs: list[tuple[int, int]], step_s: float, end
     return spans
 
 
+class _SampleBatcher:
+    """Collects a stream's working images and hashes them :data:`HASH_BATCH` at a time.
+
+    Batching is what makes hashing cheap (:meth:`_FrameHasher.hash_batch`); the images are
+    copied into one preallocated array as they come, since a reader may reuse its buffers.
+    """
+
+    def __init__(self, hasher: _FrameHasher) -> None:
+        self.hasher = hasher
+        self.pending = np.empty((HASH_BATCH, prep.WORK_SIZE, prep.WORK_SIZE, 3), np.uint8)
+        self.filled = 0
+        self.codes: list[np.ndarray] = []
+        self.quality: list[np.ndarray] = []
+        self.sample_of: list[int] = []  # for each grid point, the hashed image it shows
+        self.hashed = 0
+
+    def add(self, work: np.ndarray) -> None:
+        self.pending[self.filled] = work
+        self.filled += 1
+        self.sample_of.append(self.hashed)
+        self.hashed += 1
+        if self.filled == HASH_BATCH:
+            self._flush()
+
+    def repeat(self) -> None:
+        self.sample_of.append(self.hashed - 1)
+
+    def _flush(self) -> None:
+        if self.filled:
+            codes, quality = self.hasher.hash_batch(self.pending[:self.filled])
+            self.codes.append(codes)
+            self.quality.append(quality)
+            self.filled = 0
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """Codes ``(n, V, 32)`` and qualities ``uint8 (n,)`` of every grid point so far."""
+        self._flush()
+        v = len(self.hasher.variants)
+        if not self.sample_of:
+            return np.zeros((0, v, CODE_BYTES), np.uint8), np.zeros(0, np.uint8)
+        which = np.asarray(self.sample_of, dtype=np.int64)
+        codes = np.concatenate(self.codes)[which]
+        return codes, np.concatenate(self.quality).astype(np.uint8)[which]
+
+
 def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
                        variants: Sequence[Variant] = (Variant(),), quality_floor: int = 50,
                        static_seconds: float = 5.0, duration_s: float | None = None,
@@ -431,27 +481,22 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
     variants = tuple(variants)
     if not variants or variants[0] != Variant():
         raise ValueError("variants[0] must be the identity Variant()")
-    hasher = _FrameHasher(variants)
+    batch = _SampleBatcher(_FrameHasher(variants))
     times: list[int] = []
-    quals: list[int] = []
-    codes: list[np.ndarray] = []
     last_no = -1
-    last: tuple[np.ndarray, int] | None = None
     for s in sample_on_grid(frames, fps, duration_s=duration_s, cancel=cancel):
-        if s.frame_no != last_no or last is None:
+        if s.frame_no != last_no or not times:
             # A frame held over several grid points is converted and hashed once.
-            work = s.frame.to_rgb(prep.WORK_SIZE, prep.WORK_SIZE)
-            last = hasher.hash_work(work)
+            batch.add(s.frame.to_rgb(prep.WORK_SIZE, prep.WORK_SIZE))
             last_no = s.frame_no
+        else:
+            batch.repeat()
         times.append(s.t_ns)
-        codes.append(last[0])
-        quals.append(last[1])
         if on_frame is not None:
             on_frame(s.t_ns / NS_PER_S)
     n = len(times)
     times_ns = np.asarray(times, dtype=np.int64)
-    quality = np.asarray(quals, dtype=np.uint8)
-    code_arr = (np.stack(codes) if n else np.zeros((0, len(variants), CODE_BYTES), np.uint8))
+    code_arr, quality = batch.result()
     step_s = 1.0 / fps
     if duration_s is not None and math.isfinite(duration_s) and duration_s > 0:
         # A stated duration far beyond what decoded (a truncated file) is not trusted.

@@ -99,14 +99,14 @@ def inverse(a: Orientation) -> Orientation:
 def _bit_map(o: Orientation) -> tuple[np.ndarray, np.ndarray]:
     """``(src, flip)``: bit ``b`` of the oriented code is bit ``src[b]`` of the code, XOR ``flip[b]``.
 
-    Derived from the coefficient rule the corpus variants use (``fingerprint._orient``),
+    Derived from the coefficient rule the corpus variants use (``pdq_batch.oriented``),
     applied to a grid of distinct positive numbers: where each number lands gives the
     permutation, its sign the inversion.
     """
-    from overlap_desktop.core.ingest.fingerprint import _orient
+    from overlap_desktop.core.ingest.pdq_batch import oriented
 
-    grid = np.arange(1, 257, dtype=np.float32).reshape(16, 16)
-    out = _orient(grid, o[0], o[1])
+    grid = np.arange(1, 257, dtype=np.float32).reshape(1, 16, 16)
+    out = oriented(grid, o[0], o[1])[0]
     src_coef = (np.abs(out).astype(np.int64) - 1).reshape(-1)
     neg = (out < 0).reshape(-1)
     # Bit b of a code is coefficient 255 - b (codes pack the reversed coefficient list).

@@ -94,9 +94,9 @@ def to_work_image(rgb: np.ndarray) -> np.ndarray:
 
 
 def luma(rgb: np.ndarray) -> np.ndarray:
-    """BT.601 luminance as ``float32 (h, w)``: the weights PDQ itself uses."""
+    """BT.601 luminance of ``(..., h, w, 3)`` RGB as ``float32 (..., h, w)``: PDQ's weights."""
     f = rgb.astype(np.float32)
-    return f[:, :, 0] * 0.299 + f[:, :, 1] * 0.587 + f[:, :, 2] * 0.114
+    return f[..., 0] * 0.299 + f[..., 1] * 0.587 + f[..., 2] * 0.114
 
 
 def _bar_depth(mean: np.ndarray, std: np.ndarray, limit: int) -> int:
@@ -193,16 +193,47 @@ def _area_band(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def resample_luma(y: np.ndarray, size: int = HASH_SIZE) -> np.ndarray:
-    """Area-resample luma ``(h, w)`` to ``float32 (size, size)`` (aspect ignored).
+    """Area-resample luma ``(..., h, w)`` to ``float32 (..., size, size)`` (aspect ignored).
 
     An exact box filter with fractional pixel coverage, applied as a narrow band of
     weighted gathers: small matrix products would pay heavily for OpenBLAS threading.
+    The taps are added one at a time in a fixed order (rows, then columns), so a batch
+    of images gives each image exactly the values it gets alone, and the values indexes
+    were built with (the order numpy's ``sum`` used before, tests/unit/test_prep.py).
     """
     y = np.asarray(y, dtype=np.float32)
-    i0, w0 = _area_band(y.shape[0], size)
-    rows = (y[i0] * w0[:, :, None]).sum(axis=1)
-    i1, w1 = _area_band(y.shape[1], size)
-    return (rows[:, i1] * w1[None, :, :]).sum(axis=2)
+    i0, w0 = _area_band(y.shape[-2], size)
+    rows = _weighted_taps(y, i0, w0[:, :, None], -2)
+    i1, w1 = _area_band(y.shape[-1], size)
+    return _weighted_taps(rows, i1, w1, -1)
+
+
+def _weighted_taps(x: np.ndarray, idx: np.ndarray, w: np.ndarray, axis: int) -> np.ndarray:
+    """``sum_k w[:, k] * x[idx[:, k]]`` along ``axis`` (-2 or -1), adding tap 0, 1, ... in turn.
+
+    Each tap is gathered into a fresh array and weighted in place, so there are no other
+    temporaries. Where the taps are a whole-number ratio of blocks (192 -> 64: three pixels
+    per output, the identity of a frame without bars), they are strided views instead.
+    """
+    m, k_taps = idx.shape
+    n = x.shape[axis]
+    regular = n == m * k_taps and bool(np.array_equal(idx, np.arange(n).reshape(m, k_taps)))
+    if regular:
+        blocks = x.reshape(x.shape[:-2] + (m, k_taps, x.shape[-1]) if axis == -2
+                           else x.shape[:-1] + (m, k_taps))
+
+    def tap(k: int) -> np.ndarray:
+        if regular:
+            view = blocks[..., :, k, :] if axis == -2 else blocks[..., k]
+            return np.multiply(view, w[:, k])
+        out = x[..., idx[:, k], :] if axis == -2 else x[..., idx[:, k]]
+        out *= w[:, k]
+        return out
+
+    acc = tap(0)
+    for k in range(1, k_taps):
+        acc += tap(k)
+    return acc
 
 
 def region_luma(y: np.ndarray, box: Box) -> np.ndarray:
