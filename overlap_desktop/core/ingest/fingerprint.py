@@ -196,10 +196,6 @@ def _geometry_box(box: prep.Box, v: Variant) -> prep.Box:
 
 #: Sampled frames hashed together (~2 MB of working images); larger batches fall out of cache.
 HASH_BATCH = 16
-#: Images converted to luma per array operation (see :meth:`_FrameHasher.hash_batch`).
-_LUMA_CHUNK = 2
-
-
 def _geometry_key(v: Variant) -> tuple[Any, ...]:
     return (v.crop, v.edge, v.edge_depth, v.offset)
 
@@ -233,8 +229,8 @@ class _FrameHasher:
         """Codes ``uint8 (N, V, 32)`` and identity qualities ``(N,)`` of ``(N, h, w, 3)`` images."""
         n = works.shape[0]
         y = np.empty(works.shape[:3], np.float32)
-        for k in range(0, n, _LUMA_CHUNK):  # a few images at a time: the float temporaries stay in cache
-            y[k:k + _LUMA_CHUNK] = prep.luma(works[k:k + _LUMA_CHUNK])
+        for k in range(n):  # one image at a time: its float temporaries stay in cache
+            y[k] = prep.luma(works[k])
         boxes = [prep.content_box_from_luma(y[k]) for k in range(n)]
         g_count = len(self.groups)
         # The 64x64 image of sample k, geometry g is row g * n + k.
