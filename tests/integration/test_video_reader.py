@@ -473,3 +473,22 @@ def test_index_fps_setting_turns_on_sampled_decoding() -> None:
     assert reader.sample_fps is None  # a reader used on its own decodes every frame
     reader.configure(load_config({"index.fps": "2"}))
     assert reader.sample_fps == 2.0
+
+
+def test_working_images_are_scaled_on_one_thread_with_the_same_pixels(tmp_path: Path) -> None:
+    """PyAV >= 17 scales on several threads unless told otherwise; the readers ask for one (a
+    192x192 image is not worth the hand-offs). The pixels must not depend on it."""
+    from overlap_desktop.core.ingest.frames import scale_options
+
+    opts = scale_options()
+    major = int(av.__version__.split(".")[0])
+    assert opts["interpolation"] == "AREA"
+    assert opts.get("threads") == (1 if major >= 17 else None)
+    path = tmp_path / "scaled.mp4"
+    write_video(path, render_frames(Scene(5, velocity=(90.0, 20.0)), duration=1.0, fps=25.0, size=(426, 240)),
+                fps=25.0)
+    with av.open(str(path)) as container:
+        for n, frame in enumerate(container.decode(video=0)):
+            one = frame.to_ndarray(width=192, height=192, format="rgb24", **opts)
+            auto = frame.to_ndarray(width=192, height=192, format="rgb24", interpolation="AREA")
+            assert np.array_equal(one, auto), n

@@ -14,11 +14,13 @@ Two things live here:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +38,7 @@ __all__ = [
     "grid_time_ns",
     "noting_gaps",
     "sample_on_grid",
+    "scale_options",
     "scale_rgb",
 ]
 
@@ -52,6 +55,24 @@ MAX_HOLD_S = 1.0
 #: The swscale filter every reader uses to scale frames. Area averaging is the right
 #: filter for strong downscales (1080p -> 128 px) and costs little more than bilinear.
 SCALE_INTERPOLATION = "AREA"
+
+
+@functools.cache
+def scale_options() -> dict[str, Any]:
+    """Keyword arguments of every swscale call: the area filter, on one thread.
+
+    PyAV 17 made reformatting multi-threaded by default. For a 192x192 working image the
+    threads' hand-offs cost more CPU than they save, and far more on a loaded machine
+    (the conversion took 0.17 ms alone and up to 2 ms per frame under load, docs/scale.md);
+    the pixels are the same. Older PyAV has no ``threads`` argument and uses one thread.
+    """
+    import av  # local: PyAV is heavy and not needed to import the core
+
+    options: dict[str, Any] = {"interpolation": SCALE_INTERPOLATION}
+    major = str(getattr(av, "__version__", "0")).split(".")[0]
+    if major.isdigit() and int(major) >= 17:
+        options["threads"] = 1
+    return options
 
 
 class LowSampleRateWarning(UserWarning):
@@ -102,8 +123,7 @@ def scale_rgb(rgb: np.ndarray, width: int, height: int) -> np.ndarray:
     if arr.shape[0] == height and arr.shape[1] == width:
         return arr.copy()
     frame = av.VideoFrame.from_ndarray(arr, format="rgb24")
-    return frame.to_ndarray(width=width, height=height, format="rgb24",
-                            interpolation=SCALE_INTERPOLATION)
+    return frame.to_ndarray(width=width, height=height, format="rgb24", **scale_options())
 
 
 def _as_rgb24(rgb: np.ndarray) -> np.ndarray:

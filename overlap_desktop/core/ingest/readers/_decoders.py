@@ -365,10 +365,9 @@ class AvFrame:
         return int(self._frame.height)
 
     def to_rgb(self, width: int, height: int) -> np.ndarray:
-        from overlap_desktop.core.ingest.frames import SCALE_INTERPOLATION
+        from overlap_desktop.core.ingest.frames import scale_options
 
-        return self._frame.to_ndarray(format="rgb24", width=width, height=height,
-                                      interpolation=SCALE_INTERPOLATION)
+        return self._frame.to_ndarray(format="rgb24", width=width, height=height, **scale_options())
 
 
 def _nbytes(data: Any) -> int:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.ingest.frames import SCALE_INTERPOLATION, noting_gaps
+from overlap_desktop.core.ingest.frames import noting_gaps, scale_options
 from overlap_desktop.core.ingest.readers._refs import ref_reader_for
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
@@ -92,12 +92,11 @@ class _AvFrame:
 
     def _scaled(self, width: int, height: int) -> np.ndarray:
         if self._scaler is None:
-            return self._frame.to_ndarray(width=width, height=height, format="rgb24",
-                                          interpolation=SCALE_INTERPOLATION)
+            return self._frame.to_ndarray(width=width, height=height, format="rgb24", **scale_options())
         # One reformatter per stream keeps its swscale context: building an area filter for
         # every frame cost ~1 ms, more than the scaling itself. The pixels are the same.
         out = self._scaler.reformat(self._frame, width=width, height=height, format="rgb24",
-                                    interpolation=SCALE_INTERPOLATION)
+                                    **scale_options())
         return out.to_ndarray()
 
     def to_rgb(self, width: int, height: int) -> np.ndarray:
