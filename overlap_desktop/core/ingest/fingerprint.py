@@ -219,6 +219,15 @@ class _FrameHasher:
                 raise ValueError(f"rotation must be a multiple of 90 degrees, not {v.rotation}")
             groups.setdefault(_geometry_key(v), []).append((i, v))
         self.groups = list(groups.values())
+        self._scratch: dict[str, np.ndarray] = {}
+
+    def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """A ``float32`` scratch array kept between batches (a fresh one of megabytes is
+        fresh pages from the system, each faulted in on first touch)."""
+        buf = self._scratch.get(name)
+        if buf is None or buf.shape != shape:
+            buf = self._scratch[name] = np.empty(shape, np.float32)
+        return buf
 
     def hash_work(self, work: np.ndarray) -> tuple[np.ndarray, int]:
         """Codes ``uint8 (V, 32)`` and the identity-geometry quality for a working image."""
@@ -228,13 +237,13 @@ class _FrameHasher:
     def hash_batch(self, works: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Codes ``uint8 (N, V, 32)`` and identity qualities ``(N,)`` of ``(N, h, w, 3)`` images."""
         n = works.shape[0]
-        y = np.empty(works.shape[:3], np.float32)
+        y = self._buffer("luma", works.shape[:3])
         for k in range(n):  # one image at a time: its float temporaries stay in cache
-            y[k] = prep.luma(works[k])
+            prep.luma(works[k], out=y[k])
         boxes = [prep.content_box_from_luma(y[k]) for k in range(n)]
         g_count = len(self.groups)
         # The 64x64 image of sample k, geometry g is row g * n + k.
-        small = np.empty((g_count * n, prep.HASH_SIZE, prep.HASH_SIZE), np.float32)
+        small = self._buffer("small", (g_count * n, prep.HASH_SIZE, prep.HASH_SIZE))
         for gi, members in enumerate(self.groups):
             regions: dict[prep.Box, list[int]] = {}
             for k, box in enumerate(boxes):
@@ -246,8 +255,8 @@ class _FrameHasher:
                     small[np.asarray(ks) + gi * n] = prep.resample_luma(y[ks, g.y0:g.y1, g.x0:g.x1])
         # pdqhash takes 8-bit images: the resampled luma is rounded as it always was.
         np.clip(np.rint(small, out=small), 0, 255, out=small)
-        coefs, quality = pdq_batch.coefs_and_quality(small)
-        quality = quality[:n]  # the identity geometry's (group 0 holds variants[0])
+        # The quality is the identity geometry's (group 0, which holds variants[0]).
+        coefs, quality = pdq_batch.coefs_and_quality(small, rated=n)
         out = np.empty((n, len(self.variants), CODE_BYTES), dtype=np.uint8)
         for gi, members in enumerate(self.groups):
             c = coefs[gi * n:(gi + 1) * n]

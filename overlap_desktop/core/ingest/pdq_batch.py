@@ -55,8 +55,8 @@ def _dct_matrix() -> np.ndarray:
 DCT_MATRIX = _dct_matrix()
 _D_COLS = np.ascontiguousarray(DCT_MATRIX.T)  # (64, 16): column k as a contiguous row
 
-# |d| = (|u - v| * 100) // 255 for each pixel difference 0..255.
-_GRADIENT = (np.arange(256, dtype=np.int64) * 100) // 255
+# |d| = (|u - v| * 100) // 255 for each pixel difference 0..255 (at most 100: fits a byte).
+_GRADIENT = ((np.arange(256) * 100) // 255).astype(np.uint8)
 
 # Sign pattern of PDQ's DCT basis under reversal of one axis (basis k uses frequency k+1).
 _SIGN = ((-1.0) ** (np.arange(16) + 1)).astype(np.float32)
@@ -93,10 +93,12 @@ def dct16(images: np.ndarray) -> np.ndarray:
 
 def quality(images: np.ndarray) -> np.ndarray:
     """PDQ's image-domain quality (0..100) of ``(N, 64, 64)`` whole-number images."""
-    g = np.asarray(images).astype(np.int16)
-    dv = _GRADIENT[np.abs(g[:, 1:, :] - g[:, :-1, :])].sum(axis=(1, 2))
-    dh = _GRADIENT[np.abs(g[:, :, 1:] - g[:, :, :-1])].sum(axis=(1, 2))
-    return np.minimum((dv + dh) // 90, 100)
+    g = np.asarray(images).astype(np.uint8)
+    total = np.zeros(g.shape[0], np.int64)
+    for a, b in ((g[:, 1:, :], g[:, :-1, :]), (g[:, :, 1:], g[:, :, :-1])):
+        diff = np.maximum(a, b) - np.minimum(a, b)  # |a - b| without leaving uint8
+        total += np.take(_GRADIENT, diff).sum(axis=(1, 2), dtype=np.int64)
+    return np.minimum(total // 90, 100)
 
 
 def oriented(coefs: np.ndarray, mirrored: bool, rotation: int) -> np.ndarray:
@@ -128,15 +130,24 @@ def codes_from_coefs(coefs: np.ndarray, mirrored: bool = False, rotation: int = 
     return np.packbits(v > med, axis=1)
 
 
-def coefs_and_quality(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """PDQ coefficients ``(N, 16, 16)`` and qualities ``(N,)`` of whole-number 64x64 images.
+def coefs_and_quality(images: np.ndarray, rated: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """PDQ coefficients ``(N, 16, 16)`` of whole-number 64x64 images, and qualities.
 
     The batch path when it reproduces the installed ``pdqhash`` (:func:`matches_pdqhash`),
     ``pdqhash`` itself otherwise.
+
+    Args:
+        images: ``(N, 64, 64)`` whole numbers 0..255.
+        rated: Qualities of only the first ``rated`` images (all by default).
+
+    Returns:
+        ``(coefs (N, 16, 16), qualities (rated,))``.
     """
+    rated = len(images) if rated is None else rated
     if matches_pdqhash():
-        return dct16(images), quality(images)
-    return pdqhash_coefs(images)  # pragma: no cover - a pdqhash build that rounds differently
+        return dct16(images), quality(images[:rated])
+    coefs, qualities = pdqhash_coefs(images)  # pragma: no cover - a build that rounds differently
+    return coefs, qualities[:rated]  # pragma: no cover
 
 
 def pdqhash_coefs(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -96,14 +96,15 @@ def to_work_image(rgb: np.ndarray) -> np.ndarray:
 _LUMA_WEIGHTS = (np.float32(0.299), np.float32(0.587), np.float32(0.114))
 
 
-def luma(rgb: np.ndarray) -> np.ndarray:
+def luma(rgb: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """BT.601 luminance of ``(..., h, w, 3)`` RGB as ``float32 (..., h, w)``: PDQ's weights.
 
     ``(r * 0.299 + g * 0.587) + b * 0.114`` in ``float32``, each channel converted inside the
-    multiply (no float copy of the whole image); the same roundings as ever.
+    multiply (no float copy of the whole image); the same roundings as ever. ``out``, if
+    given, receives the result.
     """
     wr, wg, wb = _LUMA_WEIGHTS
-    y = np.multiply(rgb[..., 0], wr, dtype=np.float32)
+    y = np.multiply(rgb[..., 0], wr, out=out, dtype=np.float32)
     tmp = np.multiply(rgb[..., 1], wg, dtype=np.float32)
     y += tmp
     np.multiply(rgb[..., 2], wb, out=tmp, dtype=np.float32)
