@@ -175,3 +175,26 @@ def test_tiny_and_empty_shards(tmp_path: Path, n: int) -> None:
     found = _check_same(shard, _queries(codes, rng, 40))
     assert found == 0 if n == 0 else found > 0
     _check_same(shard, np.zeros((0, 32), np.uint8))
+
+
+def test_one_plan_over_shards_of_different_sizes(tmp_path: Path) -> None:
+    # A comparison reuses one plan for every shard of a layout; the probes' bucket rows are
+    # kept for the last table size asked for, so full shards and a smaller tail alternate.
+    rng = np.random.default_rng(21)
+    big_codes, small_codes = _walk(600_000, rng, still=0.5), _walk(3_000, rng)
+    big, small = _shard(tmp_path / "big", big_codes), _shard(tmp_path / "small", small_codes)
+    assert big.meta["prefix_bits"] != small.meta["prefix_bits"]
+    query = np.concatenate([_queries(big_codes, rng, 300), _queries(small_codes, rng, 100)])
+    plan = big.plan(query)
+    for shard in (big, small, big, small):
+        fresh = shard.plan(query)
+        q, r = shard.candidates(plan)
+        q_ref, r_ref = _expand_lookup(shard, fresh, 4096)
+        assert q.size > 0 and np.array_equal(q, q_ref) and np.array_equal(r, r_ref)
+    pbits = int(big.meta["prefix_bits"])
+    first = plan.bucket_keys(pbits, 24 - pbits, np.uint8)
+    again = plan.bucket_keys(pbits, 24 - pbits, np.uint8)
+    assert first[0] is again[0] and first[1] is again[1]  # made once per table size
+    uchunk, ukey, _, _ = plan.unique_probes()
+    assert np.array_equal(first[0], uchunk * ((1 << pbits) + 1) + (ukey >> (24 - pbits)))
+    assert np.array_equal(first[1], ukey & ((1 << (24 - pbits)) - 1))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["hamming_rows", "map_npy", "popcount_xor"]
+__all__ = ["advise_hugepages", "hamming_rows", "map_npy", "popcount_xor"]
 
 
 # --------------------------------------------------------------------------- hamming
@@ -53,6 +53,37 @@ def hamming_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 _NPY_HEADER = re.compile(r"\{'descr': '([<>|=][a-z][0-9]+)', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \}")
 
 
+#: Mappings smaller than one huge page gain nothing from the hint.
+_HUGE_MIN_BYTES = 2 << 20
+#: ``None`` where the platform has no such advice (Windows, macOS; Python < 3.8).
+_MADV_HUGEPAGE: int | None = getattr(mmap, "MADV_HUGEPAGE", None)
+
+
+def advise_hugepages(mm: mmap.mmap) -> bool:
+    """Ask the kernel to back ``mm`` with huge pages where it can (Linux ``MADV_HUGEPAGE``).
+
+    A search gathers rows at random from the whole of a shard's ``codes``, ``perm``, ``low``
+    and ``off`` (the chance chunk collisions land anywhere), so it maps nearly every page of
+    each ~700 MB shard, once per comparison. With 4 KiB pages that is ~170,000 page-table
+    entries set up and torn down per shard (~15 ms of kernel time) and a TLB miss on most
+    gathers. Linux reads a file that a hinted mapping faults in into 2 MiB page-cache folios
+    (ext4/xfs with large folios), which later mappings of the file, hinted or not, map with
+    one entry per 2 MiB. Files already cached in small pages keep them until evicted: the hint
+    changes how pages are read from disk, not pages already in memory (docs/scale.md,
+    "Comparison"). A no-op where the advice does not exist or the kernel refuses it.
+
+    Returns:
+        Whether the advice was given.
+    """
+    if _MADV_HUGEPAGE is None or len(mm) < _HUGE_MIN_BYTES or not hasattr(mm, "madvise"):
+        return False
+    try:
+        mm.madvise(_MADV_HUGEPAGE)
+    except OSError:  # a kernel built without transparent huge pages: EINVAL
+        return False
+    return True
+
+
 def map_npy(path: Path) -> np.ndarray:
     """Memory-map a ``.npy`` file read-only, like ``np.load(path, mmap_mode="r")``.
 
@@ -60,6 +91,7 @@ def map_npy(path: Path) -> np.ndarray:
     ``np.load`` spends ~0.3 ms per file parsing the header with ``ast`` and setting up
     an ``np.memmap``; this reads the fixed header ``np.save`` writes with one regular
     expression and wraps an ``mmap`` (~20 us). Other headers go through ``np.load``.
+    The mapping carries the huge-page hint (:func:`advise_hugepages`).
 
     Raises:
         OSError: the file cannot be read.
@@ -88,4 +120,5 @@ def map_npy(path: Path) -> np.ndarray:
         if nbytes == 0:
             return np.zeros(shape, dtype)
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    advise_hugepages(mm)
     return np.frombuffer(mm, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset).reshape(shape)

@@ -53,10 +53,14 @@ from typing import Any
 
 import numpy as np
 
+from overlap_desktop.core.index.arrays import advise_hugepages, map_npy
 from overlap_desktop.core.index.arrays import hamming_rows as hamming_rows
-from overlap_desktop.core.index.arrays import map_npy
 from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
 from overlap_desktop.core.index.bucket import bucket_bound, row_distances
+from overlap_desktop.core.index.plan import DEFAULT_CHUNK_BYTES as DEFAULT_CHUNK_BYTES
+from overlap_desktop.core.index.plan import QueryPlan as QueryPlan
+from overlap_desktop.core.index.plan import _chunk_keys as _chunk_keys
+from overlap_desktop.core.index.plan import _chunk_spec
 from overlap_desktop.errors import IndexError_
 
 __all__ = [
@@ -91,28 +95,9 @@ DEFAULT_SEED_FPS = 1.0
 PREFIX_BITS = 16
 _META = "shard.json"
 
-#: Bytes per lookup chunk (24 bits): see the module docstring for why.
-DEFAULT_CHUNK_BYTES = 3
 #: A chunk value shared by more rows than this is uninformative (near-featureless
 #: frames) and skipped, so a degenerate bucket cannot blow up the candidate set.
 DEFAULT_MAX_BUCKET = 4096
-
-
-# --------------------------------------------------------------------------- chunks
-
-
-def _chunk_spec(chunk_bytes: int) -> list[tuple[int, int]]:
-    """(first byte, byte count) of each lookup chunk; leftover bytes are verified only."""
-    n = 32 // chunk_bytes
-    return [(i * chunk_bytes, chunk_bytes) for i in range(n)]
-
-
-def _chunk_keys(codes: np.ndarray, start: int, width: int) -> np.ndarray:
-    """Big-endian integer value of bytes ``[start, start+width)`` of each code (uint32)."""
-    out = np.zeros(codes.shape[0], dtype=np.uint32)
-    for k in range(width):
-        out = (out << np.uint32(8)) | codes[:, start + k].astype(np.uint32)
-    return out
 
 
 # --------------------------------------------------------------------------- build
@@ -192,7 +177,10 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
     tmp = directory.parent / f".{directory.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        np.save(tmp / "codes.npy", codes)
+        out = _open_table(tmp / "codes.npy", np.uint8, codes.shape)
+        out[...] = codes
+        out.flush()
+        del out
         for name, arr in arrays.items():
             np.save(tmp / f"{name}.npy", arr)
         spec = _chunk_spec(chunk_bytes)
@@ -255,7 +243,7 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
         shapes = {"off": ((len(spec), (1 << pbits) + 1), np.uint32), "low": ((len(spec), n), ldt),
                   "perm": ((len(spec), n), np.uint32)}
         for name, (shape, dt) in shapes.items():
-            stacked[name] = np.lib.format.open_memmap(tmp / f"{name}.npy", mode="w+", dtype=dt, shape=shape)
+            stacked[name] = _open_table(tmp / f"{name}.npy", dt, shape)
     for j, (start, w) in enumerate(spec):
         keys = _chunk_keys(codes, start, w)
         perm = np.argsort(keys, kind="stable").astype(np.uint32)
@@ -274,6 +262,22 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
     for arr in stacked.values():
         arr.flush()
     stacked.clear()
+
+
+def _open_table(path: Path, dtype: Any, shape: tuple[int, ...]) -> np.memmap[Any, Any]:
+    """A new ``.npy`` file (the header ``np.save`` writes) mapped for writing, with the huge-page hint.
+
+    The tables a search gathers from at random (``codes``, ``perm``, ``low``, ``off``) are written
+    through a hinted map so that Linux caches them in 2 MiB folios from the start: a search right
+    after indexing then maps them one entry per 2 MiB, as it does for shards read from disk
+    (:func:`~overlap_desktop.core.index.arrays.advise_hugepages`; written with ``np.save``, a third
+    to all of their pages were cached in 4 KiB pages).
+    """
+    arr = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    mm = getattr(arr, "_mmap", None)  # numpy's mmap object; a private name, so only if present
+    if mm is not None:
+        advise_hugepages(mm)
+    return arr
 
 
 def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
@@ -341,71 +345,6 @@ class Hits:
             return cls.empty()
         return cls(*(np.concatenate([getattr(p, f) for p in parts])
                      for f in ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance")))
-
-
-@dataclass(slots=True)
-class QueryPlan:
-    """Query codes with their chunk probes pre-sorted, reusable across shards.
-
-    Sorting the probes once per query (not once per shard) and feeding them in order
-    to the binary search keeps page access on the memory maps sequential.
-
-    Attributes:
-        codes: ``uint8 (M, 32)`` query codes.
-        chunks: The chunk layout the probes were cut for.
-        probe: Multi-probe level (0 or 1).
-        keys: Per chunk, sorted ``uint32`` probe values.
-        rows: Per chunk, the query row of each probe.
-    """
-
-    codes: np.ndarray
-    chunks: list[tuple[int, int]]
-    probe: int
-    keys: list[np.ndarray]
-    rows: list[np.ndarray]
-    #: Distinct probes of all chunks (format 3 looks them up in one pass), filled on
-    #: first use: chunk number and value of each, and the query rows sharing it.
-    _unique: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-
-    def unique_probes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(chunk, value, start, rows)`` of the distinct probes, made once per plan.
-
-        Probe ``p`` is shared by query rows ``rows[start[p]:start[p + 1]]``. Footage is
-        temporally correlated, so neighbouring query frames often agree on a chunk
-        (a static shot on every chunk); each distinct value is looked up once per shard.
-        """
-        if self._unique is None:
-            chunk = np.repeat(np.arange(len(self.keys), dtype=np.int64), [k.size for k in self.keys])
-            keys = np.concatenate(self.keys) if self.keys else np.zeros(0, np.uint32)
-            rows = np.concatenate(self.rows) if self.rows else np.zeros(0, np.int64)
-            # Keys are sorted within each chunk, so equal probes are neighbours.
-            first = np.ones(keys.size, bool)
-            first[1:] = (chunk[1:] != chunk[:-1]) | (keys[1:] != keys[:-1])
-            start = np.append(np.flatnonzero(first), keys.size)
-            self._unique = (chunk[first], keys[first], start, rows)
-        return self._unique
-
-    @classmethod
-    def make(cls, query: np.ndarray, chunks: list[tuple[int, int]] | None = None, *,
-             probe: int = 0) -> QueryPlan:
-        """Cut ``query`` into chunk probes (plus 1-bit flips when ``probe`` is 1)."""
-        codes = np.ascontiguousarray(query, dtype=np.uint8).reshape(-1, 32)
-        chunks = [(int(a), int(b)) for a, b in (chunks or _chunk_spec(DEFAULT_CHUNK_BYTES))]
-        keys: list[np.ndarray] = []
-        rows: list[np.ndarray] = []
-        m = codes.shape[0]
-        for start, width in chunks:
-            qk = _chunk_keys(codes, start, width)
-            qrow = np.arange(m, dtype=np.int64)
-            if probe:
-                bits = 8 * width
-                flips = np.uint32(1) << np.arange(bits, dtype=np.uint32)
-                qk = np.concatenate([qk, (qk[:, None] ^ flips[None, :]).ravel()])
-                qrow = np.concatenate([qrow, np.repeat(qrow, bits)])
-            order = np.argsort(qk, kind="stable")
-            keys.append(qk[order])
-            rows.append(qrow[order])
-        return cls(codes, chunks, int(bool(probe)), keys, rows)
 
 
 class Shard:
@@ -500,7 +439,8 @@ class Shard:
         lbits = 8 * width - pbits
         off = self._table("off")
         uchunk, ukey, ustart, urows = plan.unique_probes()
-        pre = uchunk * ((1 << pbits) + 1) + (ukey >> np.uint32(lbits)).astype(np.int64)
+        low = self._table("low") if lbits else None
+        pre, want_all = plan.bucket_keys(pbits, lbits, low.dtype if low is not None else np.uint8)
         b0 = off[pre].astype(np.int64)
         cnt = off[pre + 1].astype(np.int64) - b0
         # A bucket far above its expected size holds a degenerate value (featureless
@@ -508,17 +448,25 @@ class Shard:
         keep = np.flatnonzero((cnt > 0) & (cnt <= max(max_bucket, 64.0 * self.count / float(1 << pbits))))
         if keep.size == 0:
             return empty
-        b0, cnt = b0[keep] + uchunk[keep] * self.count, cnt[keep]
-        if lbits:
+        b0 += uchunk * self.count
+        if keep.size < pre.size:  # in a large shard nearly every bucket is filled: no copies then
+            b0, cnt = b0[keep], cnt[keep]
+        if low is not None:
             # Rows of a bucket are sorted by their low bits: a binary search for the wanted
             # value's range reads ~log2(16) low bytes per probe instead of the whole bucket.
-            low = self._table("low")
-            want = (ukey[keep] & np.uint32((1 << lbits) - 1)).astype(low.dtype)
-            lo = bucket_bound(low, b0, b0 + cnt, want, upper=False)
+            want = want_all[keep] if keep.size < pre.size else want_all
+            end = b0 + cnt
+            lo = bucket_bound(low, b0, end, want, upper=False)
             found = np.flatnonzero(low[np.minimum(lo, low.size - 1)] == want)
-            found = found[lo[found] < (b0 + cnt)[found]]
-            lo = lo[found]
-            cnt = bucket_bound(low, lo + 1, (b0 + cnt)[found], want[found], upper=True) - lo
+            found = found[lo[found] < end[found]]
+            lo, end, want = lo[found], end[found], want[found]
+            # A value usually sits on one row of its bucket: the next row tells; only values
+            # on several rows need the search for their last row.
+            cnt = np.ones(lo.size, np.int64)
+            more = np.flatnonzero(low[np.minimum(lo + 1, low.size - 1)] == want)
+            more = more[lo[more] + 1 < end[more]]
+            if more.size:
+                cnt[more] = bucket_bound(low, lo[more] + 1, end[more], want[more], upper=True) - lo[more]
             b0, keep = lo, keep[found]
         if b0.size == 0:
             return empty
