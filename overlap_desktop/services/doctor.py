@@ -94,6 +94,18 @@ def _module_check(name: str, module: str, dists: tuple[str, ...], *, required: b
     return DoctorCheck(name, True, str(version), detail, required)
 
 
+def _pdqhash_check() -> DoctorCheck:
+    """pdqhash, and whether the batched hashing reproduces it here (else it hashes image by image)."""
+    check = _module_check("pdqhash", "pdqhash", ("pdqhash",))
+    if not check.ok:
+        return check
+    from overlap_desktop.core.ingest.pdq_batch import matches_pdqhash
+
+    detail = ("hashes in batches, checked bit for bit against it" if matches_pdqhash()
+              else "hashes image by image: this build rounds differently from the batched DCT")
+    return DoctorCheck(check.name, True, check.value, detail, check.required)
+
+
 def _pyav_checks() -> list[DoctorCheck]:
     try:
         import av
@@ -206,7 +218,7 @@ def doctor(config: Config | None = None) -> DoctorReport:
     checks.append(DoctorCheck("Python", py_ok, platform.python_version(),
                               sys.executable if py_ok else "Python 3.10 or newer is required"))
     checks.extend(_pyav_checks())
-    checks.append(_module_check("pdqhash", "pdqhash", ("pdqhash",)))
+    checks.append(_pdqhash_check())
     checks.append(_sqlite_check())
     checks.append(_module_check("numpy", "numpy", ("numpy",)))
     checks.append(_module_check("zstandard", "zstandard", ("zstandard",)))

@@ -118,6 +118,7 @@ def test_doctor(clip_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     code, out, _ = run(capsys, "doctor", "--index", str(ix), "--json")
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert checks["WAL support"]["ok"] and "video" in checks["readers"]["value"]
+    assert checks["pdqhash"]["detail"] == "hashes in batches, checked bit for bit against it"
     # An index on a network share is a needed thing missing: exit 3 with the reason.
     monkeypatch.setattr(lock_mod, "network_filesystem", lambda p: f"{p} is on a network filesystem (nfs)")
     code, out, _ = run(capsys, "doctor", "--index", str(ix))
