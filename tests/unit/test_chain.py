@@ -23,6 +23,7 @@ from overlap_desktop.core.match.lines import (
     verify_line,
 )
 from overlap_desktop.core.types import StreamFingerprints, Variant
+from tests.codes import flip_bits
 
 RATE = 24.0
 
@@ -36,13 +37,6 @@ def master(duration: float, seed: int) -> np.ndarray:
     onehot = np.zeros((n, 256), np.uint8)
     onehot[np.arange(n), flips] = 1
     bits = (np.bitwise_xor.accumulate(onehot, axis=0) ^ bits[0]).astype(np.uint8)
-    return np.packbits(bits, axis=1)
-
-
-def noisy(codes: np.ndarray, nbits: int, rng: np.random.Generator) -> np.ndarray:
-    bits = np.unpackbits(codes, axis=1)
-    for row in bits:
-        row[rng.choice(256, nbits, replace=False)] ^= 1
     return np.packbits(bits, axis=1)
 
 
@@ -75,7 +69,7 @@ def offer(pieces: list[tuple[np.ndarray | None, float, float, float]], *, fps: f
             c = rng.integers(0, 256, (t.size, 32), dtype=np.uint8)
         else:
             idx = np.clip(np.round((start + speed * t) * RATE).astype(int), 0, len(m) - 1)
-            c = noisy(m[idx], noise, rng)
+            c = flip_bits(m[idx], noise, rng)
         codes.append(c)
         times.append(q0 + t)
         q0 += secs

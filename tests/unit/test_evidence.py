@@ -15,6 +15,7 @@ from overlap_desktop.core.match.compare import speed_change
 from overlap_desktop.core.match.evidence import assess_segment
 from overlap_desktop.core.match.lines import MatchParams, RawSegment, match_streams
 from overlap_desktop.core.types import Segment, StreamFingerprints, Variant
+from tests.codes import flip_bits
 
 BASE = np.random.default_rng(0).integers(0, 2, 256).astype(np.uint8)
 ARM = np.random.default_rng(1).choice(256, 64, replace=False)
@@ -209,11 +210,7 @@ def _drift(seed: int, n: int, flips: int = 10) -> np.ndarray:
 
 
 def _noisy(codes: np.ndarray, seed: int, nbits: int = 10) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    bits = np.unpackbits(codes, axis=1)
-    for row in bits:
-        row[rng.choice(256, nbits, replace=False)] ^= 1  # re-encoding noise
-    return np.packbits(bits, axis=1)
+    return flip_bits(codes, nbits, np.random.default_rng(seed))  # re-encoding noise
 
 
 def test_a_ghost_line_crossing_a_true_copy_is_not_counted() -> None:

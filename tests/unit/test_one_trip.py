@@ -19,6 +19,7 @@ from overlap_desktop.core.ingest import orient
 from overlap_desktop.core.match.engine import QueryStream, _MemoryCorpus, compare_streams, one_trip
 from overlap_desktop.core.match.segments import MatchParams
 from overlap_desktop.core.types import StreamFingerprints, Variant
+from tests.codes import flip_bits
 
 
 def _walk(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -27,13 +28,6 @@ def _walk(n: int, rng: np.random.Generator) -> np.ndarray:
     cuts = np.flatnonzero(rng.random(n) < 0.05)
     bits[cuts] = rng.integers(0, 2, (cuts.size, 256), dtype=np.uint8)
     return np.packbits(np.bitwise_xor.accumulate(bits, axis=0), axis=1)
-
-
-def _noisy(codes: np.ndarray, nbits: int, rng: np.random.Generator) -> np.ndarray:
-    bits = np.unpackbits(codes, axis=1)
-    for row in bits:
-        row[rng.choice(256, nbits, replace=False)] ^= 1
-    return np.packbits(bits, axis=1)
 
 
 def _fp(codes: np.ndarray, fps: float) -> StreamFingerprints:
@@ -103,10 +97,10 @@ def test_one_trip_finds_what_two_trips_found() -> None:
         piece = owned[k][40:200:4]  # 40 s at 1/s
         if turn is not None:
             piece = orient.orient_codes(piece, turn)
-        pieces += [_noisy(piece, 8, rng), _walk(30, rng)]
+        pieces += [flip_bits(piece, 8, rng), _walk(30, rng)]
     offer = np.concatenate(pieces)
     queries = [QueryStream("offer.mp4", offer.shape[0], "v:0", _fp(offer[:, None, :], 1.0)),
-               QueryStream("other.mp4", 60.0, "v:0", _fp(_noisy(owned[5][:240:4], 6, rng)[:, None, :], 1.0))]
+               QueryStream("other.mp4", 60.0, "v:0", _fp(flip_bits(owned[5][:240:4], 6, rng)[:, None, :], 1.0))]
     params = MatchParams()
     memory = _MemoryCorpus(streams)
     try:

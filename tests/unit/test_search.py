@@ -9,13 +9,7 @@ import pytest
 
 from overlap_desktop.core.index.shards import SHARD_VERSION, Hits, Shard, build_shard, hamming_rows, popcount_xor
 from overlap_desktop.errors import IndexError_
-
-
-def _flip(codes: np.ndarray, nbits: int, rng: np.random.Generator) -> np.ndarray:
-    bits = np.unpackbits(codes, axis=1)
-    for row in bits:
-        row[rng.choice(256, nbits, replace=False)] ^= 1
-    return np.packbits(bits, axis=1)
+from tests.codes import flip_bits
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +49,7 @@ def test_complete_within_pigeonhole_radius(corpus: tuple[Shard, np.ndarray], nbi
     shard, codes = corpus
     rng = np.random.default_rng(nbits)
     rows = rng.choice(codes.shape[0], 300, replace=False)
-    q = _flip(codes[rows], nbits, rng)
+    q = flip_bits(codes[rows], nbits, rng)
     hits = shard.search(q, max_distance=nbits)
     found = {(int(a), int(b)) for a, b in zip(hits.q_idx, hits.stream_id * 100 + hits.frame_idx - 100_000)}
     assert all((i, int(r)) in found for i, r in enumerate(rows))
@@ -66,7 +60,7 @@ def test_multiprobe_raises_recall_at_large_distances(corpus: tuple[Shard, np.nda
     shard, codes = corpus
     rng = np.random.default_rng(3)
     rows = rng.choice(codes.shape[0], 400, replace=False)
-    q = _flip(codes[rows], 28, rng)
+    q = flip_bits(codes[rows], 28, rng)
     plain = np.unique(shard.search(q, max_distance=40).q_idx).size
     probed = np.unique(shard.search(q, max_distance=40, probe=1).q_idx).size
     assert probed > plain
@@ -137,7 +131,7 @@ def test_version_1_shards_still_read(tmp_path) -> None:  # type: ignore[no-untyp
         (d / f"low_{j}.npy").unlink()
     meta["version"] = 1
     (d / "shard.json").write_text(json.dumps(meta))
-    hits = Shard.open(d).search(_flip(codes[:50], 6, rng), max_distance=6)
+    hits = Shard.open(d).search(flip_bits(codes[:50], 6, rng), max_distance=6)
     assert sorted(set(zip(hits.q_idx.tolist(), hits.frame_idx.tolist())) & {(i, i) for i in range(50)}) == [
         (i, i) for i in range(50)]
 
@@ -170,7 +164,7 @@ def test_older_formats_give_the_same_hits(tmp_path, n: int) -> None:  # type: ig
     assert [s.version for s in shards] == [2, 3, SHARD_VERSION] and SHARD_VERSION == 4
     new = shards[-1]
     assert not (tmp_path / "v4" / "stream_ids.npy").exists()
-    query = np.concatenate([_flip(codes[:200], 9, rng), rng.integers(0, 256, (50, 32), dtype=np.uint8)])
+    query = np.concatenate([flip_bits(codes[:200], 9, rng), rng.integers(0, 256, (50, 32), dtype=np.uint8)])
     query = np.concatenate([query, query[::3]])  # repeated query codes share their probes
     for probe in (0, 1):
         want = shards[0].search(query, max_distance=40, probe=probe)

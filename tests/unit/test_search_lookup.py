@@ -20,6 +20,7 @@ from overlap_desktop.core.index.shards import (
     build_shard,
     popcount_xor,
 )
+from tests.codes import flip_bits
 
 
 def _expand_lookup(shard: Shard, plan: QueryPlan, max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,13 +89,6 @@ def _walk(n: int, rng: np.random.Generator, flips: int = 2, cut_every: int = 12,
     return np.packbits(np.bitwise_xor.accumulate(bits, axis=0), axis=1)
 
 
-def _flip(codes: np.ndarray, nbits: int, rng: np.random.Generator) -> np.ndarray:
-    bits = np.unpackbits(codes, axis=1)
-    for row in bits:
-        row[rng.choice(256, nbits, replace=False)] ^= 1
-    return np.packbits(bits, axis=1)
-
-
 def _shard(path: Path, codes: np.ndarray, version: int = 4) -> Shard:
     n = codes.shape[0]
     build_shard(path, codes, np.arange(n) // 50, (np.arange(n) % 50).astype(np.int32),
@@ -107,7 +101,7 @@ def _queries(codes: np.ndarray, rng: np.random.Generator, m: int = 400) -> np.nd
     if codes.shape[0] == 0:
         return rng.integers(0, 256, (m, 32), dtype=np.uint8)
     rows = rng.integers(0, codes.shape[0], m)
-    parts = [_flip(codes[rows[: m // 4]], 12, rng), codes[rows[m // 4: m // 2]],
+    parts = [flip_bits(codes[rows[: m // 4]], 12, rng), codes[rows[m // 4: m // 2]],
              codes[np.arange(m // 4) % codes.shape[0]], rng.integers(0, 256, (m - 3 * (m // 4), 32), dtype=np.uint8)]
     return np.concatenate(parts)
 
@@ -162,7 +156,7 @@ def test_degenerate_buckets(tmp_path: Path) -> None:
     spread[:, 3:] = rng.integers(0, 256, (300, 29), dtype=np.uint8)
     codes = np.concatenate([base, flat, near, spread])
     shard = _shard(tmp_path / "s", codes)
-    query = np.concatenate([flat[:3], near[:5], _flip(spread[:50], 6, rng), _queries(base, rng, 200)])
+    query = np.concatenate([flat[:3], near[:5], flip_bits(spread[:50], 6, rng), _queries(base, rng, 200)])
     for max_bucket in (4096, 500, 1):
         assert _check_same(shard, query, max_bucket=max_bucket) > 0
 
