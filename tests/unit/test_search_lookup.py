@@ -1,8 +1,10 @@
-"""The stacked chunk lookup (shard formats 3-4) against the bucket expansion it replaced.
+"""The stacked chunk lookup (shard formats 3-4) against a plain bucket expansion.
 
 Issue 19 item 4 replaced "expand every row of every probed bucket, compare its low bits" by
-a binary search inside each bucket. The reference below is the previous code, kept verbatim
-in the test, so any difference in candidates (order included) or in hits fails here.
+a binary search inside each bucket; shards written since hold ~2 rows per bucket and compare
+every row again, in the product's own code (:func:`~overlap_desktop.core.index.bucket.matching_rows`).
+The reference below is the code before item 4, kept verbatim in the test, so any difference in
+candidates (order included) or in hits fails here, for both bucket sizes (``sizing``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from overlap_desktop.core.index import shards as shards_mod
+from overlap_desktop.core.index.bucket import EXPAND_ROWS
 from overlap_desktop.core.index.shards import (
     PREFIX_BITS,
     Hits,
@@ -89,6 +93,25 @@ def _walk(n: int, rng: np.random.Generator, flips: int = 2, cut_every: int = 12,
     return np.packbits(np.bitwise_xor.accumulate(bits, axis=0), axis=1)
 
 
+@pytest.fixture(params=["two-row", "sixteen-row"])
+def sizing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Shards written now (~2 rows per bucket: every row compared) or by earlier builds (~16
+    rows per bucket: binary-searched); :func:`_shard` checks the lookup takes the intended path."""
+    if request.param == "sixteen-row":
+        monkeypatch.setattr(shards_mod, "_prefix_bits", _earlier_prefix_bits)
+    return str(request.param)
+
+
+def _earlier_prefix_bits(n: int, width: int, version: int = 4) -> int:
+    """The offsets-table size of format-4 shards of earlier builds (~16 rows per bucket)."""
+    want = int(np.ceil(np.log2(max(n, 1)))) - (4 if version >= 4 else 2)
+    return int(min(max(want, 8), 8 * width))
+
+
+def _mean_rows(shard: Shard) -> float:
+    return shard.count / float(1 << int(shard.meta["prefix_bits"]))
+
+
 def _shard(path: Path, codes: np.ndarray, version: int = 4) -> Shard:
     n = codes.shape[0]
     build_shard(path, codes, np.arange(n) // 50, (np.arange(n) % 50).astype(np.int32),
@@ -123,26 +146,29 @@ def _check_same(shard: Shard, query: np.ndarray, *, probe: int = 0, max_bucket: 
 
 @pytest.mark.parametrize("version", [3, 4])
 @pytest.mark.parametrize("kind", ["random", "footage"])
-def test_binary_search_lookup_equals_expansion(tmp_path: Path, version: int, kind: str) -> None:
+def test_lookup_equals_expansion(tmp_path: Path, version: int, kind: str, sizing: str) -> None:
     rng = np.random.default_rng(11 + version)
     n = 60_000
     codes = rng.integers(0, 256, (n, 32), dtype=np.uint8) if kind == "random" else _walk(n, rng)
     shard = _shard(tmp_path / "s", codes, version)
+    if version == 4:  # format 3 keeps its ~4-row buckets (compared row by row) in both sizings
+        assert (_mean_rows(shard) <= EXPAND_ROWS) == (sizing == "two-row")
     assert _check_same(shard, _queries(codes, rng)) > 0
     assert _check_same(shard, _queries(codes, rng, 120), probe=1) > 0
 
 
-def test_one_byte_low_bits_of_large_shards(tmp_path: Path) -> None:
-    # From ~0.5M rows the prefix takes 16+ bits and the low bits fit one byte (the bench's
-    # 8M-row shards have 5 low bits in ~16-row buckets).
+def test_one_byte_low_bits_of_large_shards(tmp_path: Path, sizing: str) -> None:
+    # From ~0.1M rows (two-row buckets; ~0.5M with sixteen) the prefix takes 16+ bits and the low
+    # bits fit one byte (the bench's 8M-row shards have 2 low bits in ~2-row buckets, 5 in ~16).
     rng = np.random.default_rng(5)
-    codes = _walk(600_000, rng, still=0.5)
+    codes = _walk(150_000 if sizing == "two-row" else 600_000, rng, still=0.5)
     shard = _shard(tmp_path / "s", codes)
     assert shard._table("low").dtype == np.uint8
+    assert (_mean_rows(shard) <= EXPAND_ROWS) == (sizing == "two-row")
     assert _check_same(shard, _queries(codes, rng, 2000)) > 0
 
 
-def test_degenerate_buckets(tmp_path: Path) -> None:
+def test_degenerate_buckets(tmp_path: Path, sizing: str) -> None:
     # One value shared by many rows: a kept bucket far longer than 32 rows (the slow path of
     # the search), one beyond the max_bucket rule (skipped by both), and long buckets of many
     # distinct low values.
@@ -175,7 +201,7 @@ def test_one_plan_over_shards_of_different_sizes(tmp_path: Path) -> None:
     # A comparison reuses one plan for every shard of a layout; the probes' bucket rows are
     # kept for the last table size asked for, so full shards and a smaller tail alternate.
     rng = np.random.default_rng(21)
-    big_codes, small_codes = _walk(600_000, rng, still=0.5), _walk(3_000, rng)
+    big_codes, small_codes = _walk(150_000, rng, still=0.5), _walk(3_000, rng)
     big, small = _shard(tmp_path / "big", big_codes), _shard(tmp_path / "small", small_codes)
     assert big.meta["prefix_bits"] != small.meta["prefix_bits"]
     query = np.concatenate([_queries(big_codes, rng, 300), _queries(small_codes, rng, 100)])
@@ -192,3 +218,14 @@ def test_one_plan_over_shards_of_different_sizes(tmp_path: Path) -> None:
     uchunk, ukey, _, _ = plan.unique_probes()
     assert np.array_equal(first[0], uchunk * ((1 << pbits) + 1) + (ukey >> (24 - pbits)))
     assert np.array_equal(first[1], ukey & ((1 << (24 - pbits)) - 1))
+
+
+@pytest.mark.parametrize("n", [1_000, 5_000, 93_000, 600_000, 7_992_000, 8_000_000, 2**23 + 1])
+def test_format_4_buckets_hold_about_two_rows(n: int) -> None:
+    # Whatever the row count, the offsets table has 1.4-2.8 rows per bucket: every row of a
+    # bucket is compared (EXPAND_ROWS), and the table costs at most ~28 bytes per row over ten chunks.
+    pbits = shards_mod._prefix_bits(n, 3, 4)
+    mean = n / float(1 << pbits)
+    assert 2 ** 0.5 - 1e-9 <= mean <= 2 ** 1.5 and mean <= EXPAND_ROWS
+    assert 10 * 4 * ((1 << pbits) + 1) / n <= 28.5
+    assert shards_mod._prefix_bits(n, 3, 3) == int(np.ceil(np.log2(n))) - 2  # formats 2-3 unchanged

@@ -1,9 +1,13 @@
 """Vectorised searches inside the sorted buckets of a shard's chunk tables (formats 3-4).
 
-A chunk lookup lands on a bucket of ~16 rows sorted by their low bits
-(:mod:`overlap_desktop.core.index.shards`). Until issue 19 item 4 every row of every probed
-bucket was expanded and compared; :func:`bucket_bound` finds the wanted value's rows by a
-binary search run on all probes at once, and :func:`row_distances` verifies the candidates.
+A chunk lookup lands on a bucket of rows sorted by their low bits
+(:mod:`overlap_desktop.core.index.shards`); :func:`matching_rows` finds the rows holding the
+wanted value, and :func:`row_distances` verifies the candidates. How it finds them depends on
+the bucket size. Format-4 shards of earlier builds hold ~16 rows per bucket:
+:func:`bucket_bound` runs a binary search on all probes at once (five gathers per probe, each in
+a cache line already read). Shards written since hold ~2 rows per bucket: comparing every row of
+every probed bucket is one gather per row and no loop, 25-35% cheaper per shard than the search
+on the larger buckets (docs/scale.md, "Two-row buckets").
 """
 
 from __future__ import annotations
@@ -12,10 +16,51 @@ import numpy as np
 
 from overlap_desktop.core.index.arrays import popcount_xor
 
-__all__ = ["bucket_bound", "row_distances"]
+__all__ = ["EXPAND_ROWS", "bucket_bound", "matching_rows", "row_distances"]
 
 #: Probes searched together (see :func:`bucket_bound`).
 _BLOCK = 8192
+#: Mean rows per bucket up to which :func:`matching_rows` compares every row of a bucket instead
+#: of searching it (measured on an 8M-row shard: expanding wins at ~2 and ~4 rows, loses at ~8).
+EXPAND_ROWS = 4.0
+
+
+def matching_rows(low: np.ndarray, start: np.ndarray, cnt: np.ndarray, want: np.ndarray, *,
+                  mean_rows: float) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of each probe's bucket whose low bits equal the probe's, in bucket order.
+
+    Args:
+        low: The shard's flat low-bits table.
+        start: First row of each probe's bucket in ``low``.
+        cnt: Rows in each bucket (``> 0``).
+        want: Each probe's low bits (``low``'s dtype).
+        mean_rows: Mean rows per bucket of the table: up to :data:`EXPAND_ROWS` every row is
+            compared, above it each bucket is binary-searched.
+
+    Returns:
+        ``(probe, row)``: for each matching row, the index of its probe in ``start`` and its
+        position in ``low``; probes in ascending order, a probe's rows in table order.
+    """
+    if mean_rows <= EXPAND_ROWS:
+        probe = np.repeat(np.arange(cnt.size), cnt)
+        pos = np.arange(probe.size, dtype=np.int64) + (start - np.cumsum(cnt) + cnt)[probe]
+        hit = np.flatnonzero(low[pos] == want[probe])
+        return probe[hit], pos[hit]
+    end = start + cnt
+    lo = bucket_bound(low, start, end, want, upper=False)
+    found = np.flatnonzero(low[np.minimum(lo, low.size - 1)] == want)
+    found = found[lo[found] < end[found]]
+    lo, end, want = lo[found], end[found], want[found]
+    # A value usually sits on one row of its bucket: the next row tells; only values on
+    # several rows need the search for their last row.
+    n = np.ones(lo.size, np.int64)
+    more = np.flatnonzero(low[np.minimum(lo + 1, low.size - 1)] == want)
+    more = more[lo[more] + 1 < end[more]]
+    if more.size:
+        n[more] = bucket_bound(low, lo[more] + 1, end[more], want[more], upper=True) - lo[more]
+    probe = np.repeat(found, n)
+    pos = np.arange(probe.size, dtype=np.int64) + (lo - np.cumsum(n) + n)[np.repeat(np.arange(n.size), n)]
+    return probe, pos
 
 
 def bucket_bound(low: np.ndarray, start: np.ndarray, end: np.ndarray, want: np.ndarray, *,

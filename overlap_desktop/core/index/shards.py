@@ -3,13 +3,13 @@
 A shard is a folder of ``.npy`` arrays holding N codes (256-bit PDQ, one per corpus
 frame *and* variant) and, for each of ``m`` substrings ("chunks") of the code, an
 index of the chunk values: the rows sorted by chunk value (``perm``), a prefix table
-of bucket offsets by the value's top bits (``off``; sized to the shard so a bucket
-holds ~16 rows, ~4 before format 4), and the remaining low bits of each sorted value
-(``low``, one byte per row in shards of 2**20 rows or more). The ``m`` chunks of each
-table are stacked in one file (``off.npy`` is ``(m, buckets + 1)``), so a search maps
-three table files per shard and looks every chunk up in one vectorised pass. A query
-code looks each chunk up: prefix -> bucket -> a binary search of the bucket's sorted low
-bits (:mod:`.bucket`); rows sharing at least one chunk exactly become candidates, verified
+of bucket offsets by the value's top bits (``off``; sized to the shard so a bucket holds
+~2 rows: ~16 in format-4 shards of earlier builds, ~4 in formats 2-3), and the remaining
+low bits of each sorted value (``low``, one byte per row in shards of ~100,000 rows or more).
+The ``m`` chunks of each table are stacked in one file (``off.npy`` is ``(m, buckets + 1)``),
+so a search maps three table files per shard and looks every chunk up in one vectorised pass. A query
+code looks each chunk up: prefix -> bucket -> the bucket's rows with the same low bits
+(:mod:`.bucket`); rows sharing at least one chunk exactly become candidates, verified
 with the full Hamming distance.
 
 Format 4 (written today) stores rows stream-major: a row's stream comes from a
@@ -56,7 +56,7 @@ import numpy as np
 from overlap_desktop.core.index.arrays import advise_hugepages, map_npy
 from overlap_desktop.core.index.arrays import hamming_rows as hamming_rows
 from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
-from overlap_desktop.core.index.bucket import bucket_bound, row_distances
+from overlap_desktop.core.index.bucket import matching_rows, row_distances
 from overlap_desktop.core.index.plan import DEFAULT_CHUNK_BYTES as DEFAULT_CHUNK_BYTES
 from overlap_desktop.core.index.plan import QueryPlan as QueryPlan
 from overlap_desktop.core.index.plan import _chunk_keys as _chunk_keys
@@ -78,7 +78,8 @@ __all__ = [
 
 SHARD_FORMAT = "overlap.shard"
 #: 4: rows stream-major with a per-stream first-row table (``streams``, ``first``), ``uint32`` frames,
-#: ``uint8`` variants, ~16-row buckets; the meta records the seed grid (``seed_fps``).
+#: ``uint8`` variants, ~2-row buckets (~16 in earlier builds: the meta's ``prefix_bits`` says
+#: which, and both read alike); the meta records the seed grid (``seed_fps``).
 #: 3 (read only): each table's chunks stacked in one file (``off``, ``low``, ``perm``), one pass.
 #: 2 (read only): one file per table and chunk (``off_j``, ``low_j``, ``perm_j``).
 #: 1 (read only): sorted 4-byte keys, binary search.
@@ -91,8 +92,11 @@ _WRITABLE_VERSIONS = (2, 3, 4)
 #: copy's line; at 1 seed/s every row of the detection matrix passes, at a quarter of the rows
 #: of the 4-sample/s default preset (docs/scale.md, "Shard format 4").
 DEFAULT_SEED_FPS = 1.0
-#: Bits of a chunk value resolved by the in-memory prefix table.
+#: Bits of a chunk value resolved by the in-memory prefix table (shards whose meta has no size).
 PREFIX_BITS = 16
+#: Mean rows per bucket of the offsets table in the format-4 shards written now (see
+#: :func:`_prefix_bits`; the meta's ``prefix_bits`` records what each shard was written with).
+BUCKET_ROWS = 2.0
 _META = "shard.json"
 
 #: A chunk value shared by more rows than this is uninformative (near-featureless
@@ -284,12 +288,17 @@ def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
     """Prefix table size for ``n`` rows: buckets of a fixed size, so the work per lookup
     does not grow with the shard (a fixed 16-bit prefix made it grow linearly).
 
-    Format 4 sizes buckets to ~16 rows (formats 2-3: ~4): the offsets table shrinks from
-    ~10 to ~2.5 bytes per row, and a comparison touches (faults in) a quarter of its pages;
-    the longer scan of one bucket's low bytes stays within a cache line or two. On an
-    8M-row shard this cut the page faults of a search by ~40% (docs/scale.md).
+    Format 4 sizes buckets to :data:`BUCKET_ROWS` rows on average (1.4-2.8 rows, whatever ``n``):
+    a lookup then compares every row of its bucket, one gather per row, where the ~16-row buckets
+    of format-4 shards of earlier builds needed a five-step binary search. The
+    offsets table grows from ~2.5 to 14-28 bytes per row (+0.4-0.7 MB per footage hour) and the
+    search of an 8M-row shard costs a quarter to a third less (docs/scale.md, "Two-row
+    buckets"). Its meta records the size, so shards of either sizing read alike. Formats 2-3: ~4.
     """
-    want = int(np.ceil(np.log2(max(n, 1)))) - (4 if version >= 4 else 2)
+    if version >= 4:
+        want = int(round(np.log2(max(n, 1) / BUCKET_ROWS)))
+    else:
+        want = int(np.ceil(np.log2(max(n, 1)))) - 2
     return int(min(max(want, 8), 8 * width))
 
 
@@ -429,9 +438,10 @@ class Shard:
         Same lookup as format 2's (:mod:`.shard_legacy`), but with the chunks' tables in one
         file each, the distinct probes of all chunks go through one gather per table: a shard
         costs three memory maps and a few dozen array operations, whatever its chunk count.
-        Inside a bucket only the wanted value's rows are read (a binary search over its
-        sorted low bits); the candidates, and their order, are those of expanding every
-        bucket row (tests/unit/test_search_lookup.py).
+        Inside a bucket the rows holding the wanted low bits are found by comparing every row
+        (small buckets) or by a binary search (the larger buckets of older shards;
+        :func:`~overlap_desktop.core.index.bucket.matching_rows`); either way the candidates, and
+        their order, are those of expanding every bucket row (tests/unit/test_search_lookup.py).
         """
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         width = self.chunks[0][1]
@@ -440,38 +450,25 @@ class Shard:
         off = self._table("off")
         uchunk, ukey, ustart, urows = plan.unique_probes()
         low = self._table("low") if lbits else None
-        pre, want_all = plan.bucket_keys(pbits, lbits, low.dtype if low is not None else np.uint8)
+        pre, want = plan.bucket_keys(pbits, lbits, low.dtype if low is not None else np.uint8)
         b0 = off[pre].astype(np.int64)
         cnt = off[pre + 1].astype(np.int64) - b0
+        mean_rows = self.count / float(1 << pbits)
         # A bucket far above its expected size holds a degenerate value (featureless
         # frames): uninformative, and expanding it would cost more than it could give.
-        keep = np.flatnonzero((cnt > 0) & (cnt <= max(max_bucket, 64.0 * self.count / float(1 << pbits))))
+        keep = np.flatnonzero((cnt > 0) & (cnt <= max(max_bucket, 64.0 * mean_rows)))
         if keep.size == 0:
             return empty
         b0 += uchunk * self.count
         if keep.size < pre.size:  # in a large shard nearly every bucket is filled: no copies then
-            b0, cnt = b0[keep], cnt[keep]
+            b0, cnt, want = b0[keep], cnt[keep], want[keep]
         if low is not None:
-            # Rows of a bucket are sorted by their low bits: a binary search for the wanted
-            # value's range reads ~log2(16) low bytes per probe instead of the whole bucket.
-            want = want_all[keep] if keep.size < pre.size else want_all
-            end = b0 + cnt
-            lo = bucket_bound(low, b0, end, want, upper=False)
-            found = np.flatnonzero(low[np.minimum(lo, low.size - 1)] == want)
-            found = found[lo[found] < end[found]]
-            lo, end, want = lo[found], end[found], want[found]
-            # A value usually sits on one row of its bucket: the next row tells; only values
-            # on several rows need the search for their last row.
-            cnt = np.ones(lo.size, np.int64)
-            more = np.flatnonzero(low[np.minimum(lo + 1, low.size - 1)] == want)
-            more = more[lo[more] + 1 < end[more]]
-            if more.size:
-                cnt[more] = bucket_bound(low, lo[more] + 1, end[more], want[more], upper=True) - lo[more]
-            b0, keep = lo, keep[found]
-        if b0.size == 0:
+            seg, pos = matching_rows(low, b0, cnt, want, mean_rows=mean_rows)
+        else:  # the chunk value is the bucket: every row of it matches
+            seg = np.repeat(np.arange(cnt.size), cnt)
+            pos = np.arange(seg.size, dtype=np.int64) + (b0 - np.cumsum(cnt) + cnt)[seg]
+        if pos.size == 0:
             return empty
-        seg = np.repeat(np.arange(keep.size), cnt)  # kept probe of each matching row
-        pos = np.arange(seg.size, dtype=np.int64) + (b0 - np.cumsum(cnt) + cnt)[seg]
         hit_rows = self._table("perm")[pos].astype(np.int64)
         # Each matched probe stands for every query row that shares it.
         p = keep[seg]
