@@ -132,6 +132,10 @@ def _rot270(img: Any) -> Any:
 FULL_A = [Expect("A", 0, 40, 0, 40)]
 SEG = [Expect("A", 0, 20, 5, 25)]  # the default 20 s piece starting 5 s into A
 piece = [Piece(A, 5.0, 20.0)]
+# Rows that offer the same copy (with other settings or another expectation) share one recipe
+# function: the copy is made once and copied for the second row (see _part_reports).
+_CROP_BOTTOM_15 = edit(piece, transform=m.crop_edge("bottom", 0.15))
+_CROP_CENTRE_60 = edit(piece, transform=m.crop_centre(0.60))
 
 RECIPES: dict[str, Recipe] = {
     "identical-rename": Recipe(from_master(_copy), FULL_A),
@@ -154,12 +158,12 @@ RECIPES: dict[str, Recipe] = {
     "crop-5pct": Recipe(edit(piece, transform=m.crop_centre(0.95)), SEG),
     "crop-15pct": Recipe(edit(piece, transform=m.crop_centre(0.85)), SEG),
     "crop-30pct": Recipe(edit(piece, transform=m.crop_centre(0.70)), SEG),
-    "crop-40pct": Recipe(edit(piece, transform=m.crop_centre(0.60))),
-    "crop-bottom-15": Recipe(edit(piece, transform=m.crop_edge("bottom", 0.15)), SEG),
+    "crop-40pct": Recipe(_CROP_CENTRE_60),
+    "crop-bottom-15": Recipe(_CROP_BOTTOM_15, SEG),
     "crop-top-10": Recipe(edit(piece, transform=m.crop_edge("top", 0.10)), SEG),
     "crop-bottom-8-default": Recipe(edit(piece, transform=m.crop_edge("bottom", 0.08)), SEG),
     "crop-centre-8-default": Recipe(edit(piece, transform=m.crop_centre(0.92)), SEG),
-    "crop-bottom-default-config": Recipe(edit(piece, transform=m.crop_edge("bottom", 0.15))),
+    "crop-bottom-default-config": Recipe(_CROP_BOTTOM_15),
     "letterbox-15pct": Recipe(edit(piece, transform=m.letterbox(0.15)), SEG),
     "watermark-corner": Recipe(edit(piece, transform=m.watermark(0.6)), SEG),
     "colorgrade": Recipe(edit(piece, transform=m.colorgrade()), SEG),
@@ -183,7 +187,7 @@ RECIPES: dict[str, Recipe] = {
                                     options={"deadline": "good", "cpu-used": "5"}), SEG),
     "reencode-av1-low": Recipe(edit(piece, codec="libsvtav1", suffix=".mkv", bit_rate=120_000,
                                     options={"preset": "12"}), SEG),
-    "crop-60pct-extended": Recipe(edit(piece, transform=m.crop_centre(0.60)), SEG),
+    "crop-60pct-extended": Recipe(_CROP_CENTRE_60, SEG),
     "noise-blur": Recipe(edit(piece, transform=m.blur_noise()), SEG),
     "picture-in-picture": Recipe(edit(piece, transform=m.picture_in_picture(NEW1))),
     "same-rig-new-episode": Recipe(edit([Piece(R_NEW, 0.0, 30.0)])),
@@ -221,7 +225,9 @@ _PART_B = {rid for rid, row in ROWS.items() if row["settings"] != "default"} | {
     "same-rig-rotate-90", "same-rig-rotate-270",
     "reencode-vp9-low", "reencode-av1-low", "picture-in-picture", "noise-blur",
     "splice-15s-plus-other", "merge-owned-plus-new", "merge-two-masters", "unrelated-footage", "fps-60-to-24",
-    "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct"}
+    "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct",
+    # Same copy as crop-bottom-15 (part "b"), so it is made once (see _part_reports).
+    "crop-bottom-default-config"}
 PARTS: dict[str, list[str]] = {
     "a": [rid for rid in ROWS if rid not in _PART_B],
     "b": [rid for rid in ROWS if rid in _PART_B],
@@ -310,9 +316,20 @@ def _part_reports(factory: pytest.TempPathFactory, part: str) -> dict[str, Any]:
     root = factory.mktemp(f"matrix-offered-{part}")
     # Copies made from the master scenes first: the other worker may be building the master
     # files meanwhile, and only then are they waited for.
-    offered = {rid: RECIPES[rid].make(root / f"offer_{rid}", {}) for rid in rids if rid not in FROM_MASTER_FILE}
+    made: dict[int, Path] = {}
+
+    def offer(rid: str, masters: dict[str, Path]) -> Path:
+        make = RECIPES[rid].make
+        if id(make) in made:
+            # The same recipe as an earlier row: the same bytes (deterministic encoders), copied.
+            src = made[id(make)]
+            return _copy(src, (root / f"offer_{rid}").with_suffix(src.suffix))
+        made[id(make)] = out = make(root / f"offer_{rid}", masters)
+        return out
+
+    offered = {rid: offer(rid, {}) for rid in rids if rid not in FROM_MASTER_FILE}
     masters = _masters(factory)
-    offered.update({rid: RECIPES[rid].make(root / f"offer_{rid}", masters) for rid in rids if rid in FROM_MASTER_FILE})
+    offered.update({rid: offer(rid, masters) for rid in rids if rid in FROM_MASTER_FILE})
     vendor = factory.mktemp(f"matrix-vendor-index-{part}")
     summary = api.index_paths([offered[r] for r in rids], index=vendor, config=api.load_config(
         {"index.path": str(vendor)}))

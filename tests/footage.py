@@ -65,14 +65,15 @@ class Scene:
         x = float(np.clip(x, 0, cw - vw - 1))
         y = float(np.clip(y, 0, ch - vh - 1))
         xi, yi = int(x), int(y)
-        v = canvas[yi:yi + vh, xi:xi + vw].astype(np.uint16)
-        small = ((v[0::2, 0::2] + v[1::2, 0::2] + v[0::2, 1::2] + v[1::2, 1::2]) >> 2).astype(np.uint8)
-        rng = np.random.default_rng(self.seed + 7)
-        for _ in range(self.objects):
-            cx0, cy0 = rng.uniform(0, w), rng.uniform(0, h)
-            vx, vy = rng.uniform(-30, 30), rng.uniform(-20, 20)
-            r = rng.uniform(6, 15)
-            col = rng.integers(0, 256, size=3).astype(np.uint8)
+        # The 2x2 sums in uint16 (the same integers as widening the whole window first): rows
+        # paired through a reshaped view, then columns; half the memory traffic.
+        v = canvas[yi:yi + vh, xi:xi + vw].reshape(h, 2, w, 2, 3)
+        rows = v[:, 0].astype(np.uint16)
+        rows += v[:, 1]
+        acc = rows[:, :, 0] + rows[:, :, 1]
+        acc >>= 2
+        small = acc.astype(np.uint8)
+        for cx0, cy0, vx, vy, r, col in _objects(self.seed, self.objects, w, h):
             cx = (cx0 + vx * t) % w
             cy = (cy0 + vy * t) % h
             x0, x1 = max(0, int(cx - r)), min(w, int(cx + r) + 1)
@@ -83,6 +84,22 @@ class Scene:
             mask = (xx - cx) ** 2 + (yy - cy) ** 2 < r * r
             small[y0:y1, x0:x1][mask] = col
         return small
+
+
+@functools.lru_cache(maxsize=64)
+def _objects(seed: int, n: int, w: int, h: int) -> tuple[tuple[float, float, float, float, float, np.ndarray], ...]:
+    """The moving discs' start, velocity, radius and colour: drawn once per scene and frame size
+    (they used to be drawn again for every frame, the same draws from the same seed)."""
+    rng = np.random.default_rng(seed + 7)
+    out = []
+    for _ in range(n):
+        cx0, cy0 = rng.uniform(0, w), rng.uniform(0, h)
+        vx, vy = rng.uniform(-30, 30), rng.uniform(-20, 20)
+        r = rng.uniform(6, 15)
+        col = rng.integers(0, 256, size=3).astype(np.uint8)
+        col.flags.writeable = False
+        out.append((cx0, cy0, vx, vy, r, col))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=16)

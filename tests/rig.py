@@ -44,6 +44,15 @@ def _workspace(rig: int, size: tuple[int, int]) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def _grid(w: int, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel row and column coordinates, float32 (h, w) each (read-only, shared by every frame)."""
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    yy.flags.writeable = False
+    xx.flags.writeable = False
+    return yy, xx
+
+
 @dataclass(frozen=True)
 class RigEpisode:
     """One episode of a fixed-camera rig.
@@ -87,7 +96,7 @@ class RigEpisode:
         """RGB uint8 (h, w, 3) at time ``t`` seconds; ``size`` is (w, h)."""
         w, h = size
         img = _workspace(self.rig, size).copy()
-        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+        yy, xx = _grid(w, h)
         # Arm: base at the bottom centre, three links.
         a0, a1, a2 = self._joints(t)
         reach = 0.30 * h * self.arm_scale
@@ -102,10 +111,20 @@ class RigEpisode:
         for k in range(3):
             (x0, y0), (x1, y1) = pts[k], pts[k + 1]
             dx, dy = x1 - x0, y1 - y0
-            u = np.clip(((xx - x0) * dx + (yy - y0) * dy) / max(dx * dx + dy * dy, 1e-6), 0, 1)
-            d = np.hypot(xx - (x0 + u * dx), yy - (y0 + u * dy))
+            # Only the link's bounding box (widened by its width and a margin) can be within
+            # its width of it: the same per-pixel arithmetic as over the whole frame, on a
+            # fraction of the pixels.
+            pad = float(widths[k]) + 2.0
+            c0, c1 = max(0, int(min(x0, x1) - pad)), min(w, int(max(x0, x1) + pad) + 1)
+            r0, r1 = max(0, int(min(y0, y1) - pad)), min(h, int(max(y0, y1) + pad) + 1)
+            if c0 >= c1 or r0 >= r1:
+                continue
+            by, bx = yy[r0:r1, c0:c1], xx[r0:r1, c0:c1]
+            u = np.clip(((bx - x0) * dx + (by - y0) * dy) / max(dx * dx + dy * dy, 1e-6), 0, 1)
+            d = np.hypot(bx - (x0 + u * dx), by - (y0 + u * dy))
             m = d < widths[k]
-            img[m] = np.array([shade[k], shade[k] * 0.95, shade[k] * 0.8], np.float32) - 40 * (d[m, None] / widths[k])
+            img[r0:r1, c0:c1][m] = (np.array([shade[k], shade[k] * 0.95, shade[k] * 0.8], np.float32)
+                                    - 40 * (d[m, None] / widths[k]))
         # Gripper: a dark block at the tip.
         gx, gy = pts[-1]
         g = (np.abs(xx - gx) < 7 * self.arm_scale) & (np.abs(yy - gy) < 5 * self.arm_scale)
