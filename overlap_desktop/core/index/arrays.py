@@ -1,4 +1,4 @@
-"""Array helpers of the search: Hamming distances of packed codes, read-only ``.npy`` maps."""
+"""Array helpers of the search: Hamming distances of packed codes, row ranges, read-only ``.npy`` maps."""
 
 from __future__ import annotations
 
@@ -9,7 +9,22 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["advise_hugepages", "hamming_rows", "map_npy", "popcount_xor"]
+__all__ = ["advise_hugepages", "expand_ranges", "hamming_rows", "map_npy", "popcount_xor"]
+
+
+# --------------------------------------------------------------------------- ranges
+
+
+def expand_ranges(start: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of the ranges ``[start[i], start[i] + count[i])``, without a Python loop.
+
+    Returns:
+        ``(which, pos)``: the range each position belongs to (ascending) and the ``int64``
+        position, ranges in order and each range's positions ascending.
+    """
+    which = np.repeat(np.arange(count.size), count)
+    pos = np.arange(which.size, dtype=np.int64) + (start - np.cumsum(count) + count)[which]
+    return which, pos
 
 
 # --------------------------------------------------------------------------- hamming

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from overlap_desktop.core.index.arrays import popcount_xor
+from overlap_desktop.core.index.arrays import expand_ranges, popcount_xor
 
 __all__ = ["EXPAND_ROWS", "bucket_bound", "matching_rows", "row_distances"]
 
@@ -42,8 +42,7 @@ def matching_rows(low: np.ndarray, start: np.ndarray, cnt: np.ndarray, want: np.
         position in ``low``; probes in ascending order, a probe's rows in table order.
     """
     if mean_rows <= EXPAND_ROWS:
-        probe = np.repeat(np.arange(cnt.size), cnt)
-        pos = np.arange(probe.size, dtype=np.int64) + (start - np.cumsum(cnt) + cnt)[probe]
+        probe, pos = expand_ranges(start, cnt)
         hit = np.flatnonzero(low[pos] == want[probe])
         return probe[hit], pos[hit]
     end = start + cnt
@@ -58,9 +57,8 @@ def matching_rows(low: np.ndarray, start: np.ndarray, cnt: np.ndarray, want: np.
     more = more[lo[more] + 1 < end[more]]
     if more.size:
         n[more] = bucket_bound(low, lo[more] + 1, end[more], want[more], upper=True) - lo[more]
-    probe = np.repeat(found, n)
-    pos = np.arange(probe.size, dtype=np.int64) + (lo - np.cumsum(n) + n)[np.repeat(np.arange(n.size), n)]
-    return probe, pos
+    which, pos = expand_ranges(lo, n)
+    return found[which], pos
 
 
 def bucket_bound(low: np.ndarray, start: np.ndarray, end: np.ndarray, want: np.ndarray, *,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from overlap_desktop.core.index.arrays import expand_ranges
 from overlap_desktop.core.index.shards import PREFIX_BITS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,12 +50,9 @@ def legacy_candidates(shard: Shard, plan: QueryPlan, max_bucket: int) -> tuple[n
         cnt = hi - lo
         keep = cnt <= max_bucket
         lo, cnt, qrow = lo[keep], cnt[keep], qrow[keep]
-        total = int(cnt.sum())
-        if total == 0:
+        if int(cnt.sum()) == 0:
             continue
-        # Expand each [lo, lo+cnt) range without a Python loop.
-        starts = np.repeat(lo - np.cumsum(cnt) + cnt, cnt)
-        pos = starts + np.arange(total, dtype=np.int64)
+        _, pos = expand_ranges(lo, cnt)
         r_parts.append(np.asarray(perm[pos], dtype=np.int64))
         q_parts.append(np.repeat(qrow, cnt))
     if not q_parts:
@@ -84,9 +82,7 @@ def _lookup_prefix(shard: Shard, j: int, qk: np.ndarray, qrow: np.ndarray,
     if not keep.any():
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     b0, cnt, qk, qrow = b0[keep], cnt[keep], qk[keep], qrow[keep]
-    total = int(cnt.sum())
-    starts = np.repeat(b0 - np.cumsum(cnt) + cnt, cnt)
-    pos = starts + np.arange(total, dtype=np.int64)
+    _, pos = expand_ranges(b0, cnt)
     if lbits:
         low = shard._load(f"low_{j}")
         want = np.repeat((qk & np.uint32((1 << lbits) - 1)), cnt)

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.index.arrays import advise_hugepages, map_npy
+from overlap_desktop.core.index.arrays import advise_hugepages, expand_ranges, map_npy
 from overlap_desktop.core.index.arrays import hamming_rows as hamming_rows
 from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
 from overlap_desktop.core.index.bucket import matching_rows, row_distances
@@ -465,17 +465,14 @@ class Shard:
         if low is not None:
             seg, pos = matching_rows(low, b0, cnt, want, mean_rows=mean_rows)
         else:  # the chunk value is the bucket: every row of it matches
-            seg = np.repeat(np.arange(cnt.size), cnt)
-            pos = np.arange(seg.size, dtype=np.int64) + (b0 - np.cumsum(cnt) + cnt)[seg]
+            seg, pos = expand_ranges(b0, cnt)
         if pos.size == 0:
             return empty
         hit_rows = self._table("perm")[pos].astype(np.int64)
         # Each matched probe stands for every query row that shares it.
         p = keep[seg]
-        g = ustart[p + 1] - ustart[p]
-        k = np.repeat(np.arange(p.size), g)
-        q = urows[np.arange(k.size, dtype=np.int64) + (ustart[p] - np.cumsum(g) + g)[k]]
-        return q, hit_rows[k]
+        k, at = expand_ranges(ustart[p], ustart[p + 1] - ustart[p])
+        return urows[at], hit_rows[k]
 
     def plan(self, query: np.ndarray, *, probe: int = 0) -> QueryPlan:
         """Prepare ``query`` for searching shards with this shard's chunk layout."""
