@@ -229,3 +229,23 @@ def test_format_4_buckets_hold_about_two_rows(n: int) -> None:
     assert 2 ** 0.5 - 1e-9 <= mean <= 2 ** 1.5 and mean <= EXPAND_ROWS
     assert 10 * 4 * ((1 << pbits) + 1) / n <= 28.5
     assert shards_mod._prefix_bits(n, 3, 3) == int(np.ceil(np.log2(n))) - 2  # formats 2-3 unchanged
+
+
+@pytest.mark.parametrize("counts", [
+    [2, 1, 3, 2, 1],          # the usual two-row buckets
+    [0, 2, 0, 0, 1, 0],       # empty ranges anywhere, first and last included
+    [0, 0, 0],                # nothing at all
+    [],                       # no ranges
+    [7],                      # one range
+])
+def test_expand_ranges_matches_a_plain_loop(counts: list[int]) -> None:
+    """Every position of every range, in order, with its range number: as a Python loop gives."""
+    from overlap_desktop.core.index.arrays import expand_ranges
+
+    rng = np.random.default_rng(len(counts))
+    start = np.sort(rng.integers(0, 10_000, len(counts))).astype(np.int64)
+    count = np.asarray(counts, dtype=np.int64)
+    which, pos = expand_ranges(start, count)
+    want = [(i, s + k) for i, (s, c) in enumerate(zip(start.tolist(), counts)) for k in range(c)]
+    assert which.dtype == np.int64 and pos.dtype == np.int64
+    assert list(zip(which.tolist(), pos.tolist())) == want

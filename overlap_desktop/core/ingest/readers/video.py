@@ -155,7 +155,9 @@ class _PacketFeed:
         self._ref_of = ref_of if self._plan is not None else None
         self._neighbour_ns = int(NEIGHBOUR_MAX_S * _NS)
         self._intra = bool(getattr(ctx.codec, "intra_only", False)) if ctx is not None else False
-        self._ahead: deque[Any] = deque()
+        #: ``(pts, packet)`` read ahead; the pts is read once (a PyAV attribute read costs as much
+        #: as the comparisons made with it, and each packet is looked at ~16 times).
+        self._ahead: deque[tuple[int | None, Any]] = deque()
         #: (pts, decoded) of the packets already handed out, newest last.
         self._recent: deque[tuple[int, bool]] = deque(maxlen=2 * self.LOOKAHEAD)
         self._done = False
@@ -171,7 +173,8 @@ class _PacketFeed:
 
         while not self._done and len(self._ahead) < (self.LOOKAHEAD if self._plan else 1):
             try:
-                self._ahead.append(next(self._demux))
+                packet = next(self._demux)
+                self._ahead.append((packet.pts, packet))
             except StopIteration:
                 self._done = True
             except av.error.FFmpegError as exc:
@@ -184,7 +187,7 @@ class _PacketFeed:
     def _neighbour_decoded(self, pts: int) -> bool:
         """The frame shown just before ``pts`` was already handed out, decoded, and is close."""
         prev = max((x for x, _ in self._recent if x < pts), default=None)
-        if prev is None or any(q.pts is not None and prev < q.pts < pts for q in self._ahead):
+        if prev is None or any(q is not None and prev < q < pts for q, _ in self._ahead):
             return False  # unknown, or it comes later in decode order
         kept = next(k for x, k in self._recent if x == prev)
         return kept and self._ns(pts) - self._ns(prev) <= self._neighbour_ns
@@ -198,12 +201,11 @@ class _PacketFeed:
         self._fill()
         if not self._ahead:
             return None
-        packet = self._ahead.popleft()
-        pts = packet.pts
+        pts, packet = self._ahead.popleft()
         need = True
         ref: bool | None = None
         if self._plan is not None and t0 is not None and pts is not None and (self._intra or not packet.is_keyframe):
-            later = [q.pts for q in self._ahead if q.pts is not None and q.pts > pts]
+            later = [q for q, _ in self._ahead if q is not None and q > pts]
             later += [x for x, _ in self._recent if x > pts]
             nxt = min(later) if later else None
             t = self._ns(pts) - t0
