@@ -43,8 +43,10 @@ def matching_rows(low: np.ndarray, start: np.ndarray, cnt: np.ndarray, want: np.
     """
     if mean_rows <= EXPAND_ROWS:
         probe, pos = expand_ranges(start, cnt)
-        hit = np.flatnonzero(low[pos] == want[probe])
-        return probe[hit], pos[hit]
+        # np.take, not ``low[pos]``: numpy's take is 2-4x cheaper than fancy indexing on these
+        # gathers (docs/scale.md, "Gathers with np.take"); same values.
+        hit = np.flatnonzero(np.take(low, pos) == np.take(want, probe))
+        return np.take(probe, hit), np.take(pos, hit)
     end = start + cnt
     lo = bucket_bound(low, start, end, want, upper=False)
     found = np.flatnonzero(low[np.minimum(lo, low.size - 1)] == want)

@@ -451,8 +451,9 @@ class Shard:
         uchunk, ukey, ustart, urows = plan.unique_probes()
         low = self._table("low") if lbits else None
         pre, want = plan.bucket_keys(pbits, lbits, low.dtype if low is not None else np.uint8)
-        b0 = off[pre].astype(np.int64)
-        cnt = off[pre + 1].astype(np.int64) - b0
+        # np.take throughout: cheaper than fancy indexing for these gathers (see bucket.py).
+        b0 = np.take(off, pre).astype(np.int64)
+        cnt = np.take(off, pre + 1).astype(np.int64) - b0
         mean_rows = self.count / float(1 << pbits)
         # A bucket far above its expected size holds a degenerate value (featureless
         # frames): uninformative, and expanding it would cost more than it could give.
@@ -461,18 +462,19 @@ class Shard:
             return empty
         b0 += uchunk * self.count
         if keep.size < pre.size:  # in a large shard nearly every bucket is filled: no copies then
-            b0, cnt, want = b0[keep], cnt[keep], want[keep]
+            b0, cnt, want = np.take(b0, keep), np.take(cnt, keep), np.take(want, keep)
         if low is not None:
             seg, pos = matching_rows(low, b0, cnt, want, mean_rows=mean_rows)
         else:  # the chunk value is the bucket: every row of it matches
             seg, pos = expand_ranges(b0, cnt)
         if pos.size == 0:
             return empty
-        hit_rows = self._table("perm")[pos].astype(np.int64)
+        hit_rows = np.take(self._table("perm"), pos).astype(np.int64)
         # Each matched probe stands for every query row that shares it.
-        p = keep[seg]
-        k, at = expand_ranges(ustart[p], ustart[p + 1] - ustart[p])
-        return urows[at], hit_rows[k]
+        p = np.take(keep, seg)
+        first = np.take(ustart, p)
+        k, at = expand_ranges(first, np.take(ustart, p + 1) - first)
+        return np.take(urows, at), np.take(hit_rows, k)
 
     def plan(self, query: np.ndarray, *, probe: int = 0) -> QueryPlan:
         """Prepare ``query`` for searching shards with this shard's chunk layout."""
@@ -529,7 +531,10 @@ class Shard:
         # Nearly all candidates are chance chunk collisions: one pass over them, in the order
         # found (sorting them by row first cost more than it saved on the gather); the order of
         # the hits comes from the sorts of the few survivors below.
-        d = row_distances(plan.codes.view(np.uint64)[q], np.asarray(self.codes).view(np.uint64)[r])
+        # np.take along axis 0 copies each 32-byte row in one move; indexing ``codes[r]`` on the
+        # 2-D array went element by element and cost ~10x more (3.7 vs 0.3 ms per 69,000 rows).
+        d = row_distances(np.take(plan.codes.view(np.uint64), q, axis=0),
+                          np.take(np.asarray(self.codes).view(np.uint64), r, axis=0))
         ok = d <= max_distance
         q, r, d = q[ok], r[ok], d[ok]
         if q.size == 0:
