@@ -164,6 +164,18 @@ def _readers_checks() -> list[DoctorCheck]:
     return out
 
 
+def _shards_check(st: dict[str, Any]) -> DoctorCheck:
+    """Whether the index's search shards are in the layout a rebuild would write (a warning only:
+    older layouts answer the same, more slowly)."""
+    n, older = int(st.get("shards", 0)), int(st.get("shards_older_layout", 0))
+    if not older:
+        return DoctorCheck("search shards", True, f"{n} shard{'s' if n != 1 else ''}", "current layout", False)
+    return DoctorCheck("search shards", False, f"{older} of {n} in an older, slower layout",
+                       "comparisons still give the same answers; to make them faster, run "
+                       "`overlap index --rebuild-shards` (rebuilds the shards from the index database, "
+                       "no footage is read)", False)
+
+
 def _index_checks(config: Config) -> list[DoctorCheck]:
     from overlap_desktop.core.index.lock import _existing_ancestor, wal_support
     from overlap_desktop.core.index.status import library_status
@@ -183,6 +195,7 @@ def _index_checks(config: Config) -> list[DoctorCheck]:
                                    f"{st['files_ok']} files, {st['hours']:.2f} h",
                                    f"schema {st['schema_version']}, {st['algo_id']}/{st['prep_id']}, "
                                    f"{st['files_error']} errors, {st['bytes'] / 1e6:.1f} MB"))
+            out.append(_shards_check(st))
         except Exception as exc:
             out.append(DoctorCheck("index contents", False, "unreadable", str(exc)))
     where = _existing_ancestor(path)

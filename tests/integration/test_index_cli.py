@@ -130,3 +130,52 @@ def test_config_shows_index_flag(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     line = next(ln for ln in out.splitlines() if ln.startswith("index.path"))
     assert str(tmp_path / "ix") in line and "command line" in line
+
+
+def _rewrite_shards_as_format_3(ix: Path) -> int:
+    """Rewrite every shard of ``ix`` in format 3 (what an index sealed by an earlier build holds)."""
+    import numpy as np
+
+    from overlap_desktop.core.index.shards import Shard, build_shard
+
+    dirs = sorted(p for p in (ix / "shards").iterdir() if p.is_dir())
+    for d in dirs:
+        shard = Shard.open(d)
+        rows = np.arange(shard.count, dtype=np.int64)
+        codes, sids = np.array(shard.codes), shard.stream_of(rows)
+        fidx, vidx = np.array(shard.column("frame_idx")), np.array(shard.column("variant_idx"))
+        shard.close()
+        build_shard(d, codes, sids, fidx, vidx, version=3, seed_fps=None)
+    return len(dirs)
+
+
+def test_older_shard_layout_is_pointed_out_with_the_fix(clip_folder: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Shards in an earlier, slower layout still answer; `overlap index` and `overlap doctor` say
+    how to rewrite them, and stop saying it once `--rebuild-shards` has."""
+    ix = tmp_path / "ix"
+    assert run(capsys, "index", str(clip_folder / "a.mp4"), "--index", str(ix), "-q")[0] == 0
+    # Negative control: a freshly built index is in the current layout and gets no advice.
+    code, out, _ = run(capsys, "doctor", "--index", str(ix), "--json")
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert code == 0 and checks["search shards"]["ok"] and checks["search shards"]["detail"] == "current layout"
+    code, out, _ = run(capsys, "index", str(clip_folder / "a.mp4"), "--index", str(ix))
+    assert code == 0 and "rebuild-shards" not in out
+
+    assert _rewrite_shards_as_format_3(ix) == 1
+    with open_index(ix, readonly=True) as idx:
+        assert idx.stats()["shards_older_layout"] == 1
+    code, out, _ = run(capsys, "index", str(clip_folder / "a.mp4"), "--index", str(ix))
+    assert code == 0 and "1 of 1 search shards were written by an earlier version" in out
+    assert "`overlap index --rebuild-shards`" in out
+    code, out, _ = run(capsys, "doctor", "--index", str(ix))
+    # A warning, not a failure: the answers are the same, only slower.
+    assert code == 0 and "[warn] search shards" in out and "1 of 1 in an older, slower layout" in out
+    assert "--rebuild-shards" in out
+
+    code, out, _ = run(capsys, "index", "--rebuild-shards", "--index", str(ix))
+    assert code == 0
+    with open_index(ix, readonly=True) as idx:
+        assert idx.stats()["shards_older_layout"] == 0
+    code, out, _ = run(capsys, "doctor", "--index", str(ix))
+    assert code == 0 and "[ok  ] search shards" in out and "slower layout" not in out

@@ -249,3 +249,18 @@ def test_expand_ranges_matches_a_plain_loop(counts: list[int]) -> None:
     want = [(i, s + k) for i, (s, c) in enumerate(zip(start.tolist(), counts)) for k in range(c)]
     assert which.dtype == np.int64 and pos.dtype == np.int64
     assert list(zip(which.tolist(), pos.tolist())) == want
+
+
+def test_layout_is_current_tells_earlier_layouts_apart() -> None:
+    """What `overlap doctor` and `overlap index` count as an older shard layout."""
+    from overlap_desktop.core.index.shards import SHARD_VERSION, _prefix_bits, layout_is_current
+
+    meta = {"version": SHARD_VERSION, "count": 8_000_000, "chunks": [[0, 3]] * 10,
+            "prefix_bits": _prefix_bits(8_000_000, 3)}
+    assert layout_is_current(meta)
+    assert not layout_is_current({**meta, "prefix_bits": _earlier_prefix_bits(8_000_000, 3)})  # ~16-row buckets
+    assert not layout_is_current({**meta, "version": 3, "prefix_bits": _prefix_bits(8_000_000, 3, 3)})
+    assert not layout_is_current({**meta, "prefix_bits": None})
+    assert not layout_is_current({"version": SHARD_VERSION})
+    # Small shards are sized alike by both rules (the table's 8-bit floor): nothing to rewrite.
+    assert layout_is_current({**meta, "count": 300, "prefix_bits": _earlier_prefix_bits(300, 3)})

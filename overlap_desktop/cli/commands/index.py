@@ -210,6 +210,11 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         if totals:
             ctx.print(f"  index now holds:     {totals['files_ok']} file(s), {totals['hours']:.3f} h, "
                       f"{totals['bytes'] / 1e6:.1f} MB on disk")
+            older = int(totals.get("shards_older_layout", 0))
+            if older:
+                ctx.print(f"  note: {older} of {totals['shards']} search shards were written by an earlier "
+                          "version in a slower layout; `overlap index --rebuild-shards` rewrites them "
+                          "(no footage is read)")
     return int(ExitCode.INPUT_REFUSED if summary.failed else ExitCode.OK)
 
 

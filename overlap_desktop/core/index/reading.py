@@ -97,6 +97,8 @@ class IndexReader:
 
         def _pending_codes(self) -> int: ...
 
+        def older_shards(self) -> int: ...
+
     def _file_rows(self, where: str = "", params: Sequence[Any] = ()) -> list[IndexedFile]:
         rows = list(self._db.execute(f"SELECT {_FILE_COLS} FROM files {where} ORDER BY path", params))
         keys: dict[int, list[str]] = {}
@@ -224,6 +226,7 @@ class IndexReader:
             "fingerprint_bytes": int(blob_bytes),
             "shards": int(n_shards),
             "shards_stale": int(stale),
+            "shards_older_layout": self.older_shards(),
             "shard_codes": int(shard_codes),
             "pending_codes": self._pending_codes(),
             "db_bytes": int(db_bytes),

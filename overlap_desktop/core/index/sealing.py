@@ -226,6 +226,18 @@ class ShardSet:
             built += 1
         return built
 
+    def older_shards(self) -> int:
+        """Sealed, fresh shards in an older layout than a rebuild writes (read, but more slowly).
+
+        Reads each shard's small meta file, not its tables. A shard whose meta cannot be read
+        is not counted here: opening it for a search reports the damage.
+        """
+        from overlap_desktop.core.index.shards import layout_is_current, read_meta
+
+        names = [n for (n,) in self._db.execute("SELECT name FROM shards WHERE sealed = 1 AND stale = 0")]
+        metas = [read_meta(self.shard_root / n) for n in names]
+        return sum(1 for m in metas if m is not None and not layout_is_current(m))
+
     def rebuild_shards(self, *, cancel: Any = None) -> int:
         """Drop every search shard and build them again from the database.
 

@@ -302,6 +302,33 @@ def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
     return int(min(max(want, 8), 8 * width))
 
 
+def layout_is_current(meta: dict[str, Any]) -> bool:
+    """Whether a shard's meta (``shard.json``) describes what :func:`build_shard` writes now.
+
+    Older layouts are still read, but more slowly: formats 1-3 hold every sample and smaller
+    tables, and format-4 shards of earlier builds ~16 rows per bucket instead of ~2 (a lookup
+    searches each bucket; docs/scale.md, "Two-row buckets"). ``overlap index
+    --rebuild-shards`` rewrites them from the database.
+    """
+    try:
+        version, count = int(meta["version"]), int(meta["count"])
+        width = int(meta["chunks"][0][1])
+        bits = int(meta.get("prefix_bits", -1))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
+    return version == SHARD_VERSION and bits == _prefix_bits(count, width, version)
+
+
+def read_meta(directory: Path) -> dict[str, Any] | None:
+    """A shard folder's meta, or ``None`` when it cannot be read as one."""
+    try:
+        with open(Path(directory) / _META, encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
 def _low_dtype(bits: int) -> type:
     return np.uint8 if bits <= 8 else (np.uint16 if bits <= 16 else np.uint32)
 
