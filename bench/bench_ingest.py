@@ -43,7 +43,10 @@ from overlap_desktop.core.ingest.readers.video import VideoReader  # noqa: E402
 from overlap_desktop.core.types import Variant  # noqa: E402
 from tests.footage import Scene, render_frames, write_video  # noqa: E402
 
-REALDATA = ROOT.parent.parent / "shared" / "realdata"
+#: The shared third-party clips: ``../shared/realdata`` beside the checkout (one level further up
+#: from a worktree).
+REALDATA = next((p for p in (ROOT.parent / "shared" / "realdata", ROOT.parent.parent / "shared" / "realdata")
+                 if p.is_dir()), ROOT.parent / "shared" / "realdata")
 #: PDQ quality below which a sample is featureless (the index's default ``quality_floor``).
 QUALITY_FLOOR = 50
 SIZES = ((426, 240), (1280, 720))

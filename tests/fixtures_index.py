@@ -17,7 +17,8 @@ import pytest
 
 from tests.footage import make_clip
 
-__all__ = ["CLIP_S", "bad_folder", "clip_folder", "copy_tree", "index_clip_master", "make_bad_files", "seed_codes"]
+__all__ = ["CLIP_S", "bad_folder", "clip_folder", "copy_tree", "index_clip_master", "make_bad_files",
+           "rewrite_shards_as_format_3", "seed_codes"]
 
 #: Duration of each generated clip, seconds.
 CLIP_S = 10.0
@@ -100,3 +101,18 @@ def seed_codes(idx: Any) -> int:
 
     return sum(seed_frames(fp.times_ns, fp.usable, idx.seed_fps).size * len(fp.variants)
                for _, _, fp in idx.streams())
+
+
+def rewrite_shards_as_format_3(ix: Path) -> int:
+    """Rewrite every shard of ``ix`` in format 3 (what an index sealed by an earlier build holds)."""
+    from overlap_desktop.core.index.shards import Shard, build_shard
+
+    dirs = sorted(p for p in (ix / "shards").iterdir() if p.is_dir())
+    for d in dirs:
+        shard = Shard.open(d)
+        rows = np.arange(shard.count, dtype=np.int64)
+        codes, sids = np.array(shard.codes), shard.stream_of(rows)
+        fidx, vidx = np.array(shard.column("frame_idx")), np.array(shard.column("variant_idx"))
+        shard.close()
+        build_shard(d, codes, sids, fidx, vidx, version=3, seed_fps=None)
+    return len(dirs)

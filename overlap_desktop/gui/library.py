@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
+from overlap_desktop.gui.shard_upgrade import ShardUpgradeBanner
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
@@ -163,6 +164,11 @@ class LibraryPage(QWidget):
         self.resume_frame.hide()
         lay.addWidget(self.resume_frame)
 
+        # Offer to rebuild search shards an earlier version wrote (hidden unless there are any).
+        self.shard_banner = ShardUpgradeBanner(self.state)
+        self.shard_banner.rebuilt.connect(lambda _n: self.refresh())
+        lay.addWidget(self.shard_banner)
+
         # Progress panel.
         self.progress_frame = QFrame()
         self.progress_frame.setFrameShape(QFrame.Shape.StyledPanel)
@@ -211,7 +217,7 @@ class LibraryPage(QWidget):
         lay.addWidget(self.table, 1)
 
     def jobs(self) -> list[Job | None]:
-        return [self.index_job, self.load_job]
+        return [self.index_job, self.load_job, self.shard_banner.job]
 
     def showEvent(self, event: Any) -> None:
         # Coming back to the page shows what the library holds now (another window, the CLI
@@ -258,6 +264,7 @@ class LibraryPage(QWidget):
         self._fill_table(self.files)
         stats = data["stats"]
         self.stats_changed.emit(stats)
+        self.shard_banner.update_from(stats, indexing=self.indexing)
         n = len(self.files)
         ok = [f for f in self.files if f.status == "ok"]
         bad = [f for f in self.files if f.status == "error"]

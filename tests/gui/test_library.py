@@ -197,3 +197,41 @@ def test_rescan_picks_up_new_files_and_forgets_removed_ones(qtbot: Any, state: A
     assert summary.forgotten == 1 and summary.indexed == 1
     assert set(_files(state)) == {"b.mp4"}
     qtbot.waitUntil(lambda: page.table.rowCount() == 1, timeout=120_000)
+
+
+def test_older_search_shards_offer_a_rebuild_that_works(qtbot: Any, state: Any, library_folder: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index whose shards an earlier version wrote gets an offer to rebuild them (same answers,
+    slower search); the button rebuilds them in a worker and the offer goes away."""
+    from overlap_desktop.gui import shard_upgrade
+    from tests.fixtures_index import rewrite_shards_as_format_3
+
+    page = _page(qtbot, state)
+    _index_and_wait(qtbot, page, lambda: page.add_folders([str(library_folder)]))
+    banner = page.shard_banner
+    assert not banner.isVisible()  # negative control: this version's shards need nothing
+
+    assert rewrite_shards_as_format_3(Path(state.index_path)) >= 1
+    with qtbot.waitSignal(page.refreshed, timeout=120_000):
+        page.refresh()
+    assert banner.isVisible() and banner.button.isEnabled()
+    assert "search index was built by an earlier version of overlap" in banner.label.text()
+    assert "changes no result" in banner.label.text()
+
+    # Another process indexing holds the writer lock: the user is told to wait, nothing breaks.
+    def busy(*_a: Any, **_k: Any) -> int:
+        raise api.IndexBusyError("the index is being written by another process")
+
+    with monkeypatch.context() as m:
+        m.setattr(shard_upgrade, "rebuild_search_shards", busy)
+        job = banner.start()
+        assert job is not None
+        qtbot.waitUntil(lambda: not job.running, timeout=120_000)
+    assert "being indexed right now" in banner.label.text() and banner.button.isEnabled()
+
+    with qtbot.waitSignal(banner.rebuilt, timeout=120_000) as got:
+        banner.button.click()
+    assert got.args[0] >= 1
+    qtbot.waitUntil(lambda: not page.load_job.running and not banner.isVisible(), timeout=120_000)
+    with api.open_index(state.index_path, config=state.config(), create=False, readonly=True) as idx:
+        assert idx.stats()["shards_older_layout"] == 0

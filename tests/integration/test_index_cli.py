@@ -10,6 +10,7 @@ import pytest
 from overlap_desktop.cli.main import main
 from overlap_desktop.core.index import lock as lock_mod
 from overlap_desktop.core.index.store import open_index
+from tests.fixtures_index import rewrite_shards_as_format_3
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -132,23 +133,6 @@ def test_config_shows_index_flag(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert str(tmp_path / "ix") in line and "command line" in line
 
 
-def _rewrite_shards_as_format_3(ix: Path) -> int:
-    """Rewrite every shard of ``ix`` in format 3 (what an index sealed by an earlier build holds)."""
-    import numpy as np
-
-    from overlap_desktop.core.index.shards import Shard, build_shard
-
-    dirs = sorted(p for p in (ix / "shards").iterdir() if p.is_dir())
-    for d in dirs:
-        shard = Shard.open(d)
-        rows = np.arange(shard.count, dtype=np.int64)
-        codes, sids = np.array(shard.codes), shard.stream_of(rows)
-        fidx, vidx = np.array(shard.column("frame_idx")), np.array(shard.column("variant_idx"))
-        shard.close()
-        build_shard(d, codes, sids, fidx, vidx, version=3, seed_fps=None)
-    return len(dirs)
-
-
 def test_older_shard_layout_is_pointed_out_with_the_fix(clip_folder: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """Shards in an earlier, slower layout still answer; `overlap index` and `overlap doctor` say
@@ -162,7 +146,7 @@ def test_older_shard_layout_is_pointed_out_with_the_fix(clip_folder: Path, tmp_p
     code, out, _ = run(capsys, "index", str(clip_folder / "a.mp4"), "--index", str(ix))
     assert code == 0 and "rebuild-shards" not in out
 
-    assert _rewrite_shards_as_format_3(ix) == 1
+    assert rewrite_shards_as_format_3(ix) == 1
     with open_index(ix, readonly=True) as idx:
         assert idx.stats()["shards_older_layout"] == 1
     code, out, _ = run(capsys, "index", str(clip_folder / "a.mp4"), "--index", str(ix))
