@@ -427,6 +427,12 @@ class LibraryPage(QWidget):
             self.overall_bar.setValue(int(fraction * 1000))
         else:
             self.overall_bar.setRange(0, 0)
+        if p.stage == "seal":
+            # After the files: the fingerprints are stored; the search index is built from them.
+            self.overall_label.setText("Building the search index from the new fingerprints…")
+            self.file_label.setText((p.message or "").capitalize())
+            self.file_bar.setRange(0, 0)
+            return
         if p.unit == "files" and p.total:
             what = f"Indexing file {min(int(p.done) + 1, int(p.total))} of {int(p.total)}"
         elif p.unit == "bytes" and p.total:

@@ -21,7 +21,8 @@ from overlap_desktop.gui.workers import Job
 __all__ = ["ShardUpgradeBanner", "rebuild_search_shards"]
 
 
-def rebuild_search_shards(index_path: Path, config: api.Config, *, cancel: Any = None) -> int:
+def rebuild_search_shards(index_path: Path, config: api.Config, *, progress: Any = None,
+                          cancel: Any = None) -> int:
     """Rebuild every search shard of the index from its database (runs in a worker thread).
 
     Returns:
@@ -31,7 +32,7 @@ def rebuild_search_shards(index_path: Path, config: api.Config, *, cancel: Any =
         IndexBusyError: another process (an indexing job) is writing to the index.
     """
     with api.open_index(Path(index_path), config=config, create=False) as idx:
-        return int(idx.rebuild_shards(cancel=cancel))
+        return int(idx.rebuild_shards(cancel=cancel, progress=progress))
 
 
 class ShardUpgradeBanner(QFrame):
@@ -62,7 +63,7 @@ class ShardUpgradeBanner(QFrame):
         row.addWidget(self.button)
         outer.addLayout(row)
         self.bar = QProgressBar()
-        self.bar.setRange(0, 0)  # the rebuild reports no steps: a busy bar, not a fake percentage
+        self.bar.setRange(0, 0)  # busy until the first report
         self.bar.setAccessibleName("Rebuilding the search index")
         self.bar.hide()
         outer.addWidget(self.bar)
@@ -100,8 +101,8 @@ class ShardUpgradeBanner(QFrame):
         except Exception as exc:
             self.label.setText("Your settings have a problem: " + str(exc))
             return None
-        job = Job(rebuild_search_shards, self.state.index_path, config, parent=self,
-                  with_progress=False, with_cancel=True)
+        job = Job(rebuild_search_shards, self.state.index_path, config, parent=self, with_cancel=True)
+        job.progress.connect(self._on_progress)
         job.succeeded.connect(self._on_done)
         job.failed.connect(self._on_failed)
         job.cancelled.connect(lambda _exc: self._on_failed(None))
@@ -111,6 +112,15 @@ class ShardUpgradeBanner(QFrame):
         self.label.setText("Rebuilding the search index… Comparisons still work meanwhile.")
         job.start()
         return job
+
+    def _on_progress(self, p: Any) -> None:
+        """The share of the fingerprints read into new shards, and which shard is being built."""
+        if p.total:
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(int(1000 * max(0.0, min(1.0, float(p.done) / float(p.total)))))
+        if p.message:
+            self.label.setText("Rebuilding the search index… Comparisons still work meanwhile. "
+                               f"({p.message})")
 
     def _on_done(self, built: Any) -> None:
         self.bar.hide()

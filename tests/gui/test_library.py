@@ -229,9 +229,15 @@ def test_older_search_shards_offer_a_rebuild_that_works(qtbot: Any, state: Any, 
         qtbot.waitUntil(lambda: not job.running, timeout=120_000)
     assert "being indexed right now" in banner.label.text() and banner.button.isEnabled()
 
+    seen: list[Any] = []
     with qtbot.waitSignal(banner.rebuilt, timeout=120_000) as got:
         banner.button.click()
+        assert banner.job is not None
+        banner.job.progress.connect(seen.append)
     assert got.args[0] >= 1
+    # The bar followed the rebuild: the fingerprints read, up to all of them, and the shard built.
+    assert seen and seen[-1].done == seen[-1].total and banner.bar.maximum() == 1000
+    assert any("building search shard 1" in (p.message or "") for p in seen)
     qtbot.waitUntil(lambda: not page.load_job.running and not banner.isVisible(), timeout=120_000)
     with api.open_index(state.index_path, config=state.config(), create=False, readonly=True) as idx:
         assert idx.stats()["shards_older_layout"] == 0

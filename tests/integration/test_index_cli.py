@@ -157,8 +157,9 @@ def test_older_shard_layout_is_pointed_out_with_the_fix(clip_folder: Path, tmp_p
     assert code == 0 and "[warn] search shards" in out and "1 of 1 in an older, slower layout" in out
     assert "--rebuild-shards" in out
 
-    code, out, _ = run(capsys, "index", "--rebuild-shards", "--index", str(ix))
-    assert code == 0
+    code, out, err = run(capsys, "index", "--rebuild-shards", "--index", str(ix))
+    assert code == 0 and "Rebuilt the search shards" in out
+    assert "Search shards: building search shard 1 (" in err and "% of the fingerprints read)" in err
     with open_index(ix, readonly=True) as idx:
         assert idx.stats()["shards_older_layout"] == 0
     code, out, _ = run(capsys, "doctor", "--index", str(ix))

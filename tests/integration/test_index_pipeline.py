@@ -47,6 +47,12 @@ def test_index_folder_then_noop_then_changed(clip_folder: Path, tmp_path: Path) 
     # Progress: the item count first, then bytes, monotone, ending at the total, one message per file.
     assert events[0].stage == "scan" and events[0].total == 3
     assert events[-1].stage == "seal"
+    # Sealing counts the new streams' fingerprints as they are read, up to the total, and names
+    # each shard while it is built.
+    seal = [e for e in events if e.stage == "seal"]
+    assert all(e.unit == "codes" and e.total for e in seal)
+    assert [e.done for e in seal] == sorted(e.done for e in seal) and seal[-1].done == seal[-1].total
+    assert seal[0].done == 0 and any("building search shard 1" in (e.message or "") for e in seal)
     events = [e for e in events if e.stage == "index"]
     assert all(e.unit == "bytes" for e in events)
     done = [e.done for e in events]

@@ -157,6 +157,45 @@ def test_small_runs_merge_like_a_binary_counter(tmp_path: Path) -> None:
             assert hits.stream_id.tolist() == [sid]
 
 
+def test_seal_progress_counts_to_its_total_through_merges_and_rebuilds(tmp_path: Path) -> None:
+    """Sealing reports the streams' fingerprints read, never past the total; a merge (which rebuilds
+    shards already sealed) raises the total instead, and a rebuild reports the same way."""
+    from overlap_desktop.core.types import Progress
+
+    def check(events: list[Progress], shards: int) -> None:
+        assert events and all(e.stage == "seal" and e.unit == "codes" and e.total for e in events)
+        assert all(0 <= e.done <= e.total for e in events if e.total)
+        totals = [e.total for e in events]
+        assert totals == sorted(totals)  # only merges add to it
+        assert events[-1].done == events[-1].total
+        built = [e.message for e in events if (e.message or "").startswith("building search shard")]
+        assert len(built) == shards
+
+    with open_index(tmp_path / "ix") as idx:
+        idx.shard_codes = 240
+        add(idx, tmp_path / "0.mp4", 0)
+        events: list[Progress] = []
+        assert idx.seal(progress=events.append) == 1
+        check(events, 1)
+        codes = dict(idx._db.execute("SELECT id, n_codes FROM streams"))
+        assert events[-1].total == sum(codes.values())
+        # A second stream: sealed alone, then merged with the first shard (30 + 30 rows): two
+        # builds, the merged streams' fingerprints added to the total once more.
+        add(idx, tmp_path / "1.mp4", 1)
+        events = []
+        assert idx.seal(progress=events.append) == 2
+        check(events, 2)
+        codes = dict(idx._db.execute("SELECT id, n_codes FROM streams"))
+        new = codes[max(codes)]
+        assert events[0].total == new and events[-1].total == new + sum(codes.values())
+        events = []
+        assert idx.rebuild_shards(progress=events.append) == 1
+        check(events, 1)
+        # Nothing pending: no report at all.
+        events = []
+        assert idx.seal(progress=events.append) == 0 and events == []
+
+
 def test_reader_sees_unsealed_streams_while_writer_holds_lock(tmp_path: Path) -> None:
     writer = open_index(tmp_path / "ix")
     reader = open_index(tmp_path / "ix")

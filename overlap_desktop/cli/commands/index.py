@@ -72,11 +72,11 @@ class _Display:
         console = Console(file=self.ctx.err, stderr=True)
         if console.is_terminal:
             self._bar = RichProgress(
-                TextColumn("Indexing"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[files]}"),
+                TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[files]}"),
                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                 TextColumn("{task.fields[current]}"), console=console, transient=False)
             self._bar.__enter__()
-            self._task = self._bar.add_task("index", total=None, files="", current="")
+            self._task = self._bar.add_task("Indexing", total=None, files="", current="")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -93,7 +93,12 @@ class _Display:
         if p.stage == "scan":
             self.files_total = int(p.total or 0)
             return
-        if self.ctx.quiet or p.stage != "index":
+        if self.ctx.quiet:
+            return
+        if p.stage == "seal":
+            self._seal(p)
+            return
+        if p.stage != "index":
             return
         if p.message and p.current:
             self.files_done += 1
@@ -115,6 +120,18 @@ class _Display:
             if p.total and now - self._last_plain > 10.0 and not p.message:
                 self._last_plain = now
                 self.ctx.note(f"Indexing: {100.0 * p.done / p.total:.0f}% ({files} done)")
+
+
+    def _seal(self, p: Progress) -> None:
+        """Building the search shards after the files (or alone, for ``--rebuild-shards``)."""
+        pct = f"{100.0 * p.done / p.total:.0f}%" if p.total else ""
+        if self._bar is not None:
+            from rich.markup import escape
+
+            self._bar.update(self._task, description="Search shards", completed=p.done, total=p.total, files="",
+                             current=escape(safe_terminal(p.message or "")))
+        elif p.message and p.message.startswith("building"):
+            self.ctx.note(f"Search shards: {p.message} ({pct} of the fingerprints read)")
 
 
 def _hms(hours: float) -> str:
@@ -156,8 +173,8 @@ def _rebuild_shards(ctx: CliContext) -> int:
     from overlap_desktop import api
 
     path = ctx.config.index_path
-    with api.open_index(path, create=False) as idx:
-        built = idx.rebuild_shards()
+    with api.open_index(path, create=False) as idx, _Display(ctx) as display:
+        built = idx.rebuild_shards(progress=display)
     ctx.print(f"Rebuilt the search shards of {safe_terminal(path)}: {built} shard{'s' if built != 1 else ''}.")
     return int(ExitCode.OK)
 

@@ -370,10 +370,7 @@ def _index_locked(idx: Index, req: _Request, summary: IndexSummary) -> None:
     closing = CloseInBackground(engine) if engine is not None else None
     try:
         _settle_missing(idx, req, plan, summary)
-        if req.progress is not None:
-            req.progress(Progress(stage="seal", done=0, total=None, unit="shards",
-                                  message="building search shards"))
-        idx.seal(cancel=req.cancel)
+        idx.seal(cancel=req.cancel, progress=req.progress)
     except BaseException:
         if closing is not None:
             closing.join(raise_error=False)

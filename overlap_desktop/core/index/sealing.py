@@ -31,7 +31,7 @@ import numpy as np
 from overlap_desktop.core.index.db import SHARD_REPAIR_ADVICE, first_row
 from overlap_desktop.core.index.schema import now_iso
 from overlap_desktop.core.index.shards import DEFAULT_SEED_FPS
-from overlap_desktop.core.types import CODE_BYTES, StreamFingerprints
+from overlap_desktop.core.types import CODE_BYTES, Progress, ProgressCallback, StreamFingerprints
 from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -135,7 +135,7 @@ class ShardSet:
         return (np.ascontiguousarray(fp.codes[frames].reshape(-1, CODE_BYTES)), np.repeat(frames, v),
                 np.tile(np.arange(v, dtype=np.int16), frames.size))
 
-    def _shard_batches(self, stream_ids: Sequence[int], cancel: Any = None
+    def _shard_batches(self, stream_ids: Sequence[int], cancel: Any = None, tracker: _SealProgress | None = None
                        ) -> Iterator[tuple[list[int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]:
         """Batches of streams of at most ``shard_codes`` seed rows each, with their rows.
 
@@ -160,6 +160,8 @@ class ShardSet:
             if got is not None:
                 parts.append((sid, got))
                 rows += n
+            if tracker is not None:
+                tracker.read(sid)
         if batch:
             yield batch, _join(parts)
 
@@ -172,7 +174,7 @@ class ShardSet:
             self._db.execute("INSERT OR REPLACE INTO shard_trash(name, dropped) VALUES (?, ?)",
                              (name, time.time()))
 
-    def seal(self, *, cancel: Any = None) -> int:
+    def seal(self, *, cancel: Any = None, progress: ProgressCallback | None = None) -> int:
         """Build shards for every stream no fresh shard covers; rebuild stale shards.
 
         Takes the writer lock. New streams go into new shards; then, like a binary counter,
@@ -181,6 +183,10 @@ class ShardSet:
         tiny shards nor rewrite a large shard every time: a row is rewritten about
         log2(cap / run) times, and there are about ``rows / shard_codes`` shards plus a
         logarithmic tail. Returns the number of shards built.
+
+        ``progress`` gets ``stage="seal"`` reports counting the pending streams' fingerprints
+        (``unit="codes"``) as they are read, with a message while each shard is built; a merge
+        adds its streams to the total, so the count never runs past it.
         """
         with self.writer():
             for sid, name in list(self._db.execute("SELECT id, name FROM shards WHERE stale = 1 OR sealed = 0")):
@@ -189,7 +195,9 @@ class ShardSet:
             if not pending:
                 return 0
             self.shard_root.mkdir(parents=True, exist_ok=True)
-            built = self._build([s for s, _ in pending], cancel)
+            tracker = _SealProgress(progress)
+            tracker.add(pending)
+            built = self._build([s for s, _ in pending], cancel, tracker)
             while True:
                 last = list(self._db.execute("SELECT id, name, n_codes FROM shards ORDER BY id DESC LIMIT 2"))
                 if len(last) < 2:
@@ -200,16 +208,20 @@ class ShardSet:
                 # Dropping both makes exactly their live streams pending: rebuild them as one.
                 self._drop_shard(new_id, new_name)
                 self._drop_shard(old_id, old_name)
-                built += self._build([s for s, _ in self._uncovered_streams()], cancel)
+                merged = self._uncovered_streams()
+                tracker.add(merged)
+                built += self._build([s for s, _ in merged], cancel, tracker)
             return built
 
-    def _build(self, stream_ids: Sequence[int], cancel: Any) -> int:
+    def _build(self, stream_ids: Sequence[int], cancel: Any, tracker: _SealProgress | None = None) -> int:
         """Build and record sealed shards of ``stream_ids`` (the writer lock held)."""
         from overlap_desktop.core.index.shards import build_shard
 
         built = 0
-        for batch, (codes, sids, fidx, vidx) in self._shard_batches(stream_ids, cancel):
+        for batch, (codes, sids, fidx, vidx) in self._shard_batches(stream_ids, cancel, tracker):
             name = f"shard-{uuid.uuid4().hex[:12]}"
+            if tracker is not None:
+                tracker.building(int(codes.shape[0]))
             build_shard(self.shard_root / name, codes, sids, fidx, vidx, seed_fps=self.seed_fps)
             with self._db:
                 self._db.execute("INSERT INTO shards(name, sealed, stale, n_codes, created) "
@@ -238,7 +250,7 @@ class ShardSet:
         metas = [read_meta(self.shard_root / n) for n in names]
         return sum(1 for m in metas if m is not None and not layout_is_current(m))
 
-    def rebuild_shards(self, *, cancel: Any = None) -> int:
+    def rebuild_shards(self, *, cancel: Any = None, progress: ProgressCallback | None = None) -> int:
         """Drop every search shard and build them again from the database.
 
         Shards are derived data (the fingerprints live in the database), so this repairs
@@ -253,7 +265,7 @@ class ShardSet:
             # The dropped folders are damaged or about to be replaced: remove them now,
             # not after the grace period meant for readers of healthy shards.
             self._sweep_shards(grace_s=0.0)
-            return self.seal(cancel=cancel)
+            return self.seal(cancel=cancel, progress=progress)
 
     def shards(self) -> Iterator[Shard]:
         """Yield the search shards one at a time (only one is resident at a time).
@@ -371,6 +383,41 @@ class _LiveShard:
             if ((fi < 0) | (fi >= limits[pos, 0]) | (vi < 0) | (vi >= limits[pos, 1])).any():
                 raise self._damaged("a search hit names a frame or variant its stream does not have")
         return hits
+
+
+class _SealProgress:
+    """Progress of one seal: the pending streams' fingerprints read into shards, of all pending.
+
+    Reading a batch's streams from the database and building its shard are the two costs; the
+    count moves as streams are read, and a message names the shard while it is built.
+    """
+
+    def __init__(self, progress: ProgressCallback | None) -> None:
+        self.progress = progress
+        self.codes: dict[int, int] = {}
+        self.total = 0
+        self.done = 0
+        self.shards = 0
+
+    def add(self, streams: Sequence[tuple[int, int]]) -> None:
+        """More streams to seal (``(stream id, codes)``): the first batch, or a merge's."""
+        for sid, n in streams:
+            self.codes[int(sid)] = int(n)
+            self.total += int(n)
+        self._report("reading fingerprints for the search shards")
+
+    def read(self, sid: int) -> None:
+        self.done += self.codes.get(int(sid), 0)
+        self._report("reading fingerprints for the search shards")
+
+    def building(self, rows: int) -> None:
+        self.shards += 1
+        self._report(f"building search shard {self.shards} ({rows:,} fingerprints)")
+
+    def _report(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress(Progress(stage="seal", done=min(self.done, self.total), total=self.total or None,
+                                   unit="codes", message=message))
 
 
 def _join(parts: list[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]
