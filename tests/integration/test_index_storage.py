@@ -191,6 +191,14 @@ def test_seal_progress_counts_to_its_total_through_merges_and_rebuilds(tmp_path:
         events = []
         assert idx.rebuild_shards(progress=events.append) == 1
         check(events, 1)
+        # Many streams: the reading reports are thinned to about one per 0.5% (the GUI and the
+        # terminal get a few hundred, not one per stream of a large library).
+        for i in range(2, 402):
+            add(idx, tmp_path / f"{i}.mp4", i)
+        events = []
+        idx.seal(progress=events.append)
+        reading = [e for e in events if e.message == "reading fingerprints for the search shards"]
+        assert 100 <= len(reading) <= 202 and reading[-1].done == events[-1].total
         # Nothing pending: no report at all.
         events = []
         assert idx.seal(progress=events.append) == 0 and events == []

@@ -397,6 +397,7 @@ class _SealProgress:
         self.codes: dict[int, int] = {}
         self.total = 0
         self.done = 0
+        self._last = 0
         self.shards = 0
 
     def add(self, streams: Sequence[tuple[int, int]]) -> None:
@@ -408,13 +409,16 @@ class _SealProgress:
 
     def read(self, sid: int) -> None:
         self.done += self.codes.get(int(sid), 0)
-        self._report("reading fingerprints for the search shards")
+        # A large library has tens of thousands of streams: one report per 0.5% is plenty.
+        if self.done - self._last >= self.total / 200 or self.done >= self.total:
+            self._report("reading fingerprints for the search shards")
 
     def building(self, rows: int) -> None:
         self.shards += 1
         self._report(f"building search shard {self.shards} ({rows:,} fingerprints)")
 
     def _report(self, message: str) -> None:
+        self._last = self.done
         if self.progress is not None:
             self.progress(Progress(stage="seal", done=min(self.done, self.total), total=self.total or None,
                                    unit="codes", message=message))
