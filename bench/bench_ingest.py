@@ -4,6 +4,7 @@ Run from the repository root::
 
     python bench/bench_ingest.py                 # everything
     python bench/bench_ingest.py throughput      # pure decode vs fingerprinting, 426x240 and 1280x720
+    python bench/bench_ingest.py throughput --files 6 --seconds 60 --sizes 426x240   # longer, one size
     python bench/bench_ingest.py exact           # extra bits of sampled decoding vs an exact decode
     python bench/bench_ingest.py exact --matrix  # the same on the detection matrix's footage
     python bench/bench_ingest.py orient          # bits lost by turning codes instead of pictures
@@ -112,13 +113,22 @@ def index_job(paths: list[Path], tmp: Path) -> None:
     assert summary.indexed == len(paths) and not summary.failed, summary.failed
 
 
-def bench_throughput(files: int, seconds: float, repeats: int) -> None:
+def _size(text: str) -> tuple[int, int]:
+    """``WxH`` on the command line, e.g. ``426x240``."""
+    w, _, h = text.lower().partition("x")
+    if not (w.isdigit() and h.isdigit()):
+        raise argparse.ArgumentTypeError(f"not a frame size WxH: {text!r}")
+    return int(w), int(h)
+
+
+def bench_throughput(files: int, seconds: float, repeats: int,
+                     sizes: tuple[tuple[int, int], ...] = SIZES) -> None:
     """Footage-seconds per CPU-second: pure decode vs fingerprinting, in one run on the same files."""
     print(f"## Throughput: {files} generated H.264 files of {seconds:.0f} s at 30 fps per size, "
           f"4 samples/s, default variants; CPU seconds, best of {repeats} interleaved runs")
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        for size in SIZES:
+        for size in sizes:
             clips = make_clips(tmp, size, files, seconds)
             footage = files * seconds
             jobs: dict[str, Callable[[], object]] = {
@@ -371,12 +381,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--files", type=int, default=4, help="generated files per size")
     ap.add_argument("--seconds", type=float, default=30.0, help="seconds per generated file")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sizes", type=_size, nargs="+", default=list(SIZES), metavar="WxH",
+                    help="frame sizes of the throughput clips (default: 426x240 1280x720)")
     ap.add_argument("--matrix", action="store_true",
                     help="exact: measure on the detection matrix's masters and same-rig episodes instead")
     args = ap.parse_args(argv)
     t = time.process_time()
     if args.what in ("all", "throughput"):
-        bench_throughput(args.files, args.seconds, args.repeats)
+        bench_throughput(args.files, args.seconds, args.repeats, tuple(args.sizes))
     if args.what in ("all", "exact"):
         bench_exact([], matrix=args.matrix)
     if args.what in ("all", "orient"):
