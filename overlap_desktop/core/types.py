@@ -124,7 +124,11 @@ class TimedFrame(Protocol):
         ...
 
     def to_rgb(self, width: int, height: int) -> np.ndarray:
-        """Return the frame as ``uint8`` RGB of shape (height, width, 3), scaled by swscale."""
+        """Return the frame as ``uint8`` RGB of shape (height, width, 3), scaled by swscale.
+
+        The array may be a view of the decoder's buffer (not contiguous, possibly read-only):
+        copy it to keep or modify it.
+        """
         ...
 
 

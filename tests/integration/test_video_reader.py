@@ -492,3 +492,28 @@ def test_working_images_are_scaled_on_one_thread_with_the_same_pixels(tmp_path: 
             one = frame.to_ndarray(width=192, height=192, format="rgb24", **opts)
             auto = frame.to_ndarray(width=192, height=192, format="rgb24", interpolation="AREA")
             assert np.array_equal(one, auto), n
+
+
+@pytest.mark.parametrize("size", [(192, 192), (427, 241), (17, 9)])
+def test_scaled_pixels_are_a_view_equal_to_a_copy(clips: dict[str, Path], size: tuple[int, int]) -> None:
+    """The reader hands out scaled pixels as a view of the scaled frame (padded rows included),
+    the same values ``to_ndarray`` copies out, and the view stays valid after the next frame."""
+    from av.video.reformatter import VideoReformatter
+
+    from overlap_desktop.core.ingest.frames import scale_options
+    from overlap_desktop.core.ingest.readers.video import _rgb24_view
+
+    w, h = size
+    path = next(iter(clips.values()))
+    scaler = VideoReformatter()
+    with av.open(str(path)) as container:
+        frames = [f for _, f in zip(range(3), container.decode(video=0))]
+    views, copies = [], []
+    for f in frames:
+        out = scaler.reformat(f, width=w, height=h, format="rgb24", **scale_options())
+        views.append(_rgb24_view(out, w, h))
+        copies.append(out.to_ndarray())
+    for v, c in zip(views, copies):
+        assert v.shape == (h, w, 3) and v.dtype == np.uint8
+        assert np.array_equal(v, c)
+    assert not np.array_equal(copies[0], copies[-1]) or len(frames) == 1  # distinct frames, distinct views

@@ -97,7 +97,7 @@ class _AvFrame:
         # every frame cost ~1 ms, more than the scaling itself. The pixels are the same.
         out = self._scaler.reformat(self._frame, width=width, height=height, format="rgb24",
                                     **scale_options())
-        return out.to_ndarray()
+        return _rgb24_view(out, width, height)
 
     def to_rgb(self, width: int, height: int) -> np.ndarray:
         """``uint8 (height, width, 3)`` in display orientation, scaled by swscale."""
@@ -107,6 +107,19 @@ class _AvFrame:
         if q:
             arr = np.ascontiguousarray(np.rot90(arr, q))
         return arr
+
+
+def _rgb24_view(frame: Any, width: int, height: int) -> np.ndarray:
+    """The pixels of an ``rgb24`` frame as a view of its buffer (rows may be padded), no copy.
+
+    ``to_ndarray`` copies the picture, and the sampler copies it again into its batch: at
+    426x240 the first copy was a fifth of the scaling's cost (38 of 170 us per sample). The
+    view keeps the frame's buffer alive; the pixels are the same.
+    """
+    plane = frame.planes[0]
+    line = int(plane.line_size)
+    rows = np.frombuffer(plane, np.uint8, count=line * height).reshape(height, line)
+    return rows[:, :width * 3].reshape(height, width, 3)
 
 
 def _ns_of(pts: int, num: int, den: int) -> int:
