@@ -430,7 +430,8 @@ class LibraryPage(QWidget):
         if p.stage == "seal":
             # After the files: the fingerprints are stored; the search index is built from them.
             self.overall_label.setText("Building the search index from the new fingerprints…")
-            self.file_label.setText((p.message or "").capitalize())
+            msg = p.message or ""
+            self.file_label.setText(msg[:1].upper() + msg[1:])
             self.file_bar.setRange(0, 0)
             return
         if p.unit == "files" and p.total:

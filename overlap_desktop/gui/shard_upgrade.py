@@ -20,6 +20,8 @@ from overlap_desktop.gui.workers import Job
 
 __all__ = ["ShardUpgradeBanner", "rebuild_search_shards"]
 
+_TIP = "Rebuilds the search index from the stored fingerprints: no video is read and no result changes"
+
 
 def rebuild_search_shards(index_path: Path, config: api.Config, *, progress: Any = None,
                           cancel: Any = None) -> int:
@@ -56,8 +58,7 @@ class ShardUpgradeBanner(QFrame):
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.button = QPushButton("Rebuild now")
         self.button.setAccessibleName("Rebuild the library's search index")
-        self.button.setToolTip("Rebuilds the search index from the stored fingerprints: no video is read "
-                               "and no result changes")
+        self.button.setToolTip(_TIP)
         self.button.clicked.connect(self.start)
         row.addWidget(self.label, 1)
         row.addWidget(self.button)
@@ -87,9 +88,7 @@ class ShardUpgradeBanner(QFrame):
             f"Comparisons can be faster: {which} built by an earlier version of overlap. Rebuilding "
             "reads no video and changes no result; on a large library it can take several minutes.")
         self.button.setEnabled(not indexing)
-        self.button.setToolTip("Wait until indexing has finished" if indexing else
-                               "Rebuilds the search index from the stored fingerprints: no video is read "
-                               "and no result changes")
+        self.button.setToolTip("Wait until indexing has finished" if indexing else _TIP)
         self.show()
 
     def start(self) -> Job | None:

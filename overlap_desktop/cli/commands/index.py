@@ -121,16 +121,15 @@ class _Display:
                 self._last_plain = now
                 self.ctx.note(f"Indexing: {100.0 * p.done / p.total:.0f}% ({files} done)")
 
-
     def _seal(self, p: Progress) -> None:
         """Building the search shards after the files (or alone, for ``--rebuild-shards``)."""
-        pct = f"{100.0 * p.done / p.total:.0f}%" if p.total else ""
         if self._bar is not None:
             from rich.markup import escape
 
             self._bar.update(self._task, description="Search shards", completed=p.done, total=p.total, files="",
                              current=escape(safe_terminal(p.message or "")))
         elif p.message and p.message.startswith("building"):
+            pct = f"{100.0 * p.done / p.total:.0f}%" if p.total else "?"
             self.ctx.note(f"Search shards: {p.message} ({pct} of the fingerprints read)")
 
 

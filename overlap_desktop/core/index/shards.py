@@ -319,14 +319,26 @@ def layout_is_current(meta: dict[str, Any]) -> bool:
     return version == SHARD_VERSION and bits == _prefix_bits(count, width, version)
 
 
+def _load_meta(directory: Path) -> dict[str, Any]:
+    """A shard folder's ``shard.json``.
+
+    Raises:
+        OSError: it cannot be read.
+        ValueError: it is not a JSON object.
+    """
+    with open(Path(directory) / _META, encoding="utf-8") as fh:
+        meta = json.load(fh)
+    if not isinstance(meta, dict):
+        raise ValueError("shard.json is not a JSON object")
+    return meta
+
+
 def read_meta(directory: Path) -> dict[str, Any] | None:
     """A shard folder's meta, or ``None`` when it cannot be read as one."""
     try:
-        with open(Path(directory) / _META, encoding="utf-8") as fh:
-            meta = json.load(fh)
+        return _load_meta(directory)
     except (OSError, ValueError):
         return None
-    return meta if isinstance(meta, dict) else None
 
 
 def _low_dtype(bits: int) -> type:
@@ -408,8 +420,7 @@ class Shard:
         """
         directory = Path(directory)
         try:
-            with open(directory / _META, encoding="utf-8") as fh:
-                meta = json.load(fh)
+            meta = _load_meta(directory)
         except (OSError, ValueError) as exc:
             raise IndexError_(f"not a readable search shard ({exc})", path=directory) from exc
         if meta.get("format") != SHARD_FORMAT or meta.get("version") not in _READABLE_VERSIONS:
