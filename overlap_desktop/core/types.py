@@ -18,6 +18,7 @@ __all__ = [
     "CancelCallback",
     "CancelToken",
     "EdgeSide",
+    "LumaFrame",
     "Progress",
     "ProgressCallback",
     "Segment",
@@ -128,6 +129,22 @@ class TimedFrame(Protocol):
 
         The array may be a view of the decoder's buffer (not contiguous, possibly read-only):
         copy it to keep or modify it.
+        """
+        ...
+
+
+class LumaFrame(TimedFrame, Protocol):
+    """A frame that can also hand out its luma directly (the video reader while indexing).
+
+    The fingerprint needs only luma. Asking the scaler for it skips the RGB conversion and
+    the per-pixel weighting, which were most of the per-sample cost of small videos; the
+    values differ from PDQ's weighting of the RGB picture by a level or two (docs/scale.md).
+    """
+
+    def to_luma(self, width: int, height: int) -> np.ndarray:
+        """Return full-range luma ``uint8 (height, width)`` in display orientation, scaled by swscale.
+
+        The array may be a view of the decoder's buffer, like :meth:`TimedFrame.to_rgb`'s.
         """
         ...
 

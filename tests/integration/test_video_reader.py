@@ -414,6 +414,53 @@ def test_indexing_decode_is_exact_for_codecs_it_cannot_approximate(clips: dict[s
     _assert_same_fingerprints(full, fast)
 
 
+#: Mean absolute difference (levels of 0..255) allowed between the indexing reader's luma from
+#: swscale and PDQ's weighting of the same frame's RGB. Measured 4 December 2026: at most 2.1 per
+#: frame on the H.264/H.265 files of ../shared/realdata (0.4-1.4 on most; the largest is
+#: h265_bframes.mp4), and up to 1.9 on the generated clips of this module (the bits
+#: this costs are bounded by the tests above).
+LUMA_MEAN_LEVELS = 2.5
+
+
+@pytest.mark.parametrize("kind", ["mp4-bframes", "mov-hevc-30", "rotated"])
+def test_indexing_reader_gives_luma_close_to_pdq_weighting(clips: dict[str, Path], kind: str) -> None:
+    """H.264/H.265 frames of the indexing reader hand out luma (display orientation, full range)
+    within a level or two of PDQ's weighting of their RGB; the scene moves far more per sample."""
+    from overlap_desktop.core.ingest import prep
+    from overlap_desktop.core.ingest.frames import sample_on_grid
+
+    reader = VideoReader(sample_fps=4.0)
+    [info] = reader.streams(clips[kind])
+    diffs, moved = [], []
+    prev = None
+    for s in sample_on_grid(reader.frames(clips[kind], info), 4.0, duration_s=info.duration_s):
+        y = s.frame.to_luma(prep.WORK_SIZE, prep.WORK_SIZE)
+        assert y.dtype == np.uint8 and y.shape == (prep.WORK_SIZE, prep.WORK_SIZE)
+        ref = prep.luma(s.frame.to_rgb(prep.WORK_SIZE, prep.WORK_SIZE))
+        diffs.append(float(np.abs(y - ref).mean()))
+        if prev is not None:
+            moved.append(float(np.abs(ref - prev).mean()))
+        prev = ref
+    assert len(diffs) >= 12
+    assert max(diffs) <= LUMA_MEAN_LEVELS, diffs
+    # Control: one grid step of the moving scene (a rotation left undone would be larger still).
+    assert np.median(moved) > 2 * LUMA_MEAN_LEVELS, moved
+
+
+@pytest.mark.parametrize(("kind", "sample_fps", "exact"), [("mp4", 4.0, True), ("mp4", None, False),
+                                                          ("mkv-vp9", 4.0, False), ("avi-mpeg4", 4.0, False)])
+def test_luma_comes_from_the_scaler_only_where_decoding_is_approximated(clips: dict[str, Path], kind: str,
+                                                                        sample_fps: float | None,
+                                                                        exact: bool) -> None:
+    """An exact reader, a reader for the eye, and codecs left exact hand out RGB only."""
+    reader = VideoReader(sample_fps=sample_fps, exact=exact)
+    [info] = reader.streams(clips[kind])
+    frame = next(iter(reader.frames(clips[kind], info)))
+    assert not hasattr(frame, "to_luma")
+    fast = VideoReader(sample_fps=4.0)
+    assert hasattr(next(iter(fast.frames(clips["mp4"], fast.streams(clips["mp4"])[0]))), "to_luma")
+
+
 def _frame_times_on_grid(path: Path, *, sample_fps: float | None) -> tuple[list[int], int]:
     from overlap_desktop.core.ingest.frames import sample_on_grid
 

@@ -185,3 +185,36 @@ def test_stream_results_do_not_depend_on_the_batch_size(monkeypatch: pytest.Monk
     shown = [max(t for t in by_frame if t <= g) for g in ref.times_ns]
     for k, t in enumerate(shown):
         assert np.array_equal(ref.codes[k], by_frame[t][0]), k
+
+
+class _LumaFrame(_Frame):
+    """A frame that also gives luma, as the indexing video reader's frames do."""
+
+    def __init__(self, work: np.ndarray, t_ns: int, luma: np.ndarray) -> None:
+        super().__init__(work, t_ns)
+        self.luma = luma
+
+    def to_luma(self, width: int, height: int) -> np.ndarray:
+        assert (height, width) == self.luma.shape
+        return self.luma
+
+
+def test_frames_that_give_luma_are_hashed_from_it() -> None:
+    """A frame offering ``to_luma`` is hashed from that luma: the same codes as its RGB when the
+    luma is PDQ's weighting of it, and other codes when the luma is another picture's."""
+    work = _work_images(9)
+    times = [k * 250_000_000 for k in range(len(work))]
+    variants = variants_for()
+    rgb = fingerprint_stream(iter([_Frame(w, t) for w, t in zip(work, times)]), fps=4.0, variants=variants)
+    same = fingerprint_stream(iter([_LumaFrame(w, t, prep.luma(w)) for w, t in zip(work, times)]), fps=4.0,
+                              variants=variants)
+    assert np.array_equal(same.codes, rgb.codes) and np.array_equal(same.quality, rgb.quality)
+    # Whole-number luma (what swscale's gray gives) goes through the same path.
+    rounded = fingerprint_stream(iter([_LumaFrame(w, t, np.rint(prep.luma(w)).astype(np.uint8))
+                                       for w, t in zip(work, times)]), fps=4.0, variants=variants)
+    assert fingerprint.hamming(rounded.codes, rgb.codes)[rgb.quality >= 50].mean() < 8
+    # Control: luma of the next picture gives that picture's codes, so the luma is what is hashed.
+    shifted = fingerprint_stream(iter([_LumaFrame(w, t, prep.luma(work[(k + 1) % len(work)]))
+                                       for k, (w, t) in enumerate(zip(work, times))]), fps=4.0, variants=variants)
+    assert np.array_equal(shifted.codes[:-1], rgb.codes[1:])
+    assert not np.array_equal(shifted.codes, rgb.codes)

@@ -236,10 +236,14 @@ class _FrameHasher:
 
     def hash_batch(self, works: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Codes ``uint8 (N, V, 32)`` and identity qualities ``(N,)`` of ``(N, h, w, 3)`` images."""
-        n = works.shape[0]
         y = self._buffer("luma", works.shape[:3])
-        for k in range(n):  # one image at a time: its float temporaries stay in cache
+        for k in range(works.shape[0]):  # one image at a time: its float temporaries stay in cache
             prep.luma(works[k], out=y[k])
+        return self.hash_luma_batch(y)
+
+    def hash_luma_batch(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`hash_batch` of working images already reduced to ``float32 (N, h, w)`` luma."""
+        n = y.shape[0]
         boxes = [prep.content_box_from_luma(y[k]) for k in range(n)]
         g_count = len(self.groups)
         # The 64x64 image of sample k, geometry g is row g * n + k.
@@ -410,15 +414,17 @@ def _spans(times_ns: np.ndarray, runs: list[tuple[int, int]], step_s: float, end
 
 
 class _SampleBatcher:
-    """Collects a stream's working images and hashes them :data:`HASH_BATCH` at a time.
+    """Collects a stream's working images as luma and hashes them :data:`HASH_BATCH` at a time.
 
-    Batching is what makes hashing cheap (:meth:`_FrameHasher.hash_batch`); the images are
-    copied into one preallocated array as they come, since a reader may reuse its buffers.
+    Batching is what makes hashing cheap (:meth:`_FrameHasher.hash_luma_batch`). Each image
+    is reduced to luma into one preallocated array as it comes (a reader may reuse its
+    buffers): from RGB with PDQ's weights (:func:`prep.luma`), or taken as is from a
+    reader that hands out luma itself (:meth:`add_luma`).
     """
 
     def __init__(self, hasher: _FrameHasher) -> None:
         self.hasher = hasher
-        self.pending = np.empty((HASH_BATCH, prep.WORK_SIZE, prep.WORK_SIZE, 3), np.uint8)
+        self.pending = np.empty((HASH_BATCH, prep.WORK_SIZE, prep.WORK_SIZE), np.float32)
         self.filled = 0
         self.codes: list[np.ndarray] = []
         self.quality: list[np.ndarray] = []
@@ -426,7 +432,16 @@ class _SampleBatcher:
         self.hashed = 0
 
     def add(self, work: np.ndarray) -> None:
-        self.pending[self.filled] = work
+        """Queue a ``uint8 (h, w, 3)`` RGB working image."""
+        prep.luma(work, out=self.pending[self.filled])
+        self._added()
+
+    def add_luma(self, y: np.ndarray) -> None:
+        """Queue a working image given as ``(h, w)`` luma (whole numbers 0..255 or floats)."""
+        self.pending[self.filled] = y
+        self._added()
+
+    def _added(self) -> None:
         self.filled += 1
         self.sample_of.append(self.hashed)
         self.hashed += 1
@@ -438,7 +453,7 @@ class _SampleBatcher:
 
     def _flush(self) -> None:
         if self.filled:
-            codes, quality = self.hasher.hash_batch(self.pending[:self.filled])
+            codes, quality = self.hasher.hash_luma_batch(self.pending[:self.filled])
             self.codes.append(codes)
             self.quality.append(quality)
             self.filled = 0
@@ -492,7 +507,11 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
     for s in sample_on_grid(frames, fps, duration_s=duration_s, cancel=cancel):
         if s.frame_no != last_no or not times:
             # A frame held over several grid points is converted and hashed once.
-            batch.add(s.frame.to_rgb(prep.WORK_SIZE, prep.WORK_SIZE))
+            to_luma = getattr(s.frame, "to_luma", None)
+            if to_luma is not None:  # a reader that gives luma itself (LumaFrame)
+                batch.add_luma(to_luma(prep.WORK_SIZE, prep.WORK_SIZE))
+            else:
+                batch.add(s.frame.to_rgb(prep.WORK_SIZE, prep.WORK_SIZE))
             last_no = s.frame_no
         else:
             batch.repeat()

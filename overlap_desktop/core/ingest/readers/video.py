@@ -26,6 +26,7 @@ than half of the packets fail is refused.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -58,6 +59,12 @@ _STILL_CODECS = ("mjpeg", "jpegls", "mjpegb")
 #: (measured on every real file: docs/scale.md, bench/bench_ingest.py exact). Other decoders
 #: (VP9, AV1 through dav1d, MPEG-4) ignore the option or were not measured, so are left alone.
 FAST_DECODE_CODECS = ("h264", "hevc")
+#: Decoders whose sampled frames the indexing reader hands to the fingerprint as luma made by
+#: swscale (``gray``, full range), unless ``exact``: the RGB conversion and PDQ's weighting of
+#: it were over a third of the per-sample cost at 426x240. The two lumas differ by a level or
+#: two (saturated colours clip in RGB; rounding), a few bits per code, measured like the loop
+#: filter (docs/scale.md). Limited to the codecs already approximated, so the others stay exact.
+LUMA_CODECS = FAST_DECODE_CODECS
 
 
 def _describe_open_failure(path: Path, exc: Exception) -> str:
@@ -109,6 +116,36 @@ class _AvFrame:
         return arr
 
 
+class _AvLumaFrame(_AvFrame):
+    """A frame that also hands out luma from the scaler (:class:`~overlap_desktop.core.types.LumaFrame`)."""
+
+    __slots__ = ()
+
+    def to_luma(self, width: int, height: int) -> np.ndarray:
+        """Full-range luma ``uint8 (height, width)`` in display orientation, scaled by swscale."""
+        q = self._quarter_turns
+        w, h = (height, width) if q % 2 else (width, height)
+        out = self._scaler.reformat(self._frame, width=w, height=h, format="gray", dst_color_range="JPEG",
+                                    **scale_options())
+        arr = _packed_view(out, w, h, 1)[:, :, 0]
+        if q:
+            arr = np.ascontiguousarray(np.rot90(arr, q))
+        return arr
+
+
+@functools.cache
+def _scaler_gives_luma() -> bool:
+    """Whether this PyAV's reformat takes ``dst_color_range`` (needed for full-range ``gray``)."""
+    import av
+
+    try:
+        av.VideoFrame(16, 16, "yuv420p").reformat(width=8, height=8, format="gray", dst_color_range="JPEG",
+                                                  **scale_options())
+    except TypeError:  # pragma: no cover - older PyAV
+        return False
+    return True
+
+
 def _rgb24_view(frame: Any, width: int, height: int) -> np.ndarray:
     """The pixels of an ``rgb24`` frame as a view of its buffer (rows may be padded), no copy.
 
@@ -116,10 +153,15 @@ def _rgb24_view(frame: Any, width: int, height: int) -> np.ndarray:
     426x240 the first copy was a fifth of the scaling's cost (38 of 170 us per sample). The
     view keeps the frame's buffer alive; the pixels are the same.
     """
+    return _packed_view(frame, width, height, 3)
+
+
+def _packed_view(frame: Any, width: int, height: int, channels: int) -> np.ndarray:
+    """``uint8 (height, width, channels)`` view of a packed 8-bit frame's first plane."""
     plane = frame.planes[0]
     line = int(plane.line_size)
     rows = np.frombuffer(plane, np.uint8, count=line * height).reshape(height, line)
-    return rows[:, :width * 3].reshape(height, width, 3)
+    return rows[:, :width * channels].reshape(height, width, channels)
 
 
 def _ns_of(pts: int, num: int, den: int) -> int:
@@ -500,6 +542,8 @@ class VideoReader:
             ref_of = ref_reader_for(ctx.name, ctx.extradata) if self._approximate else None
             feed = _PacketFeed(container.demux(st), ctx, tb, self.sample_fps, ref_of)
             scaler = VideoReformatter()
+            luma = self._approximate and ctx.name in LUMA_CODECS and _scaler_gives_luma()
+            frame_type = _AvLumaFrame if luma else _AvFrame
             while True:
                 check_cancel(cancel)
                 packet = feed.next(t0)
@@ -535,7 +579,7 @@ class VideoReader:
                     self._check_frame_size(p, frame.width, frame.height, (t - t0) / _NS)
                     last_t = t
                     produced += 1
-                    yield _AvFrame(frame, t - t0, quarter_turns, scaler)
+                    yield frame_type(frame, t - t0, quarter_turns, scaler)
                     check_cancel(cancel)
             stream.extra["decode_errors"] = errors
             stream.extra["skippable_frames"] = feed.skipped
