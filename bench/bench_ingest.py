@@ -91,7 +91,7 @@ def pure_decode(path: Path) -> None:
         pass
 
 
-def fingerprint(path: Path, *, skip: bool = True, exact: bool = False, which: str = "both") -> None:
+def fingerprint(path: Path, *, skip: bool = True, exact: bool = False, which: str = "all") -> None:
     """What `overlap index` does per file before writing: reader configured with the sampling
     rate (so unused frames are skipped, and by default the approximations are on), 4 samples/s,
     the default variants. ``which`` picks the approximations as in :func:`_approximation`."""
@@ -136,7 +136,9 @@ def bench_throughput(files: int, seconds: float, repeats: int,
                 "fingerprint, full decode": lambda c=clips: [fingerprint(x, skip=False) for x in c],
                 "fingerprint, sampled decode, exact": lambda c=clips: [fingerprint(x, exact=True) for x in c],
                 "fingerprint, + no loop filter": lambda c=clips: [fingerprint(x, which="loop-filter") for x in c],
-                "fingerprint, + neighbours (default)": lambda c=clips: [fingerprint(x) for x in c],
+                "fingerprint, + neighbours": lambda c=clips: [fingerprint(x, which="loop-filter+neighbour")
+                                                              for x in c],
+                "fingerprint, + scaler luma (default)": lambda c=clips: [fingerprint(x) for x in c],
                 "`overlap index` job (api.index_paths)": lambda c=clips: index_job(c, tmp),
             }
             best: dict[str, float] = {}
@@ -163,18 +165,33 @@ def _fingerprints(path: Path, *, sample_fps: float | None, exact: bool = False) 
     return fp, info
 
 
+#: The approximations of the indexing reader, each of which :func:`_approximation` can turn on alone.
+APPROXIMATIONS = ("loop-filter", "neighbour", "luma")
+
+
 def _approximation(which: str) -> contextlib.AbstractContextManager[None]:
-    """Turn on only one of the two approximations (``loop-filter`` or ``neighbour``), or both."""
+    """Turn on only the approximations named in ``which`` (``"+"``-separated, ``"all"`` = the default,
+    ``"exact"`` = none).
+
+    ``loop-filter``: H.264/H.265 decoded without deblocking; ``neighbour``: a used
+    non-reference frame replaced by its decoded neighbour; ``luma``: luma from swscale
+    instead of PDQ's weighting of the RGB picture.
+    """
     from unittest import mock
 
     from overlap_desktop.core.ingest import decode_plan
     from overlap_desktop.core.ingest.readers import video
 
+    on = set(APPROXIMATIONS) if which == "all" else set() if which == "exact" else set(which.split("+"))
+    if not on <= set(APPROXIMATIONS):
+        raise ValueError(f"unknown approximation in {which!r}")
     stack = contextlib.ExitStack()
-    if which == "neighbour":
+    if "loop-filter" not in on:
         stack.enter_context(mock.patch.object(video, "FAST_DECODE_CODECS", ()))
-    if which == "loop-filter":
+    if "neighbour" not in on:
         stack.enter_context(mock.patch.object(decode_plan, "NEIGHBOUR_MAX_S", 0.0))
+    if "luma" not in on:
+        stack.enter_context(mock.patch.object(video, "LUMA_CODECS", ()))
     return stack
 
 
@@ -196,10 +213,10 @@ def generated_codec_clips(root: Path) -> list[Path]:
 def matrix_footage(root: Path) -> list[Path]:
     """The detection matrix's owned masters (as the matrix renders them) and same-rig episodes.
 
-    The masters are what the matrix indexes (x264 ultrafast: no B-frames, so only the loop
-    filter approximation applies). The rig episodes (tests/rig.py: one fixed camera, frames of
+    The masters are what the matrix indexes (x264 ultrafast: no B-frames and no deblocking, so
+    only the scaler's luma changes anything). The rig episodes (tests/rig.py: one fixed camera, frames of
     different episodes 20-50 bits apart, the case where extra bits matter most) are encoded
-    the way cameras and most tools write H.264 (x264 veryfast: B-frames), so both apply.
+    the way cameras and most tools write H.264 (x264 veryfast: B-frames), so all three apply.
     """
     from tests.fixtures_matrix import _write_masters
     from tests.manipulations import Piece, write_edit
@@ -219,7 +236,7 @@ def _stats(d: np.ndarray) -> str:
     return f"mean {d.mean():5.2f}, p95 {np.percentile(d, 95):3.0f}, max {d.max():3d}" if d.size else "no samples"
 
 
-_MODES = ("exact", "loop-filter", "neighbour", "both")
+_MODES = ("exact", "loop-filter", "neighbour", "luma", "all")
 
 
 def _exact_row(p: Path, pooled: dict[str, list[np.ndarray]], identity: list[np.ndarray]) -> str:
@@ -243,7 +260,7 @@ def _exact_row(p: Path, pooled: dict[str, list[np.ndarray]], identity: list[np.n
         # samples are never matched.
         d = hamming(ref.codes, fp.codes)[informative]
         pooled[m].append(d.ravel())
-        if m == "both":
+        if m == "all":
             extra = info_m.extra
             identity.append(d[:, 0])
         cells.append("-" if not d.size else f"{d.max()}" if m == "exact" else
@@ -255,10 +272,11 @@ def _exact_row(p: Path, pooled: dict[str, list[np.ndarray]], identity: list[np.n
 def bench_exact(extra: list[Path], *, matrix: bool = False) -> None:
     """Extra Hamming distance of sampled decoding against a full, exact decode, per variant.
 
-    Three readers are compared with a full decode (every frame, loop filter on) on the same
-    grid: ``exact`` sampled decoding (only unused frames skipped: expected 0 bits), and the
-    indexing default with each approximation alone and both (skipped loop filter on H.264 /
-    H.265; a used non-reference frame replaced by its decoded neighbour <= 50 ms earlier).
+    Readers are compared with a full decode (every frame, loop filter on, luma weighted from
+    RGB) on the same grid: ``exact`` sampled decoding (only unused frames skipped: expected
+    0 bits), and the indexing default with each approximation alone and all of them (skipped
+    loop filter on H.264 / H.265; a used non-reference frame replaced by its decoded
+    neighbour <= 50 ms earlier; luma from swscale).
     The full decode is what the previous version indexed, so this is also the cross-version
     distance between an old index and a new manifest of the same file.
     """
@@ -272,14 +290,14 @@ def bench_exact(extra: list[Path], *, matrix: bool = False) -> None:
         pooled: dict[str, list[np.ndarray]] = {m: [] for m in _MODES}
         identity: list[np.ndarray] = []  # the identity variant of every informative sample
         print("| file | codec | samples (quality >= 50) | frames skipped / neighbours | exact: max | "
-              "loop filter only | neighbour only | both |")
-        print("|---|---|---|---|---|---|---|---|")
+              "loop filter only | neighbour only | scaler luma only | all (the default) |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for p in files:
             print(_exact_row(p, pooled, identity))
         print("(cells: mean / p95 / max bits)")
         for m in _MODES:
             print(f"{m:12s} all files, every variant: {_stats(np.concatenate(pooled[m]))}")
-        print(f"{'both':12s} identity variant only : {_stats(np.concatenate(identity))}")
+        print(f"{'all':12s} identity variant only : {_stats(np.concatenate(identity))}")
         # The control: what one grid step of timing error (250 ms) costs on the same files,
         # i.e. what the bound in the tests must stay well below to mean anything.
         shifted = []
