@@ -137,7 +137,7 @@ class LumaFrame(TimedFrame, Protocol):
     """A frame that can also hand out its luma directly (the video reader while indexing).
 
     The fingerprint needs only luma. Asking the scaler for it skips the RGB conversion and
-    the per-pixel weighting, which were most of the per-sample cost of small videos; the
+    the per-pixel weighting, over a third of the per-sample cost of small videos; the
     values differ from PDQ's weighting of the RGB picture by a level or two (docs/scale.md).
     """
 

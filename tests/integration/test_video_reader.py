@@ -564,3 +564,25 @@ def test_scaled_pixels_are_a_view_equal_to_a_copy(clips: dict[str, Path], size: 
         assert v.shape == (h, w, 3) and v.dtype == np.uint8
         assert np.array_equal(v, c)
     assert not np.array_equal(copies[0], copies[-1]) or len(frames) == 1  # distinct frames, distinct views
+
+
+@pytest.mark.parametrize("size", [(192, 192), (101, 37)])
+def test_scaler_luma_is_a_view_equal_to_a_copy(clips: dict[str, Path], size: tuple[int, int]) -> None:
+    """``to_luma`` gives the scaler's gray pixels (padded rows dropped), with or without a kept
+    reformatter, and each frame keeps its own after the next one is scaled."""
+    from av.video.reformatter import VideoReformatter
+
+    from overlap_desktop.core.ingest.frames import scale_options
+    from overlap_desktop.core.ingest.readers.video import _AvLumaFrame
+
+    w, h = size
+    with av.open(str(clips["mp4"])) as container:
+        frames = [f for _, f in zip(range(3), container.decode(video=0))]
+    scaler = VideoReformatter()
+    kept = [_AvLumaFrame(f, 0, 0, scaler).to_luma(w, h) for f in frames]
+    fresh = [_AvLumaFrame(f, 0, 0, None).to_luma(w, h) for f in frames]
+    for k, f in enumerate(frames):
+        copy = f.reformat(width=w, height=h, format="gray", dst_color_range="JPEG", **scale_options()).to_ndarray()
+        assert kept[k].shape == (h, w) and kept[k].dtype == np.uint8
+        assert np.array_equal(kept[k], copy) and np.array_equal(fresh[k], copy)
+    assert not np.array_equal(kept[0], kept[-1])

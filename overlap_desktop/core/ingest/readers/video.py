@@ -125,8 +125,8 @@ class _AvLumaFrame(_AvFrame):
         """Full-range luma ``uint8 (height, width)`` in display orientation, scaled by swscale."""
         q = self._quarter_turns
         w, h = (height, width) if q % 2 else (width, height)
-        out = self._scaler.reformat(self._frame, width=w, height=h, format="gray", dst_color_range="JPEG",
-                                    **scale_options())
+        options = dict(width=w, height=h, format="gray", dst_color_range="JPEG", **scale_options())
+        out = self._scaler.reformat(self._frame, **options) if self._scaler else self._frame.reformat(**options)
         arr = _packed_view(out, w, h, 1)[:, :, 0]
         if q:
             arr = np.ascontiguousarray(np.rot90(arr, q))
