@@ -84,9 +84,10 @@ class ShardUpgradeBanner(QFrame):
             return
         which = ("your library's search index was" if older >= total else
                  f"{older} of the {total} parts of your library's search index were")
+        took = api.format_estimate(float(stats.get("shards_rebuild_estimate_s", 0.0)))
         self.label.setText(
             f"Comparisons can be faster: {which} built by an earlier version of overlap. Rebuilding "
-            "reads no video and changes no result; on a large library it can take several minutes.")
+            f"reads no video and changes no result; for this library it takes {took}.")
         self.button.setEnabled(not indexing)
         self.button.setToolTip("Wait until indexing has finished" if indexing else _TIP)
         self.show()

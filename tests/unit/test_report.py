@@ -31,6 +31,7 @@ from overlap_desktop.core.report.wording import (
     format_clock,
     format_date,
     format_duration,
+    format_estimate,
     format_percent,
     headline,
     headline_details,
@@ -105,6 +106,23 @@ def test_percent_never_hides_a_match_or_overclaims() -> None:
     assert format_percent(61.6) == "62%"
     assert format_duration(42) == "42 s" and format_duration(90) == "1.5 min"
     assert format_duration(3 * 3600) == "3.0 h"
+
+
+def test_estimates_are_rough_words() -> None:
+    assert format_estimate(0) == format_estimate(30) == "under a minute"
+    assert format_estimate(60) == "about 1 minute" and format_estimate(700) == "about 12 minutes"
+    assert format_estimate(4 * 3600) == "about 4.0 hours"
+
+
+def test_rebuild_estimate_follows_the_measured_rate() -> None:
+    """About 7 s per 100 footage hours at the default preset (docs/scale.md), so ~12 minutes at
+    10,000 hours; it counts stored codes, so a preset storing more variants is dearer."""
+    from overlap_desktop.core.index.sealing import rebuild_estimate_s
+
+    per_hour = 3600 * 4 * 8  # codes per footage hour: 4 samples/s, 8 variants
+    assert rebuild_estimate_s(100 * per_hour) == pytest.approx(7.0)
+    assert format_estimate(rebuild_estimate_s(10_000 * per_hour)) == "about 12 minutes"
+    assert rebuild_estimate_s(0) == 0 and rebuild_estimate_s(-5) == 0
 
 
 def test_details_explain_slowdown_below_floor_and_indeterminate() -> None:

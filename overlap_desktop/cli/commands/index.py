@@ -228,9 +228,10 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
                       f"{totals['bytes'] / 1e6:.1f} MB on disk")
             older = int(totals.get("shards_older_layout", 0))
             if older:
+                took = api.format_estimate(float(totals.get("shards_rebuild_estimate_s", 0.0)))
                 ctx.print(f"  note: {older} of {totals['shards']} search shards were written by an earlier "
                           "version in a slower layout; `overlap index --rebuild-shards` rewrites them "
-                          "(no footage is read)")
+                          f"(no footage is read; {took} for this library)")
     return int(ExitCode.INPUT_REFUSED if summary.failed else ExitCode.OK)
 
 

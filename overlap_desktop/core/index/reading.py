@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from overlap_desktop.core.index.blobs import decode_fingerprints, info_from_json
 from overlap_desktop.core.index.db import _DAMAGED_ADVICE, first_row
 from overlap_desktop.core.index.schema import DB_NAME
+from overlap_desktop.core.index.sealing import rebuild_estimate_s
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo
 from overlap_desktop.errors import IndexError_
 
@@ -227,6 +228,7 @@ class IndexReader:
             "shards": int(n_shards),
             "shards_stale": int(stale),
             "shards_older_layout": self.older_shards(),
+            "shards_rebuild_estimate_s": round(rebuild_estimate_s(int(codes)), 1),
             "shard_codes": int(shard_codes),
             "pending_codes": self._pending_codes(),
             "db_bytes": int(db_bytes),

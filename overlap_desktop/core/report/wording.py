@@ -24,7 +24,8 @@ from overlap_desktop.core.report.model import (
 from overlap_desktop.core.types import Segment, Variant
 
 __all__ = ["SPEED_TOLERANCE", "chance_words", "describe_flags", "describe_repeat", "describe_segment",
-           "evidence_floor", "format_clock", "format_date", "format_duration", "format_percent", "headline",
+           "evidence_floor", "format_clock", "format_date", "format_duration", "format_estimate",
+           "format_percent", "headline",
            "headline_details", "manifest_label", "manipulation_words", "new_footage_sentence", "safe_text",
            "speed_text", "speed_words", "stream_words", "text_overlap_sentence"]
 
@@ -78,6 +79,17 @@ def format_duration(seconds: float) -> str:
     if s >= 60:
         return f"{s / 60:.1f} min"
     return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+
+
+def format_estimate(seconds: float) -> str:
+    """A rough expected duration in words: ``"under a minute"``, ``"about 12 minutes"``, ``"about 2.5 hours"``."""
+    s = max(0.0, float(seconds))
+    if s < 45:
+        return "under a minute"
+    minutes = round(s / 60)
+    if minutes < 90:
+        return f"about {minutes} minute{'s' if minutes != 1 else ''}"
+    return f"about {s / 3600:.1f} hours"
 
 
 def _pair_of_durations(part: float, whole: float) -> str:
