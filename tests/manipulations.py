@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -25,7 +26,7 @@ from tests.footage import Scene, write_video
 Transform = Callable[[np.ndarray], np.ndarray]
 
 __all__ = [
-    "Piece", "render_edit", "write_edit", "resize", "crop_centre", "crop_edge", "crop_window",
+    "Piece", "render_edit", "write_edit", "write_recordings", "resize", "crop_centre", "crop_edge", "crop_window",
     "letterbox", "watermark", "colorgrade", "grayscale", "hflip", "vflip", "rot90", "rot180",
     "blur_noise", "picture_in_picture", "remux", "transcode",
 ]
@@ -106,6 +107,15 @@ def write_edit(path: Path, pieces: Sequence[Piece], *, out_fps: float = 24.0,
                codec: str = "libx264", **kw: object) -> Path:
     return write_video(path, render_edit(pieces, out_fps=out_fps, size=size, transform=transform),
                        fps=out_fps, codec=codec, **kw)  # type: ignore[arg-type]
+
+
+def write_recordings(folder: Path, recordings: Mapping[str, Any], *, duration: float, fps: float,
+                     size: tuple[int, int], **kw: object) -> None:
+    """Write each recording (a :class:`Scene` or anything with its ``frame(t, size)``) whole, its
+    first ``duration`` seconds, as ``folder/<name>.mp4``."""
+    for name, scene in recordings.items():
+        write_edit(folder / f"{name}.mp4", [Piece(scene, 0.0, duration, master_fps=fps)], out_fps=fps, size=size,
+                   **kw)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- pixel transforms

@@ -65,14 +65,12 @@ def _index(folder: Path, index: Path, *, old: bool) -> Path:
 def footage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("decode-compat")
     lib, offer = root / "library", root / "offer"
-    for name, ep in LIB.items():
-        m.write_edit(lib / f"{name}.mp4", [Piece(ep, 0.0, DUR, master_fps=FPS)], out_fps=FPS, size=SIZE, **ENC)
+    m.write_recordings(lib, LIB, duration=DUR, fps=FPS, size=SIZE, **ENC)
+    m.write_recordings(offer, {name: RigEpisode(1, int(name[-2:])) for name in NEW_EPISODES}, duration=DUR,
+                       fps=FPS, size=SIZE, **ENC)
     for name, (master, transform) in COPIES.items():
         m.write_edit(offer / f"{name}.mp4", [Piece(LIB[master], 2.0, 10.0, master_fps=FPS)], out_fps=FPS,
                      size=SIZE, transform=transform, **ENC)
-    for name in NEW_EPISODES:
-        ep = RigEpisode(1, int(name[-2:]))
-        m.write_edit(offer / f"{name}.mp4", [Piece(ep, 0.0, DUR, master_fps=FPS)], out_fps=FPS, size=SIZE, **ENC)
     return {"root": root, "library": lib, "offer": offer}
 
 

@@ -118,10 +118,7 @@ def _real_fixedcam(src: Path, lib: Path, offer: Path) -> tuple[Path, Path] | Non
 def rig_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("same-rig")
     lib, offer = root / "library", root / "offer"
-    for name, ep in LIB.items():
-        m.write_edit(lib / f"{name}.mp4", [Piece(ep, 0.0, DUR, master_fps=FPS)], out_fps=FPS, size=SIZE, **ENC)
-    for name, rec in LONG.items():
-        m.write_edit(lib / f"{name}.mp4", [Piece(rec, 0.0, DUR, master_fps=FPS)], out_fps=FPS, size=SIZE, **ENC)
+    m.write_recordings(lib, {**LIB, **LONG}, duration=DUR, fps=FPS, size=SIZE, **ENC)
     for name, pieces in NEGATIVES.items():
         m.write_edit(offer / f"{name}.mp4", pieces, out_fps=FPS, size=SIZE, **ENC)
     for name, ctl in CONTROLS.items():
