@@ -87,7 +87,7 @@ class ShardUpgradeBanner(QFrame):
         took = api.format_estimate(float(stats.get("shards_rebuild_estimate_s", 0.0)))
         self.label.setText(
             f"Comparisons can be faster: {which} built by an earlier version of overlap. Rebuilding "
-            f"reads no video and changes no result; for this library it takes {took}.")
+            f"reads no video and changes no result; for this library it should take {took}.")
         self.button.setEnabled(not indexing)
         self.button.setToolTip("Wait until indexing has finished" if indexing else _TIP)
         self.show()
