@@ -293,12 +293,13 @@ class VideoReader:
     With a sampling rate (``sample_fps``, set by ``overlap index`` through
     :meth:`configure`) the reader decodes for the sampler, not for the eye: frames no
     grid point uses are skipped where the codec allows, and, unless ``exact``, H.264 and
-    H.265 are decoded without their loop filter (:data:`FAST_DECODE_CODECS`) and a used
+    H.265 are decoded without their loop filter (:data:`FAST_DECODE_CODECS`), a used
     non-reference frame may be replaced by its decoded neighbour up to
-    :data:`~overlap_desktop.core.ingest.decode_plan.NEIGHBOUR_MAX_S` earlier. Both cost
-    a few bits of PDQ distance against an exact decode (bounded by the tests, measured in
-    docs/scale.md). Without a sampling rate every frame is decoded exactly (previews,
-    tools, anything that shows frames).
+    :data:`~overlap_desktop.core.ingest.decode_plan.NEIGHBOUR_MAX_S` earlier, and frames
+    hand out their luma from the scaler (:data:`LUMA_CODECS`, ``to_luma``). Each costs a
+    few bits of PDQ distance against an exact decode (bounded by the tests, measured in
+    docs/scale.md). Without a sampling rate every frame is decoded exactly and gives RGB
+    only (previews, tools, anything that shows frames).
 
     Args:
         limits: Size caps checked before decoding (default :class:`ReaderLimits`).
