@@ -58,8 +58,11 @@ SCALE_INTERPOLATION = "AREA"
 
 
 @functools.cache
+@functools.cache
 def scale_options() -> dict[str, Any]:
     """Keyword arguments of every swscale call: the area filter, on one thread.
+
+    Worked out once per process (it runs for every sample); unpack it, do not modify it.
 
     PyAV 17 made reformatting multi-threaded by default. For a 192x192 working image the
     threads' hand-offs cost more CPU than they save, and far more on a loaded machine

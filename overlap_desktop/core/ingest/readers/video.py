@@ -97,23 +97,27 @@ class _AvFrame:
         self._quarter_turns = quarter_turns
         self._scaler = scaler
 
-    def _scaled(self, width: int, height: int) -> np.ndarray:
-        if self._scaler is None:
-            return self._frame.to_ndarray(width=width, height=height, format="rgb24", **scale_options())
-        # One reformatter per stream keeps its swscale context: building an area filter for
-        # every frame cost ~1 ms, more than the scaling itself. The pixels are the same.
-        out = self._scaler.reformat(self._frame, width=width, height=height, format="rgb24",
-                                    **scale_options())
-        return _rgb24_view(out, width, height)
+    def _display(self, width: int, height: int, fmt: str, channels: int, **extra: Any) -> np.ndarray:
+        """``uint8 (height, width, channels)`` in display orientation, scaled by swscale to ``fmt``.
 
-    def to_rgb(self, width: int, height: int) -> np.ndarray:
-        """``uint8 (height, width, 3)`` in display orientation, scaled by swscale."""
+        A view of the scaled frame's buffer, no copy (see :func:`_packed_view`).
+        """
         q = self._quarter_turns
         # A turned picture is scaled (stored orientation) to the transposed size, then turned.
-        arr = self._scaled(height, width) if q % 2 else self._scaled(width, height)
+        w, h = (height, width) if q % 2 else (width, height)
+        options = dict(width=w, height=h, format=fmt, **extra, **scale_options())
+        # One reformatter per stream keeps its swscale context: building an area filter for
+        # every frame cost ~1 ms, more than the scaling itself. The pixels are the same.
+        out = self._scaler.reformat(self._frame, **options) if self._scaler is not None else \
+            self._frame.reformat(**options)
+        arr = _packed_view(out, w, h, channels)
         if q:
             arr = np.ascontiguousarray(np.rot90(arr, q))
         return arr
+
+    def to_rgb(self, width: int, height: int) -> np.ndarray:
+        """``uint8 (height, width, 3)`` in display orientation, scaled by swscale."""
+        return self._display(width, height, "rgb24", 3)
 
 
 class _AvLumaFrame(_AvFrame):
@@ -123,14 +127,7 @@ class _AvLumaFrame(_AvFrame):
 
     def to_luma(self, width: int, height: int) -> np.ndarray:
         """Full-range luma ``uint8 (height, width)`` in display orientation, scaled by swscale."""
-        q = self._quarter_turns
-        w, h = (height, width) if q % 2 else (width, height)
-        options = dict(width=w, height=h, format="gray", dst_color_range="JPEG", **scale_options())
-        out = self._scaler.reformat(self._frame, **options) if self._scaler else self._frame.reformat(**options)
-        arr = _packed_view(out, w, h, 1)[:, :, 0]
-        if q:
-            arr = np.ascontiguousarray(np.rot90(arr, q))
-        return arr
+        return self._display(width, height, "gray", 1, dst_color_range="JPEG")[:, :, 0]
 
 
 @functools.cache
@@ -146,18 +143,14 @@ def _scaler_gives_luma() -> bool:
     return True
 
 
-def _rgb24_view(frame: Any, width: int, height: int) -> np.ndarray:
-    """The pixels of an ``rgb24`` frame as a view of its buffer (rows may be padded), no copy.
+def _packed_view(frame: Any, width: int, height: int, channels: int) -> np.ndarray:
+    """The pixels of a packed 8-bit frame (``rgb24``, ``gray``) as ``uint8 (height, width, channels)``,
+    a view of its first plane (rows may be padded), no copy.
 
     ``to_ndarray`` copies the picture, and the sampler copies it again into its batch: at
     426x240 the first copy was a fifth of the scaling's cost (38 of 170 us per sample). The
     view keeps the frame's buffer alive; the pixels are the same.
     """
-    return _packed_view(frame, width, height, 3)
-
-
-def _packed_view(frame: Any, width: int, height: int, channels: int) -> np.ndarray:
-    """``uint8 (height, width, channels)`` view of a packed 8-bit frame's first plane."""
     plane = frame.planes[0]
     line = int(plane.line_size)
     rows = np.frombuffer(plane, np.uint8, count=line * height).reshape(height, line)
