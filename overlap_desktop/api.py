@@ -87,6 +87,22 @@ _EXPORTS: dict[str, str] = {
     "is_clutter": "overlap_desktop.core.manifest.verify",
     "write_verify_html": "overlap_desktop.core.manifest.verify",
     "write_verify_json": "overlap_desktop.core.manifest.verify",
+    # signed quotes (issue 37): the vendor's key, the buyer's known vendors, plain words
+    "create_signing_key": "overlap_desktop.core.manifest.keys",
+    "load_signing_key": "overlap_desktop.core.manifest.keys",
+    "signing_key_info": "overlap_desktop.core.manifest.keys",
+    "signing_key_file": "overlap_desktop.core.manifest.keys",
+    "public_key_text": "overlap_desktop.core.manifest.keys",
+    "VendorKey": "overlap_desktop.core.manifest.keys",
+    "PASSPHRASE_ENV": "overlap_desktop.core.manifest.keys",
+    "known_vendors": "overlap_desktop.core.manifest.vendors",
+    "known_vendors_file": "overlap_desktop.core.manifest.vendors",
+    "trust_key_file": "overlap_desktop.core.manifest.vendors",
+    "forget_vendor": "overlap_desktop.core.manifest.vendors",
+    "KnownVendor": "overlap_desktop.core.manifest.vendors",
+    "signature_sentence": "overlap_desktop.core.report.signing",
+    "signature_changed": "overlap_desktop.core.report.signing",
+    "report_signature_lines": "overlap_desktop.core.report.signing",
     # Core 3: matching and reports
     "compare": "overlap_desktop.core.match.compare",
     "self_dedupe": "overlap_desktop.core.match.compare",
@@ -236,8 +252,24 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.manifest.export import ExportSummary, export_manifest, write_manifest
     from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream
     from overlap_desktop.core.manifest.inspect import inspect_manifest
+    from overlap_desktop.core.manifest.keys import (
+        PASSPHRASE_ENV,
+        VendorKey,
+        create_signing_key,
+        load_signing_key,
+        public_key_text,
+        signing_key_file,
+        signing_key_info,
+    )
     from overlap_desktop.core.manifest.parse import read_manifest
     from overlap_desktop.core.manifest.sections import TextNgrams
+    from overlap_desktop.core.manifest.vendors import (
+        KnownVendor,
+        forget_vendor,
+        known_vendors,
+        known_vendors_file,
+        trust_key_file,
+    )
     from overlap_desktop.core.manifest.verify import (
         VerifyResult,
         is_clutter,
@@ -261,6 +293,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         distance_level_indices,
         distance_words,
     )
+    from overlap_desktop.core.report.signing import report_signature_lines, signature_changed, signature_sentence
     from overlap_desktop.core.report.wording import (
         chance_words,
         describe_flags,

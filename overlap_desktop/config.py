@@ -290,6 +290,9 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("readers.max_message_bytes", _bounded(1, 1 << 30, integer=True, unit=" bytes"),
             _const(256 * 1024 * 1024),
             "Largest single message or image payload accepted from a recording", verdict=True),
+    # Signed quotes (issue 37): pipelines that accept signed offers only.
+    Setting("compare.require_signed", _bool, _const(False),
+            "Refuse offers that are unsigned or signed with a key other than the one recorded for their vendor"),
 ]}
 
 

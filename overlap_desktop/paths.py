@@ -6,7 +6,7 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["APP_NAME", "default_index_dir", "user_config_file"]
+__all__ = ["APP_NAME", "default_index_dir", "user_config_file", "user_data_folder"]
 
 APP_NAME = "overlap"
 APP_AUTHOR = "overlap"
@@ -20,3 +20,8 @@ def default_index_dir() -> Path:
 def user_config_file() -> Path:
     """The per-user ``overlap.toml`` (lower precedence than ``./overlap.toml``)."""
     return Path(platformdirs.user_config_dir(APP_NAME, APP_AUTHOR)) / "overlap.toml"
+
+
+def user_data_folder() -> Path:
+    """The per-user data folder (the signing key and the known vendors live here; not created)."""
+    return Path(platformdirs.user_data_dir(APP_NAME, APP_AUTHOR))

@@ -55,6 +55,7 @@ KINDS: dict[str, tuple[str, Callable[[bytes], bool]]] = {
     "json": ("a JSON file written by overlap", _is_json_of_ours),
     "html": ("an HTML report written by overlap", _is_html_of_ours),
     "csv": ("a CSV report written by overlap", _is_csv_of_ours),
+    "pubkey": ("an overlap public key file", lambda head: head.startswith(b"overlap vendor public key v1")),
 }
 
 

@@ -19,7 +19,8 @@ from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.api import Report
 
-__all__ = ["COMMAND", "add_floor_argument", "add_gate_argument", "add_output_arguments", "check_gate",
+__all__ = ["COMMAND", "add_floor_argument", "add_gate_argument", "add_output_arguments",
+           "add_require_signed_argument", "check_gate",
            "guard_outputs", "percent_arg", "print_report", "write_outputs"]
 
 #: Files listed one per line before the rest are summarised (all with -v).
@@ -111,6 +112,10 @@ def print_report(report: Report, ctx: CliContext, *, verbose: bool = False) -> N
     from overlap_desktop import api
 
     ctx.print(api.headline(report))
+    for line in api.report_signature_lines(report):
+        ctx.print(f"  {line}")
+        if line.startswith("WARNING") or ": WARNING" in line:
+            ctx.note(f"overlap: {line}")
     new_sentence = api.new_footage_sentence(report)
     if new_sentence:
         ctx.print(new_sentence)
@@ -197,6 +202,14 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p)
     add_floor_argument(p)
     add_gate_argument(p, "the share of offered hours you already own")
+    add_require_signed_argument(p)
+
+
+def add_require_signed_argument(p: argparse.ArgumentParser) -> None:
+    """``--require-signed``: refuse (exit 4) unsigned offers and offers with a changed vendor key."""
+    p.add_argument("--require-signed", action="store_true", default=None,
+                   help="exit with status 4 when an offer is unsigned or signed with a key other than the one "
+                        "recorded for its vendor (default: config compare.require_signed)")
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -212,7 +225,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     with ctx.progress("Comparing") as progress:
         report = api.compare(args.manifest, config.index_path, config=config, floor_seconds=args.floor,
                              eval_files=args.eval_files, eval_fields=args.eval_fields, progress=progress,
-                             cluster=cluster)
+                             cluster=cluster, require_signed=args.require_signed)
     write_outputs(report, args, ctx)
     print_report(report, ctx, verbose=ctx.verbose)
     return check_gate(report, args.fail_over, ctx)

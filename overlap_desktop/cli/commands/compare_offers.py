@@ -10,6 +10,7 @@ from overlap_desktop.cli.commands.compare import (
     add_floor_argument,
     add_gate_argument,
     add_output_arguments,
+    add_require_signed_argument,
     check_gate,
     guard_outputs,
     print_report,
@@ -27,6 +28,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p)
     add_floor_argument(p)
     add_gate_argument(p, "the share of offer A's hours also found in offer B")
+    add_require_signed_argument(p)
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -39,7 +41,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     config = ctx.config
     with ctx.progress("Comparing offers") as progress:
         report = api.compare_offers(args.offer_a, args.offer_b, config=config, floor_seconds=args.floor,
-                                    progress=progress)
+                                    progress=progress, require_signed=args.require_signed)
     write_outputs(report, args, ctx)
     print_report(report, ctx, verbose=ctx.verbose)
     return check_gate(report, args.fail_over, ctx, what="shared share")

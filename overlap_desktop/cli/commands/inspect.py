@@ -38,6 +38,12 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     ctx.print(f"  sampling     {', '.join(f'{x:g}' for x in info['sampling']) or '-'} fps")
     ctx.print(f"  algo / prep  {info['algo_id']} / {info['prep_id']}")
     ctx.print(f"  root         {info['root']}")
+    sig = info.get("signature") or {}
+    ctx.print(f"  signature    {api.signature_sentence(sig)}")
+    if sig.get("status") == "signed":
+        ctx.print(f"               signed {sig['signed_at']} over content root {sig['signed_root']}")
+    if api.signature_changed(sig):
+        ctx.note(f"overlap: WARNING: {api.signature_sentence(sig)}")
     ctx.print(f"  created      {info['created'] or '(not recorded)'} by {safe(info['creator']) or '(unknown)'}")
     per_hour = f" ({info['bytes_per_hour'] / 1000:.1f} KB/h)" if info["bytes_per_hour"] else ""
     ctx.print(f"  size         {info['bytes']} bytes{per_hour}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -56,6 +56,7 @@ from overlap_desktop.core.manifest.sections import (
     encode_stream_episodes,
     encode_text_ngrams,
 )
+from overlap_desktop.core.manifest.signature import SEC_SIGNATURE, SIGNATURE_SVERSION
 from overlap_desktop.core.types import StreamFingerprints
 from overlap_desktop.errors import ManifestError
 
@@ -181,7 +182,8 @@ def _encode_entry(f: ManifestFile, compress: str) -> bytes:
 def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: str, prep_id: str,
                     creator: str | None = None, created: str | None = None, anonymized: bool = False,
                     optional_sections: Sequence[OptionalSection] = (),
-                    compress: str = "auto", text_ngrams: TextNgrams | None = None) -> tuple[bytes, str]:
+                    compress: str = "auto", text_ngrams: TextNgrams | None = None,
+                    signer: Callable[[bytes, str], bytes] | None = None) -> tuple[bytes, str]:
     """Encode a manifest in canonical form.
 
     Args:
@@ -196,6 +198,9 @@ def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: 
         compress: ``"auto"`` (zstd when it saves >= 3 %), ``"never"`` or ``"always"``.
         text_ngrams: Annotation n-gram hashes to carry in a TEXT_NGRAMS section. Stream
             ``episodes`` are carried in a STREAM_EPISODES section automatically.
+        signer: Called with the content root (the root without a signature) and the label;
+            returns a SIGNATURE body (:func:`~overlap_desktop.core.manifest.signature.sign_section`)
+            that is added as an optional section. ``None``: unsigned.
 
     Returns:
         ``(encoded bytes, Merkle root hex)``.
@@ -219,7 +224,11 @@ def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: 
         # file this small; raw encoding is always within the budget.
         return encode_manifest(files, label=label, algo_id=algo_id, prep_id=prep_id, creator=creator,
                                created=created, anonymized=anonymized, optional_sections=optional_sections,
-                               compress="never", text_ngrams=text_ngrams)
+                               compress="never", text_ngrams=text_ngrams, signer=signer)
+    if signer is not None:
+        # The signature signs the unsigned manifest's root; the stored root then covers it too.
+        signed = OptionalSection(SEC_SIGNATURE, SIGNATURE_SVERSION, signer(root, label or ""))
+        data, root = _assemble(meta, entries, sorted([*extras, signed], key=lambda s: s.type))
     return data, root.hex()
 
 

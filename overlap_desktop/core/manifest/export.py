@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -28,6 +28,7 @@ from overlap_desktop.core.manifest.format import (
     ManifestFile,
     ManifestStream,
 )
+from overlap_desktop.core.manifest.keys import SigningKey, load_signing_key, signing_key_info
 from overlap_desktop.core.manifest.sections import TextNgrams, clean_episodes
 from overlap_desktop.core.types import (
     CancelCallback,
@@ -58,6 +59,9 @@ class ExportSummary:
         bytes: Size of the manifest file.
         streams: Number of streams.
         samples: Number of fingerprints.
+        signed_by: The vendor name it is signed for, or ``None`` when unsigned.
+        key_fingerprint: The signing key's fingerprint, or ``None``.
+        signed_root: The content root the signature covers (hex), or ``None``.
     """
 
     path: Path
@@ -67,11 +71,15 @@ class ExportSummary:
     bytes: int
     streams: int = 0
     samples: int = 0
+    signed_by: str | None = None
+    key_fingerprint: str | None = None
+    signed_root: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "root": self.root, "files": self.files,
                 "hours": self.hours, "bytes": self.bytes, "streams": self.streams,
-                "samples": self.samples}
+                "samples": self.samples, "signed_by": self.signed_by,
+                "key_fingerprint": self.key_fingerprint, "signed_root": self.signed_root}
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -231,6 +239,7 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
                     annotation_fields: Sequence[str] | None = None,
                     annotation_tokenizer: str | None = None,
                     annotation_ns: Sequence[int] | None = None,
+                    sign: bool | None = None, passphrase: str | None = None,
                     progress: ProgressCallback | None = None,
                     cancel: CancelCallback | None = None) -> ExportSummary:
     """Export the index (or the files under ``paths``) as a manifest, written atomically.
@@ -253,6 +262,9 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
         annotation_fields: JSON fields holding the annotation text (default: every string field).
         annotation_tokenizer: Tokenizer id (default ``alnum-lower-v1``).
         annotation_ns: n values hashed (default 8..13, the range the n-choosing rule clamps to).
+        sign: Sign with the vendor's key (:mod:`~overlap_desktop.core.manifest.keys`);
+            ``None`` (default): sign when a key exists; ``False``: unsigned.
+        passphrase: Unlocks a passphrase-protected key (default: ``OVERLAP_KEY_PASSPHRASE``).
         progress: Receives ``Progress(stage="export", unit="files")``.
         cancel: Polled between files.
 
@@ -261,6 +273,7 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
 
     Raises:
         ManifestError: nothing to export, or the file cannot be written.
+        ConfigError: signing was asked for but there is no key, or it cannot be unlocked.
         Cancelled: ``cancel`` returned True (nothing is written).
     """
     if not (math.isfinite(fps) and 0 < fps <= MAX_FPS):
@@ -278,9 +291,12 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
                                    created=created, compress=compress, annotations=annotations,
                                    annotation_fields=annotation_fields,
                                    annotation_tokenizer=annotation_tokenizer, annotation_ns=annotation_ns,
-                                   progress=progress, cancel=cancel)
+                                   sign=sign, passphrase=passphrase, progress=progress, cancel=cancel)
     # An open index (or a test double with the same methods): anything with ``streams``.
     idx = cast("Index", index)
+    # Unlocked before any work, so a wrong passphrase fails fast (issue 37).
+    key = load_signing_key(passphrase) if sign or (sign is None and signing_key_info() is not None) else None
+    signed: list[bytes] = []
     text_ngrams = None
     if annotations:
         text_ngrams = _annotation_ngrams(annotations, annotation_fields, annotation_tokenizer, annotation_ns,
@@ -294,11 +310,25 @@ def export_manifest(index: Index | str | os.PathLike[str] | None, out: str | os.
     check_cancel(cancel)
     summary = write_manifest(files, out, label=label or "", algo_id=idx.algo_id, prep_id=idx.prep_id,
                              created=created or None, anonymized=anonymize, compress=compress,
-                             text_ngrams=text_ngrams)
+                             text_ngrams=text_ngrams, signer=_recording(key, created or None, signed) if key else None)
+    if key is not None:
+        summary = replace(summary, signed_by=key.name, key_fingerprint=key.public.fingerprint,
+                          signed_root=signed[0].hex())
     if progress is not None:
         progress(Progress(stage="export", done=len(files), total=len(files), unit="files",
                           message=f"wrote {summary.bytes} bytes"))
     return summary
+
+
+def _recording(key: SigningKey, created: str | None, roots: list[bytes]) -> Callable[[bytes, str], bytes]:
+    """``key``'s signer, noting the content root it signs (for the summary)."""
+    sign = key.signer(created)
+
+    def signer(root: bytes, label: str) -> bytes:
+        roots.append(root)
+        return sign(root, label)
+
+    return signer
 
 
 _Grouped = dict[str, tuple[Any, list[tuple[str, StreamFingerprints]]]]

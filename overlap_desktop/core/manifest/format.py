@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from overlap_desktop.core.manifest.sections import SEC_STREAM_EPISODES, TextNgrams
+from overlap_desktop.core.manifest.signature import SEC_SIGNATURE, Signature
 from overlap_desktop.core.types import StreamFingerprints
 
 __all__ = [
@@ -43,6 +44,7 @@ SEC_ROOT = 0xFFFF
 FLAG_CRITICAL = 0x0001
 SECTION_NAMES = {SEC_META: "META", SEC_FILES: "FILES", SEC_TEXT_NGRAMS: "TEXT_NGRAMS",
                  SEC_STREAM_EPISODES: "STREAM_EPISODES", SEC_ROOT: "ROOT"}
+SECTION_NAMES[SEC_SIGNATURE] = "SIGNATURE"  # a vendor's signature (optional; signature.py)
 META_FLAG_ANONYMIZED = 0x0001
 
 #: Default cap on the manifest file size, checked before reading.
@@ -153,6 +155,8 @@ class Manifest:
         size_bytes: Size of the encoded manifest.
         text_ngrams: Keyed hashes of the vendor's annotation n-grams (optional
             TEXT_NGRAMS section), or ``None``.
+        signature: The vendor's verified signature (optional SIGNATURE section), or
+            ``None`` when the manifest is unsigned.
     """
 
     label: str
@@ -168,6 +172,7 @@ class Manifest:
     path: Path | None = None
     size_bytes: int = 0
     text_ngrams: TextNgrams | None = None
+    signature: Signature | None = None
 
     @property
     def duration_s(self) -> float:

@@ -8,22 +8,27 @@ from typing import Any
 from overlap_desktop.core.manifest.format import SECTION_NAMES, Manifest
 from overlap_desktop.core.manifest.parse import read_manifest
 from overlap_desktop.core.manifest.sections import describe_sections
+from overlap_desktop.core.manifest.vendors import manifest_signature_facts
 
 __all__ = ["inspect_manifest"]
 
 
-def inspect_manifest(path: str | os.PathLike[str] | Manifest) -> dict[str, Any]:
+def inspect_manifest(path: str | os.PathLike[str] | Manifest, *, record_vendor: bool = True) -> dict[str, Any]:
     """Summarise a manifest for people and the GUI (it is fully verified first).
 
     Args:
         path: A manifest file, or an already-read :class:`Manifest`.
+        record_vendor: Record a signed manifest's key when its vendor is new (trust on
+            first use); ``False`` only looks.
 
     Returns:
         A JSON-ready dict: format, label, algo_id, prep_id, created, creator, root,
         anonymized, files, streams, samples, hours, sampling (distinct fps values),
         bytes, bytes_per_hour, optional_sections (not understood), ``file_list`` (name,
         size, duration, streams), ``text_ngrams`` (tokenizer, documents, ns, counts per
-        n; ``None`` without annotation hashes) and ``episodes`` (streams, spans).
+        n; ``None`` without annotation hashes), ``episodes`` (streams, spans) and
+        ``signature`` (:func:`~overlap_desktop.core.manifest.vendors.signature_facts`:
+        ``status`` "signed" with vendor, fingerprint and trust, or "unsigned").
 
     Raises:
         ManifestError: the manifest is refused.
@@ -41,6 +46,7 @@ def inspect_manifest(path: str | os.PathLike[str] | Manifest) -> dict[str, Any]:
         "created": m.created,
         "creator": m.creator,
         "root": m.root,
+        "signature": manifest_signature_facts(m, record=record_vendor),
         "anonymized": m.anonymized,
         "files": len(m.files),
         "streams": len(streams),

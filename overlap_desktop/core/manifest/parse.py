@@ -61,6 +61,14 @@ from overlap_desktop.core.manifest.sections import (
     parse_stream_episodes,
     parse_text_ngrams,
 )
+from overlap_desktop.core.manifest.signature import (
+    SEC_SIGNATURE,
+    SIGNATURE_SVERSION,
+    Signature,
+    content_root,
+    parse_signature,
+    verify_signature,
+)
 from overlap_desktop.core.types import Span, StreamFingerprints, Variant
 from overlap_desktop.errors import ManifestError, OverlapError
 
@@ -313,10 +321,17 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
     leaves = [leaf_hash(buf[:meta_end])]
     budget = _Budget(max_decoded)
     files = _parse_files(r, meta_end + table[1].length, meta.nfiles, budget, leaves)
-    optional, text_ngrams = _parse_optional(r, table[2:-1], files, budget, leaves)
+    optional, text_ngrams, signed = _parse_optional(r, table[2:-1], files, budget, leaves)
     r.where = "ROOT"
     r.end = len(buf)
     stored = bytes(r.take(32, "Merkle root"))
+    signature = None
+    if signed is not None:
+        # The signature is checked before the stored root: a tampered signed manifest is
+        # refused for what matters to the buyer (it is not what the vendor signed).
+        signature, index, leaf = signed
+        verify_signature(signature, meta.label, content_root(buf, len(table), index, meta_end, leaves, leaf),
+                         src)
     computed = root_from_leaf_hashes(leaves)
     if stored != computed:
         raise ManifestError(f"Merkle root mismatch: the file was altered or damaged (stored "
@@ -330,7 +345,8 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
     return Manifest(label=meta.label, algo_id=meta.algo_id, prep_id=meta.prep_id, created=meta.created or None,
                     creator=meta.creator, root=computed.hex(), files=files,
                     anonymized=bool(meta.flags & META_FLAG_ANONYMIZED), version=FORMAT_VERSION,
-                    optional_sections=optional, size_bytes=len(buf), text_ngrams=text_ngrams)
+                    optional_sections=optional, size_bytes=len(buf), text_ngrams=text_ngrams,
+                    signature=signature)
 
 
 class _Section(NamedTuple):
@@ -480,13 +496,20 @@ def _parse_files(r: _Reader, files_end: int, nfiles: int, budget: _Budget, leave
 
 
 def _parse_optional(r: _Reader, sections: list[_Section], files: list[ManifestFile], budget: _Budget,
-                    leaves: list[bytes]) -> tuple[list[OptionalSection], TextNgrams | None]:
-    """The optional sections: understood ones parsed, others kept verbatim; all leaf-hashed."""
+                    leaves: list[bytes]
+                    ) -> tuple[list[OptionalSection], TextNgrams | None, tuple[Signature, int, int] | None]:
+    """The optional sections: understood ones parsed, others kept verbatim; all leaf-hashed.
+    A SIGNATURE v1 comes back with its table position and leaf position (for the content root)."""
     optional: list[OptionalSection] = []
     text_ngrams: TextNgrams | None = None
-    for t, v, _fl, ln, _at in sections:
+    signed: tuple[Signature, int, int] | None = None
+    for i, (t, v, _fl, ln, _at) in enumerate(sections):
         body = bytes(r.buf[r.pos:r.pos + ln])
         leaves.append(leaf_hash(body))
+        if (t, v) == (SEC_SIGNATURE, SIGNATURE_SVERSION):
+            signed = (parse_signature(body, r.pos, r.source), i + 2, len(leaves) - 1)
+            r.pos += ln
+            continue
         # Sections this version understands are parsed as strictly as FILES (bounded to
         # their own length); other versions of them, and unknown types, are kept verbatim.
         if (t, v) in ((SEC_TEXT_NGRAMS, NGRAMS_SVERSION), (SEC_STREAM_EPISODES, EPISODES_SVERSION)):
@@ -500,7 +523,7 @@ def _parse_optional(r: _Reader, sections: list[_Section], files: list[ManifestFi
         else:
             r.pos += ln
             optional.append(OptionalSection(type=t, sversion=v, body=body))
-    return optional, text_ngrams
+    return optional, text_ngrams, signed
 
 
 def read_manifest(path: str | os.PathLike[str], *, expect_algo: str | None = None,

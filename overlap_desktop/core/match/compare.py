@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from overlap_desktop.core.ingest.orient import orientations_setting, search_orientations
+from overlap_desktop.core.manifest.vendors import check_signed
 from overlap_desktop.core.match.annotations import (
     annotation_overlap,
     fill_episodes,
@@ -71,7 +72,7 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
             eval_files: Sequence[str | os.PathLike[str]] | None = None,
             eval_fields: Sequence[str] | None = None,
             progress: ProgressCallback | None = None, cancel: CancelCallback | None = None,
-            cluster: str | None = None) -> Report:
+            cluster: str | None = None, require_signed: bool | None = None) -> Report:
     """How much of an offer (a manifest) matches footage the index holds.
 
     Args:
@@ -85,6 +86,8 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         progress: Receives :class:`Progress` (stages ``search`` then ``match``).
         cancel: Polled between shards and stream pairs.
         cluster: A Dask scheduler address: search the shards on its workers (core/cluster.py).
+        require_signed: Refuse an unsigned offer, or one whose key differs from the key
+            recorded for its vendor (default ``compare.require_signed``).
 
     Returns:
         A ``compare`` :class:`Report` (``FileResult.episodes`` filled for LeRobot streams).
@@ -105,6 +108,7 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
     try:
         m, mpath = _load_manifest(manifest, expect_algo=idx.algo_id, expect_prep=idx.prep_id)
         _check_ids(m, idx.algo_id, idx.prep_id, what="this index", path=mpath)
+        check_signed(m, mpath, bool(config["compare.require_signed"] if require_signed is None else require_signed))
         # Before the long footage search, so a bad evaluation file fails fast.
         text_block = None if eval_files is None else annotation_overlap(m, eval_files, fields=eval_fields)
         queries = _manifest_queries(m)
@@ -209,7 +213,7 @@ def self_dedupe(index: Index | Path | str | None = None, *, config: Config | Non
 
 def compare_offers(a: Manifest | Path | str, b: Manifest | Path | str, *, config: Config | None = None,
                    floor_seconds: float | None = None, progress: ProgressCallback | None = None,
-                   cancel: CancelCallback | None = None) -> Report:
+                   cancel: CancelCallback | None = None, require_signed: bool | None = None) -> Report:
     """Are two sellers offering the same footage? Offer ``a`` is matched against offer ``b``.
 
     Both manifests carry identity codes only (no crop ladder), so manipulations that
@@ -230,6 +234,9 @@ def compare_offers(a: Manifest | Path | str, b: Manifest | Path | str, *, config
     ma, pa = _load_manifest(a)
     mb, pb = _load_manifest(b)
     _check_ids(mb, ma.algo_id, ma.prep_id, what=f"the first manifest ({pa or ma.label})", path=pb)
+    required = bool(config["compare.require_signed"] if require_signed is None else require_signed)
+    check_signed(ma, pa, required)
+    check_signed(mb, pb, required)
     corpus = _MemoryCorpus([(f.name, s.key, s.fingerprints) for f in mb.files for s in f.streams])
     try:
         queries = _manifest_queries(ma)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from overlap_desktop.core.manifest.vendors import manifest_signature_facts
 from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds, union_seconds_excluding
 from overlap_desktop.core.match.engine import MAX_HITS_PER_FRAME, QueryStream, _Corpus
 from overlap_desktop.core.match.evidence import EVIDENCE_ID
@@ -222,6 +223,8 @@ def _manifest_facts(m: Manifest) -> dict[str, Any]:
         "files": len(m.files),
         "streams": sum(len(f.streams) for f in m.files),
         "hours": round(secs / 3600.0, 4),
+        # Who signed it (issue 37): "signed" with the vendor, key and trust, or "unsigned".
+        "signature": manifest_signature_facts(m),
     }
 
 

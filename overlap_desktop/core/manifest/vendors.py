@@ -1,0 +1,236 @@
+"""Which vendor keys a buyer knows: trust on first use, pinned keys, loud warnings on change.
+
+Like OpenSSH's ``known_hosts``: the first signed manifest seen under a vendor name records
+that name's key (``first-use``); a later manifest under the same name with the same key is
+``known`` (or ``pinned`` when the buyer pinned it from a contract with ``overlap vendors
+trust KEYFILE``); another key under a known name is ``changed`` and is flagged wherever the
+offer is shown. Names are compared after Unicode NFKC folding, case folding and collapsing
+spaces, so "ACME  Robotics" cannot pass as a new vendor next to "Acme Robotics".
+
+The list is ``known-vendors.json`` in the user data folder, written atomically.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from overlap_desktop.core.fsutil import atomic_write_bytes
+from overlap_desktop.core.manifest.keys import VendorKey, parse_public_key_text
+from overlap_desktop.core.manifest.signature import SEC_SIGNATURE, Signature, fingerprint
+from overlap_desktop.errors import InputError, ManifestError
+from overlap_desktop.paths import user_data_folder
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.core.manifest.format import Manifest
+
+__all__ = ["KnownVendor", "check_signed", "forget_vendor", "known_vendors", "known_vendors_file",
+           "manifest_signature_facts", "signature_facts", "trust_key_file", "vendor_trust"]
+
+KNOWN_FILE_NAME = "known-vendors.json"
+KNOWN_FORMAT = "overlap-known-vendors/1"
+_MAX_FILE = 16 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class KnownVendor:
+    """A vendor name and the key recorded for it.
+
+    Attributes:
+        name: The name as first seen or pinned.
+        public_key: Raw 32-byte key.
+        source: ``first-use`` (recorded from a manifest) or ``pinned`` (from a key file).
+        since: When it was recorded, ``YYYY-MM-DDTHH:MM:SSZ``.
+    """
+
+    name: str
+    public_key: bytes
+    source: str
+    since: str
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.public_key)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "public_key": base64.b64encode(self.public_key).decode("ascii"),
+                "fingerprint": self.fingerprint, "source": self.source, "since": self.since}
+
+
+def known_vendors_file() -> Path:
+    return user_data_folder() / KNOWN_FILE_NAME
+
+
+def _fold(name: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def known_vendors(path: str | os.PathLike[str] | None = None) -> list[KnownVendor]:
+    """The recorded vendors, in name order (empty when none are recorded yet).
+
+    Raises:
+        InputError: the file is damaged (it names the file; it is never silently replaced).
+    """
+    target = Path(path) if path is not None else known_vendors_file()
+    try:
+        with open(target, "rb") as fh:
+            raw = fh.read(_MAX_FILE + 1)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise InputError(f"cannot read the known vendors ({exc.strerror or exc})", path=target) from None
+    damaged = InputError("the known-vendors file is damaged; fix or remove it (you will then be asked to "
+                         "trust vendors' keys afresh)", path=target)
+    try:
+        doc = json.loads(raw.decode("utf-8")) if len(raw) <= _MAX_FILE else None
+    except (UnicodeDecodeError, ValueError):
+        raise damaged from None
+    if not isinstance(doc, dict) or doc.get("format") != KNOWN_FORMAT or not isinstance(doc.get("vendors"), list):
+        raise damaged
+    out: list[KnownVendor] = []
+    for v in doc["vendors"]:
+        try:
+            pub = base64.b64decode(v["public_key"], validate=True)
+            item = KnownVendor(str(v["name"]), pub, str(v["source"]), str(v.get("since", "")))
+        except (KeyError, TypeError, binascii.Error, ValueError):
+            raise damaged from None
+        if len(pub) != 32 or item.source not in ("first-use", "pinned"):
+            raise damaged
+        out.append(item)
+    return sorted(out, key=lambda k: _fold(k.name))
+
+
+def _save(vendors: list[KnownVendor], path: str | os.PathLike[str] | None) -> None:
+    target = Path(path) if path is not None else known_vendors_file()
+    doc = {"format": KNOWN_FORMAT, "vendors": [v.to_dict() for v in sorted(vendors, key=lambda k: _fold(k.name))]}
+    atomic_write_bytes(target, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+                       error_type=InputError, open_message="cannot save the known vendors",
+                       write_message="cannot save the known vendors", make_parents=True, mode=0o600)
+
+
+def vendor_trust(sig: Signature, *, record: bool = True,
+                 path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """How the buyer knows the key that signed a manifest.
+
+    Args:
+        sig: A verified signature.
+        record: Record the key when the name is new (trust on first use).
+        path: The known-vendors file (default in the user data folder).
+
+    Returns:
+        ``{"trust": "first-use" | "known" | "pinned" | "changed", "known_fingerprint": ...,
+        "known_since": ..., "also_known_as": [...]}``; ``known_fingerprint`` is the recorded
+        key's when it differs (``changed``), and ``also_known_as`` lists other names this
+        same key was recorded under.
+    """
+    vendors = known_vendors(path)
+    folded = _fold(sig.vendor)
+    same = next((v for v in vendors if _fold(v.name) == folded), None)
+    others = sorted({v.name for v in vendors if v.public_key == sig.public_key and _fold(v.name) != folded})
+    out: dict[str, Any] = {"also_known_as": others}
+    if same is None:
+        out.update(trust="first-use", known_fingerprint=None, known_since=None)
+        if record:
+            _save([*vendors, KnownVendor(sig.vendor, sig.public_key, "first-use", _now())], path)
+    elif same.public_key == sig.public_key:
+        out.update(trust=same.source if same.source == "pinned" else "known", known_fingerprint=None,
+                   known_since=same.since)
+    else:
+        out.update(trust="changed", known_fingerprint=same.fingerprint, known_since=same.since,
+                   known_source=same.source)
+    return out
+
+
+def signature_facts(sig: Signature | None, *, record: bool = True,
+                    unread_signature: bool = False) -> dict[str, Any]:
+    """The report/inspect block for a manifest's signature (JSON-ready).
+
+    ``{"status": "unsigned"}``, or ``{"status": "signed", vendor, fingerprint, public_key,
+    signed_at, signed_root, algorithm, trust, ...}`` (see :func:`vendor_trust`).
+    ``unread_signature``: the manifest carries a signature section of a version this
+    reader does not understand (it then counts as unsigned).
+    """
+    if sig is None:
+        out: dict[str, Any] = {"status": "unsigned"}
+        if unread_signature:
+            out["note"] = "carries a signature of a newer kind this version cannot check"
+        return out
+    return {"status": "signed", **sig.facts(), **vendor_trust(sig, record=record)}
+
+
+def manifest_signature_facts(m: Manifest, *, record: bool = True) -> dict[str, Any]:
+    """:func:`signature_facts` of a parsed manifest (its signature is verified by the reader)."""
+    return signature_facts(m.signature, record=record,
+                           unread_signature=any(s.type == SEC_SIGNATURE for s in m.optional_sections))
+
+
+def check_signed(m: Manifest, source: str | os.PathLike[str] | None, required: bool) -> None:
+    """Refuse an offer that is unsigned, or signed with a key other than the one recorded for
+    its vendor, when signed offers are ``required`` (``compare --require-signed``).
+
+    Nothing is recorded here (the report's own facts record a first use).
+
+    Raises:
+        ManifestError: the offer does not meet the requirement (exit status 4).
+    """
+    if not required:
+        return
+    facts = manifest_signature_facts(m, record=False)
+    if facts["status"] != "signed":
+        raise ManifestError("manifest refused: it is not signed, and signed offers are required "
+                            "(--require-signed or compare.require_signed); ask the vendor for a signed manifest",
+                            path=source)
+    if facts["trust"] == "changed":
+        raise ManifestError(f"manifest refused: it is signed by {facts['vendor']!r} with key {facts['fingerprint']}, "
+                            f"but the key recorded for that vendor is {facts['known_fingerprint']}; check with the "
+                            "vendor, then `overlap vendors trust KEYFILE` if the new key is theirs", path=source)
+
+
+def trust_key_file(keyfile: str | os.PathLike[str], *, path: str | os.PathLike[str] | None = None
+                   ) -> tuple[KnownVendor, KnownVendor | None]:
+    """Pin the key in a vendor's public key file (replacing any key recorded for that name).
+
+    Returns:
+        ``(pinned, replaced)``: the new entry and the one it replaced (or ``None``).
+
+    Raises:
+        InputError: the key file cannot be read or is not a public key file.
+    """
+    try:
+        with open(keyfile, "rb") as fh:
+            raw = fh.read(64 * 1024 + 1)
+        text = raw.decode("utf-8") if len(raw) <= 64 * 1024 else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the public key file ({exc})", path=keyfile) from None
+    key: VendorKey = parse_public_key_text(text, source=keyfile)
+    vendors = known_vendors(path)
+    folded = _fold(key.name)
+    replaced = next((v for v in vendors if _fold(v.name) == folded), None)
+    pinned = KnownVendor(key.name, key.public_key, "pinned", _now())
+    _save([v for v in vendors if _fold(v.name) != folded] + [pinned], path)
+    return pinned, replaced
+
+
+def forget_vendor(name: str, *, path: str | os.PathLike[str] | None = None) -> KnownVendor | None:
+    """Remove the key recorded for ``name``; the next signed manifest under it is a first use.
+
+    Returns:
+        The removed entry, or ``None`` when the name was not known.
+    """
+    vendors = known_vendors(path)
+    folded = _fold(name)
+    gone = next((v for v in vendors if _fold(v.name) == folded), None)
+    if gone is not None:
+        _save([v for v in vendors if _fold(v.name) != folded], path)
+    return gone

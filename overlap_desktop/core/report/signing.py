@@ -1,0 +1,63 @@
+"""Who signed an offer, in one plain sentence (CLI, HTML, CSV, the app): issue 37.
+
+The facts come from :func:`~overlap_desktop.core.manifest.vendors.signature_facts`
+(``report.manifest["signature"]``, ``inspect_manifest(...)["signature"]``). The vendor's
+name is the vendor's own text, so it is neutralised like every other manifest string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from overlap_desktop.core.report.model import Report
+from overlap_desktop.core.report.wording import safe_text
+
+__all__ = ["report_signature_lines", "signature_changed", "signature_sentence"]
+
+_TRUST_WORDS = {
+    "first-use": "first manifest seen from this vendor: its key is now recorded; compare the fingerprint with "
+                 "the one the vendor gave you",
+    "known": "the key seen before for this vendor",
+    "pinned": "the key you pinned for this vendor",
+}
+
+
+def signature_changed(facts: object) -> bool:
+    """The offer is signed with a key other than the one recorded for its vendor's name."""
+    return isinstance(facts, Mapping) and facts.get("status") == "signed" and facts.get("trust") == "changed"
+
+
+def signature_sentence(facts: object) -> str:
+    """``signed by Acme Robotics, key 3F2A-91C0-5B7E-0D14 (...)``, ``unsigned: ...``, a
+    WARNING for a changed key, or ``""`` when ``facts`` is missing (a report from before
+    signatures)."""
+    if not isinstance(facts, Mapping):
+        return ""
+    if facts.get("status") != "signed":
+        note = facts.get("note")
+        return "unsigned: nothing in the manifest says who made it" + (f" (it {note})" if note else "")
+    vendor = safe_text(facts.get("vendor", ""), max_len=120)
+    fp = safe_text(facts.get("fingerprint", ""), max_len=40)
+    if signature_changed(facts):
+        known = safe_text(facts.get("known_fingerprint", ""), max_len=40)
+        return (f"WARNING: signed as {vendor} with key {fp}, but the key recorded for {vendor} is {known}: "
+                "this manifest may not come from that vendor; check the fingerprint with them before relying "
+                "on it")
+    out = f"signed by {vendor}, key {fp}"
+    words = _TRUST_WORDS.get(str(facts.get("trust")))
+    if words:
+        out += f" ({words})"
+    others = facts.get("also_known_as")
+    if isinstance(others, list) and others:
+        out += "; the same key was seen under the name " + ", ".join(safe_text(o, max_len=80) for o in others[:3])
+    return out
+
+
+def report_signature_lines(report: Report) -> list[str]:
+    """One line per manifest of the report (two for ``compare-offers``), empty for reports without one."""
+    own = signature_sentence(report.manifest.get("signature"))
+    other = report.settings.get("other_manifest")
+    other_line = signature_sentence(other.get("signature")) if isinstance(other, Mapping) else ""
+    if report.kind == "compare-offers" and (own or other_line):
+        return [f"Offer A: {own or 'not recorded'}.", f"Offer B: {other_line or 'not recorded'}."]
+    return [own[0].upper() + own[1:] + "."] if own else []
