@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from overlap_desktop import api
 from overlap_desktop.gui.common import SealField, compact_rows, fit_to_screen, fmt_hours, fmt_size, open_local_file
+from overlap_desktop.gui.signing import SigningBlock
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
 from overlap_desktop.gui.workers import Job
@@ -246,8 +247,12 @@ class _OptionsPage(QWizardPage):
         w.setLayout(row)
         row.setContentsMargins(0, 0, 0, 0)
         form.addRow("Save as:", w)
+        # Issue 37: signed by the vendor's key (made here if there is none yet).
+        self.signing = SigningBlock()
+        form.addRow("Signature:", self.signing)
 
     def initializePage(self) -> None:
+        self.signing.refresh()
         c = self.wiz.config
         folders = self.wiz.folders()
         name = self.wiz.folders_page.offer_name()
@@ -314,14 +319,17 @@ class _SavePage(RunPage):
         out.parent.mkdir(parents=True, exist_ok=True)
         return Job(api.export_manifest, self.wiz.workspace(), out, parent=self,
                    paths=[Path(f) for f in self.wiz.folders()], label=o.label.text().strip(),
-                   anonymize=o.anonymize.isChecked(), fps=float(o.fps.value()), created=True)
+                   anonymize=o.anonymize.isChecked(), fps=float(o.fps.value()), created=True,
+                   **o.signing.export_arguments())
 
     def on_result(self, s: Any) -> None:
         self.setSubTitle("Send this file to the buyer. They can check it against their own library "
                          "without receiving any footage.")
         self.status.setText(f"Saved {s.path}")
         self.summary.setText(
-            f"{s.files} files, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}.")
+            f"{s.files} files, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}."
+            + (f"\nSigned by {api.safe_text(s.signed_by)}, key {s.key_fingerprint}." if s.signed_by else
+               "\nNot signed."))
         self.seal.set_seal(str(s.root))
         self.seal_label.show()
         self.seal.show()

@@ -159,7 +159,8 @@ class ScreenOfferPage(QWidget):
         self.seal = SealField()
         self.form.addWidget(seal_name, 2, 0)
         self.form.addWidget(self.seal, 2, 1, 1, 3)
-        self.form.setRowStretch(3, 1)  # extra height (a tall button column) goes below the facts
+        self._build_signature_row(3)
+        self.form.setRowStretch(4, 1)  # extra height (a tall button column) goes below the facts
         sl.addLayout(self.form, 1)
         self._build_buttons(sl)
 
@@ -181,6 +182,28 @@ class ScreenOfferPage(QWidget):
         self.filler.setEnabled(False)  # a hint, drawn quietly
         self.results_holder.addWidget(self.filler, 1)
         self.stack.addWidget(offer)
+
+    def _build_signature_row(self, row: int) -> None:
+        """Who signed the offer (issue 37): "signed by ..., key ...", "unsigned", or a warning."""
+        name = QLabel("Signed:")
+        name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        self.signature = QLabel("–")
+        self.signature.setTextFormat(Qt.TextFormat.PlainText)  # the vendor's name is the vendor's text
+        self.signature.setWordWrap(True)
+        self.signature.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.signature.setAccessibleName("Signed")
+        self.form.addWidget(name, row, 0, Qt.AlignmentFlag.AlignTop)
+        self.form.addWidget(self.signature, row, 1, 1, 3)
+
+    def _show_signature(self, info: dict[str, Any] | None) -> None:
+        """The signer line; a changed vendor key is shown in bold red, the way it deserves."""
+        facts = (info or {}).get("signature")
+        text = api.signature_sentence(facts) if info is not None else ""
+        self.signature.setText(text[:1].upper() + text[1:] if text else "–")
+        changed = api.signature_changed(facts)
+        self.signature.setStyleSheet("color: #b3261e; font-weight: bold;" if changed else "")
+        self.signature.setToolTip("Compare the key fingerprint with the one the vendor gave you (e.g. in the "
+                                  "contract); `overlap vendors trust KEYFILE` pins it." if info else "")
 
     def _build_buttons(self, sl: QHBoxLayout) -> None:
         """The summary box's buttons, and the next step when comparing is not possible yet."""
@@ -254,6 +277,7 @@ class ScreenOfferPage(QWidget):
         for k in ("amount", "made", "compat"):
             self.fields[k].setText("")
         self.seal.set_seal("")
+        self._show_signature(None)
         self._set_next_step(None)
         self.compare_button.setEnabled(False)
         self._say("")
@@ -300,6 +324,7 @@ class ScreenOfferPage(QWidget):
         self.fields["amount"].setText(text)
         root = _first(info, "root", "merkle_root") or "–"
         self.seal.set_seal(str(root))
+        self._show_signature(info)
         made = []
         if _first(info, "created"):
             made.append(api.format_date(str(info["created"])))

@@ -153,6 +153,13 @@ class _ResultPage(QWizardPage):
         lay.addWidget(self.info)
         self.seal = SealField()
         lay.addWidget(self.seal)
+        # Who signed the quote (issue 37): signer, key fingerprint and signed root, for a dispute.
+        self.signature = QLabel("")
+        self.signature.setWordWrap(True)
+        self.signature.setTextFormat(Qt.TextFormat.PlainText)  # the vendor's name is the vendor's text
+        self.signature.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.signature.setAccessibleName("Signature of the quote")
+        lay.addWidget(self.signature)
         # OS clutter (Thumbs.db, .DS_Store...) is never a failure: listed apart, in one line.
         self.ignored = QLabel("")
         self.ignored.setWordWrap(True)
@@ -192,6 +199,13 @@ class _ResultPage(QWizardPage):
                           + ("\nThe manifest hides file names, so files were matched by size and checksum."
                              if r.anonymized else "") + "\nSeal of the quote:")
         self.seal.set_seal(str(r.root))
+        sig = dict(getattr(r, "signature", {}) or {})
+        text = "Signature: " + api.signature_sentence(sig)
+        if sig.get("status") == "signed":
+            text += (f"\nSigned {sig.get('signed_at')}, key fingerprint {sig.get('fingerprint')}, "
+                     f"content root {sig.get('signed_root')}")
+        self.signature.setText(text)
+        self.signature.setStyleSheet("color: #d73027; font-weight: bold;" if api.signature_changed(sig) else "")
         ignored = list(getattr(r, "ignored", []) or [])
         names = ", ".join(api.safe_text(str(x.get("path", "")), max_len=60) for x in ignored[:6])
         self.ignored.setText(f"System files ignored ({len(ignored)}): {names}"

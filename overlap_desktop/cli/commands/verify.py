@@ -83,6 +83,11 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         for x in r.ignored:
             ctx.print(f"IGNORED  {safe(x['path'])} (system file)")
     ctx.print(api.verify_verdict(r) + f" (seal {r.root[:16]}…)")
+    # The evidence a lab files in a dispute: who signed the quote, with which key, over which root.
+    ctx.print(f"Signature: {api.signature_sentence(r.signature)}")
+    if r.signature.get("status") == "signed":
+        ctx.print(f"  signed {r.signature.get('signed_at')}; key fingerprint {r.signature.get('fingerprint')}; "
+                  f"content root {r.signature.get('signed_root')}; manifest root {r.root}")
     if args.output:
         # Names exactly as delivered, but ones that are not valid UTF-8 written escaped.
         _write_json(Path(args.output), r.to_dict())

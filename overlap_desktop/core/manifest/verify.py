@@ -30,7 +30,9 @@ from typing import Any
 
 from overlap_desktop.core.manifest.format import Manifest
 from overlap_desktop.core.manifest.parse import read_manifest
+from overlap_desktop.core.manifest.vendors import manifest_signature_facts
 from overlap_desktop.core.report.output import dumps_json, write_atomically
+from overlap_desktop.core.report.signing import signature_changed, signature_sentence
 from overlap_desktop.core.report.wording import format_date, safe_text
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import InputError
@@ -114,6 +116,8 @@ class VerifyResult:
         ignored: System files no entry claims (:func:`is_clutter`): ``{"path", "size"}``;
             never a reason for the delivery to fail.
         checked: When the check ran, ISO-8601 UTC.
+        signature: Who signed the manifest
+            (:func:`~overlap_desktop.core.manifest.vendors.signature_facts`): evidence for a dispute.
     """
 
     manifest: str
@@ -127,6 +131,7 @@ class VerifyResult:
     unreadable: list[dict[str, Any]] = field(default_factory=list)
     ignored: list[dict[str, Any]] = field(default_factory=list)
     checked: str = ""
+    signature: dict[str, Any] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(1 for e in self.entries if e.status == status)
@@ -180,6 +185,8 @@ class VerifyResult:
             "label": self.label,
             "data_dir": self.data_dir,
             "anonymized": self.anonymized,
+            "signature": dict(self.signature),
+            "signature_text": signature_sentence(self.signature),
             "summary": {"entries": len(self.entries), "matched": self.matched, "altered": self.altered,
                         "missing": self.missing, "extra": len(self.extra),
                         "renamed": sum(1 for e in self.entries if e.renamed),
@@ -326,7 +333,8 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
     checked = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     return VerifyResult(manifest=str(m.path) if m.path else "", root=m.root, label=m.label,
                         data_dir=str(root), anonymized=m.anonymized, entries=entries, extra=extra,
-                        bytes_hashed=hashed.bytes_read, unreadable=unreadable, ignored=ignored, checked=checked)
+                        bytes_hashed=hashed.bytes_read, unreadable=unreadable, ignored=ignored, checked=checked,
+                        signature=manifest_signature_facts(m))
 
 
 @dataclass(slots=True)
@@ -475,6 +483,9 @@ def verify_context(result: VerifyResult) -> dict[str, Any]:
         "complete": result.complete,
         "verdict": verify_verdict(result),
         "root": result.root,
+        "signature": signature_sentence(result.signature),
+        "signature_changed": signature_changed(result.signature),
+        "signed_root": result.signature.get("signed_root", ""),
         "cards": cards,
         "entries": entries,
         "extra": [(x.get("path", ""), int(x.get("size", 0))) for x in result.extra],

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from overlap_desktop.core.report.model import Report
 from overlap_desktop.core.report.output import write_atomically
+from overlap_desktop.core.report.signing import report_signature_lines
 from overlap_desktop.core.report.wording import (
     describe_repeat,
     describe_segment,
@@ -32,6 +33,8 @@ CSV_COLUMNS = (
     "frames", "mean_distance", "score", "description",
     # overlap.report/2 additions, appended so readers that go by position keep working.
     "chance", "speed_low", "speed_high", "repeated_seconds", "new_seconds",
+    # Who signed the offer (issue 37), on the summary row only; appended like the columns above.
+    "signature",
 )
 
 
@@ -69,6 +72,7 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
         x for x in (headline(report), new_footage_sentence(report)) if x))
     summary[CSV_COLUMNS.index("repeated_seconds")] = f"{report.repeated_seconds:.3f}"
     summary[CSV_COLUMNS.index("new_seconds")] = f"{report.new_seconds:.3f}"
+    summary[CSV_COLUMNS.index("signature")] = _csv_text(" ".join(report_signature_lines(report)))
     w.writerow(summary)
 
     def opt(x: float | None, spec: str) -> str:

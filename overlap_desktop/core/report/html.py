@@ -28,6 +28,7 @@ from overlap_desktop.core.report.json_io import REPORT_SCHEMA, jsonable, tool_ve
 from overlap_desktop.core.report.model import FileResult, Report, repeats_checked
 from overlap_desktop.core.report.output import write_atomically
 from overlap_desktop.core.report.scale import DISTANCE_SCALE, distance_level
+from overlap_desktop.core.report.signing import report_signature_lines
 from overlap_desktop.core.report.svgplot import PlotView, plot_view
 from overlap_desktop.core.report.wording import (
     chance_words,
@@ -179,6 +180,7 @@ def _top_context(report: Report) -> dict[str, Any]:
         "new_sentence": new_footage_sentence(report),
         "root": safe_text(root, max_len=200) if isinstance(root, str) and root.strip() else "",
         "details": headline_details(report),
+        "signatures": report_signature_lines(report),
         "cards": cards,
         "compare_kind": compare_kind,
     }

@@ -20,6 +20,7 @@ import numpy as np
 
 from overlap_desktop.core.report.model import FileResult, Report, judged_unmatched_seconds
 from overlap_desktop.core.report.output import dumps_json, write_atomically
+from overlap_desktop.core.report.signing import report_signature_lines
 from overlap_desktop.core.report.wording import (
     describe_flags,
     describe_repeat,
@@ -211,6 +212,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "repeated_seconds": _r(report.repeated_seconds),
         "new_seconds": _r(report.new_seconds),
         "new_footage": new_footage_sentence(report),
+        # Who signed the offer(s), in words (issue 37); the facts are manifest["signature"].
+        "signature": report_signature_lines(report),
         "counts": {
             "files": len(report.files),
             "matched_files": sum(1 for f in report.files if f.segments),
