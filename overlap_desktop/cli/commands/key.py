@@ -36,22 +36,22 @@ def ask_passphrase(prompt: str, *, confirm: bool = False) -> str:
 
 
 def _add(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    c = sub.add_parser("create", help="make your signing key (once per vendor)",
-                       description="Make an Ed25519 signing key in your user data folder (readable by you "
-                                   "only). Every export is signed with it from then on. Back the file up: a lost "
-                                   "key cannot be recovered, and buyers will see any new key as a change.")
-    c.add_argument("--name", required=True, help="your company's name, as buyers will see it")
-    c.add_argument("--passphrase", action="store_true",
-                   help=f"protect the key with a passphrase (asked for, or taken from {api.PASSPHRASE_ENV})")
-    s = sub.add_parser("show", help="print your public key and its fingerprint (to give to buyers)")
-    s.add_argument("-o", "--output", type=Path, default=None, metavar="FILE.pub",
-                   help="also write the public key file buyers pin with `overlap vendors trust`")
-    add_force_argument(s)
+    # One positional action rather than nested subcommands, so the common options (-q, -v)
+    # work after it like after every other command.
+    p.add_argument("action", choices=("create", "show"),
+                   help="create: make your signing key (once); show: print your public key and fingerprint")
+    p.add_argument("--name", default=None, help="create: your company's name, as buyers will see it")
+    p.add_argument("--passphrase", action="store_true",
+                   help=f"create: protect the key with a passphrase (asked for, or taken from {api.PASSPHRASE_ENV})")
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE.pub",
+                   help="show: also write the public key file buyers pin with `overlap vendors trust`")
+    add_force_argument(p)
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.action == "create":
+        if not args.name:
+            raise UsageError('key create needs --name "Your company" (the name buyers will see)')
         passphrase = ask_passphrase("Passphrase for the new key: ", confirm=True) if args.passphrase else None
         key = api.create_signing_key(args.name, passphrase=passphrase)
         ctx.print(f"made a signing key for {safe_terminal(key.name)}")

@@ -13,16 +13,14 @@ __all__ = ["COMMAND"]
 
 
 def _add(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    ls = sub.add_parser("list", help="the vendors and keys recorded so far")
-    ls.add_argument("--json", action="store_true", help="print as JSON")
-    t = sub.add_parser("trust", help="pin a vendor's key from the public key file they gave you",
-                       description="Pin the key in a vendor's public key file (from `overlap key show` on "
-                                   "their side, e.g. attached to the contract). It replaces any key recorded "
-                                   "for that name; compare the fingerprint with the one in the contract first.")
-    t.add_argument("keyfile", metavar="KEYFILE", type=Path, help="the vendor's public key file")
-    f = sub.add_parser("forget", help="forget the key recorded for a vendor (the next one seen is recorded)")
-    f.add_argument("name", metavar="NAME", help="the vendor's name")
+    # One positional action rather than nested subcommands, so -q and -v work after it too.
+    p.add_argument("action", choices=("list", "trust", "forget"),
+                   help="list: the vendors and keys recorded; trust KEYFILE: pin a vendor's key from the public "
+                        "key file they gave you (replaces the key recorded for that name); forget NAME: drop "
+                        "the key recorded for a vendor")
+    p.add_argument("target", nargs="?", default=None, metavar="KEYFILE|NAME",
+                   help="trust: the vendor's public key file; forget: the vendor's name")
+    p.add_argument("--json", action="store_true", help="list: print as JSON")
 
 
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -37,17 +35,20 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
             how = "pinned" if v.source == "pinned" else "first seen"
             ctx.print(f"{v.fingerprint}  {safe_terminal(v.name, max_len=120)}  ({how} {v.since})")
         return int(ExitCode.OK)
+    if args.target is None:
+        raise UsageError(f"vendors {args.action} needs {'a KEYFILE' if args.action == 'trust' else 'a NAME'}")
     if args.action == "trust":
-        if not args.keyfile.is_file():
-            raise UsageError("no such public key file", path=args.keyfile)
-        pinned, replaced = api.trust_key_file(args.keyfile)
+        keyfile = Path(args.target)
+        if not keyfile.is_file():
+            raise UsageError("no such public key file", path=keyfile)
+        pinned, replaced = api.trust_key_file(keyfile)
         ctx.print(f"pinned {safe_terminal(pinned.name)}: key {pinned.fingerprint}")
         if replaced is not None and replaced.public_key != pinned.public_key:
             ctx.print(f"  (replaces key {replaced.fingerprint}, recorded {replaced.since})")
         return int(ExitCode.OK)
-    gone = api.forget_vendor(args.name)
+    gone = api.forget_vendor(args.target)
     if gone is None:
-        raise UsageError(f"no key is recorded for {args.name!r} (see `overlap vendors list`)")
+        raise UsageError(f"no key is recorded for {args.target!r} (see `overlap vendors list`)")
     ctx.print(f"forgot {safe_terminal(gone.name)} (key {gone.fingerprint})")
     return int(ExitCode.OK)
 

@@ -91,7 +91,7 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
                 v.rotation, "" if v.crop >= 1.0 else f"{v.crop:.4f}", v.edge or "",
                 f"{v.edge_depth:.4f}" if v.edge else "", s.frames, f"{s.mean_distance:.2f}",
                 f"{s.score:.4f}", _csv_text(desc), opt(s.chance, ".3g"), opt(s.speed_low, ".4f"),
-                opt(s.speed_high, ".4f"), "", ""]
+                opt(s.speed_high, ".4f"), "", "", ""]
 
     for f in report.files:
         for kind, segs in (("segment", f.segments), ("below-floor", f.below_floor), ("weak", f.weak),
