@@ -37,6 +37,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
+from overlap_desktop.core.fsutil import atomic_write_bytes
 from overlap_desktop.core.manifest.signature import MAX_VENDOR_BYTES, fingerprint, sign_section
 from overlap_desktop.errors import ConfigError, InputError
 from overlap_desktop.paths import user_data_folder
@@ -188,20 +189,11 @@ def create_signing_key(name: str, *, passphrase: str | None = None,
            "fingerprint": public.fingerprint, "encrypted": bool(passphrase),
            "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "private_key": pem}
     data = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    # Written whole or not at all, created with mode 0600 (never readable by others, even
+    # for a moment), then restricted on Windows too.
+    atomic_write_bytes(target, data, error_type=InputError, open_message="cannot create the key file",
+                       write_message="cannot write the key file", make_parents=True, mode=0o600)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # O_EXCL with mode 0600: the file never exists with wider permissions, and a key
-        # made concurrently is never overwritten.
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-    except FileExistsError:
-        raise ConfigError("a signing key already exists here", path=target) from None
-    except OSError as exc:
-        raise InputError(f"cannot create the key file ({exc.strerror or exc})", path=target) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         restrict_to_owner(target)
     except BaseException:
         target.unlink(missing_ok=True)
