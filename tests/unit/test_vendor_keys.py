@@ -156,6 +156,9 @@ def test_trust_on_first_use_then_known_then_changed() -> None:
     changed = vendor_trust(_sig("ACME  robotics", b))
     assert changed["trust"] == "changed" and changed["known_fingerprint"] == _sig("x", a).fingerprint
     assert [v.public_key for v in known_vendors()] == [_sig("x", a).public_key]
+    # Look-alike spellings meet the recorded key too: full-width letters, a zero-width space, a bidi mark.
+    for look_alike in ("Ａｃｍｅ Robotics", "Acme \u200bRobotics", "\u200eAcme Robotics"):
+        assert vendor_trust(_sig(look_alike, b))["trust"] == "changed", look_alike
     # The same key under a new name: recorded for that name, and the other name is mentioned.
     other = vendor_trust(_sig("Acme Robots Ltd", a))
     assert other["trust"] == "first-use" and other["also_known_as"] == ["Acme Robotics"]

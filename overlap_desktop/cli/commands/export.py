@@ -79,7 +79,7 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     per_hour = f" ({s.bytes / s.hours / 1000:.1f} KB per footage hour)" if s.hours > 0 else ""
     ctx.print(f"  size         {s.bytes} bytes{per_hour}")
     if args.annotations:
-        info = api.inspect_manifest(s.path).get("text_ngrams") or {}
+        info = api.inspect_manifest(s.path, record_vendor=False).get("text_ngrams") or {}
         counts = ", ".join(f"n={n}: {c}" for n, c in (info.get("counts") or {}).items())
         ctx.print(f"  annotations  {info.get('documents', 0)} texts as keyed n-gram hashes "
                   f"({info.get('tokenizer')}; {counts})")

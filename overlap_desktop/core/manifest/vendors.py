@@ -4,8 +4,9 @@ Like OpenSSH's ``known_hosts``: the first signed manifest seen under a vendor na
 that name's key (``first-use``); a later manifest under the same name with the same key is
 ``known`` (or ``pinned`` when the buyer pinned it from a contract with ``overlap vendors
 trust KEYFILE``); another key under a known name is ``changed`` and is flagged wherever the
-offer is shown. Names are compared after Unicode NFKC folding, case folding and collapsing
-spaces, so "ACME  Robotics" cannot pass as a new vendor next to "Acme Robotics".
+offer is shown. Names are compared after Unicode NFKC folding, case folding, dropping invisible
+format characters and collapsing spaces, so "ACME  Robotics" or "Acme\u200bRobotics" cannot pass
+as a new vendor next to "Acme Robotics".
 
 The list is ``known-vendors.json`` in the user data folder, written atomically.
 """
@@ -69,7 +70,11 @@ def known_vendors_file() -> Path:
 
 
 def _fold(name: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+    """The name as compared: NFKC, case-folded, invisible format characters (zero-width
+    spaces, bidi marks) dropped and runs of spaces collapsed, so a look-alike spelling of a
+    known vendor meets that vendor's recorded key instead of passing as a new vendor."""
+    text = unicodedata.normalize("NFKC", name).casefold()
+    return " ".join("".join(ch for ch in text if unicodedata.category(ch) != "Cf").split())
 
 
 def _now() -> str:
