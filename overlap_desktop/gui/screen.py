@@ -185,13 +185,13 @@ class ScreenOfferPage(QWidget):
 
     def _build_signature_row(self, row: int) -> None:
         """Who signed the offer (issue 37): "signed by ..., key ...", "unsigned", or a warning."""
-        name = QLabel("Signed:")
+        name = QLabel("Signature:")
         name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
         self.signature = QLabel("–")
         self.signature.setTextFormat(Qt.TextFormat.PlainText)  # the vendor's name is the vendor's text
         self.signature.setWordWrap(True)
         self.signature.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.signature.setAccessibleName("Signed")
+        self.signature.setAccessibleName("Signature")
         self.form.addWidget(name, row, 0, Qt.AlignmentFlag.AlignTop)
         self.form.addWidget(self.signature, row, 1, 1, 3)
 
