@@ -213,3 +213,25 @@ def test_a_passphrase_protected_key_signs_from_the_environment(
     monkeypatch.setenv("OVERLAP_KEY_PASSPHRASE", "wrong")
     code, _o, err = run(capsys, "export", "-o", str(tmp_path / "b.ovlm"), "--index", str(indexes["vendor"]))
     assert code == ExitCode.USAGE and "wrong passphrase" in err and not (tmp_path / "b.ovlm").exists()
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_passphrase_is_asked_for_twice_at_a_terminal(indexes: dict[str, Path], tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from overlap_desktop.cli.commands import key as key_cmd
+
+    code, _o, err = run(capsys, "export", "-o", str(tmp_path / "x.ovlm"), "--index", str(indexes["vendor"]), "--sign")
+    assert code == ExitCode.USAGE and "--sign needs a signing key" in err
+    answers = iter(["correct horse", "correct hose"])
+    monkeypatch.setattr("sys.stdin", _Tty())
+    monkeypatch.setattr(key_cmd.getpass, "getpass", lambda prompt="": next(answers))
+    code, _o, err = run(capsys, "key", "create", "--name", "Acme Robotics", "--passphrase")
+    assert code == ExitCode.USAGE and "differ" in err and run(capsys, "key", "show")[0] == ExitCode.USAGE
+    answers = iter(["correct horse", "correct horse", "correct horse"])
+    assert run(capsys, "key", "create", "--name", "Acme Robotics", "--passphrase")[0] == 0
+    assert "signed by    Acme Robotics" in export(capsys, indexes, tmp_path / "a.ovlm")  # asked once more
