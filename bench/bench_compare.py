@@ -66,8 +66,9 @@ if str(ROOT) not in sys.path:
 
 from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES  # noqa: E402
 from overlap_desktop.core.index.shards import DEFAULT_SEED_FPS  # noqa: E402
-from overlap_desktop.core.ingest.orient import OrientedCorpus, orient_codes  # noqa: E402
+from overlap_desktop.core.ingest.orient import orient_codes  # noqa: E402
 from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
+from overlap_desktop.core.match.orientations import OrientedCorpus  # noqa: E402
 from overlap_desktop.core.types import StreamFingerprints, Variant  # noqa: E402
 
 STREAM_SECONDS = 1800.0

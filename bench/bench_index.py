@@ -194,7 +194,7 @@ def _round_trip(engine, tmp: Path, n: int = 40) -> float:  # type: ignore[no-unt
     what is left is dispatch, transport of job and answer, and the writer's polling.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.index.parallel import FileJob
+    from overlap_desktop.core.index.fingerprinting import FileJob
 
     config = load_config({"index.path": str(tmp / "unused")})
     job = FileJob(str(tmp / "no-such-file.mp4"), "video", 0, 0, config, (Variant(),))
@@ -224,8 +224,8 @@ def bench_scale(files: int = 16, seconds: float = 60.0, rounds: int = 2, corpus_
 
     import distributed
 
-    from overlap_desktop.core.index.cluster import DaskEngine
-    from overlap_desktop.core.index.parallel import ProcessEngine
+    from overlap_desktop.core.engines.cluster import DaskEngine
+    from overlap_desktop.core.index.parallel import JobEngine, ProcessEngine
 
     def load() -> str:
         return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "n/a"
@@ -276,7 +276,7 @@ def bench_scale(files: int = 16, seconds: float = 60.0, rounds: int = 2, corpus_
                 pool_rt = _round_trip(pool, tmp)
             finally:
                 pool.close()
-            dask = DaskEngine(lc.scheduler_address)
+            dask = JobEngine(DaskEngine(lc.scheduler_address, name="fingerprint"))
             try:
                 _round_trip(dask, tmp, 4)
                 dask_rt = _round_trip(dask, tmp)

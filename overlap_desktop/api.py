@@ -59,9 +59,9 @@ _EXPORTS: dict[str, str] = {
     "Segment": "overlap_desktop.core.types",
     "StreamFingerprints": "overlap_desktop.core.types",
     # Core 1: fingerprints and the index
-    "fingerprint_file": "overlap_desktop.core.index.indexer",
+    "fingerprint_file": "overlap_desktop.core.index.fingerprinting",
     "index_paths": "overlap_desktop.core.index.indexer",
-    "IndexSummary": "overlap_desktop.core.index.indexer",
+    "IndexSummary": "overlap_desktop.core.index.run",
     "open_index": "overlap_desktop.core.index.store",
     "Index": "overlap_desktop.core.index.store",
     "IndexedFile": "overlap_desktop.core.index.reading",
@@ -225,9 +225,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     # keeps the two in step), so `api.open_index(...)` in the shells is type-checked, not Any.
     from overlap_desktop.config import MAX_THREADS, SETTINGS, Config, load_config
     from overlap_desktop.core.fsutil import atomic_write_bytes
-    from overlap_desktop.core.index.indexer import IndexSummary, fingerprint_file, index_paths
+    from overlap_desktop.core.index.fingerprinting import fingerprint_file
+    from overlap_desktop.core.index.indexer import index_paths
     from overlap_desktop.core.index.merge import MergeSummary, merge_indexes
     from overlap_desktop.core.index.reading import IndexedFile
+    from overlap_desktop.core.index.run import IndexSummary
     from overlap_desktop.core.index.status import LibraryStatus, library_files, library_status
     from overlap_desktop.core.index.store import Index, open_index
     from overlap_desktop.core.ingest.readers import available_readers

@@ -17,18 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from overlap_desktop.core.ingest.orient import orientations_setting, search_orientations
+from overlap_desktop.core.index.search import QUERY_BATCH
+from overlap_desktop.core.ingest.orient import orientations_setting
 from overlap_desktop.core.match.annotations import (
     annotation_overlap,
     fill_episodes,
     index_episode_lookup,
     manifest_episode_lookup,
 )
-from overlap_desktop.core.match.engine import MAX_HITS_PER_FRAME as MAX_HITS_PER_FRAME
-from overlap_desktop.core.match.engine import QUERY_BATCH as QUERY_BATCH
 from overlap_desktop.core.match.engine import QueryStream as QueryStream
-from overlap_desktop.core.match.engine import _cap_per_frame as _cap_per_frame
 from overlap_desktop.core.match.engine import _emit, _IndexCorpus, _MemoryCorpus, compare_streams, match_params
+from overlap_desktop.core.match.orientations import search_orientations
 from overlap_desktop.core.match.repeats import fill_repeats
 from overlap_desktop.core.match.results import (
     _audit_files,
@@ -52,7 +51,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.manifest.format import Manifest
 
 __all__ = [
-    "MAX_HITS_PER_FRAME",
     "QueryStream",
     "audit_sample",
     "compare",
@@ -110,7 +108,7 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         queries = _manifest_queries(m)
         corpus: Any = _IndexCorpus(idx)
         if cluster:
-            from overlap_desktop.core.index.cluster import ClusterCorpus
+            from overlap_desktop.core.index.search import ClusterCorpus
 
             corpus = ClusterCorpus(corpus, cluster)
         # Issue 19: rotated and flipped offers, found by turning the offered codes (core/ingest/orient.py).
@@ -267,7 +265,8 @@ def audit_sample(manifest: Manifest | Path | str, sample_dir: Path | str, *, con
         UsageError: the sample folder does not exist or holds no footage.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.index.indexer import fingerprint_file, walk_candidates
+    from overlap_desktop.core.index.fingerprinting import fingerprint_file
+    from overlap_desktop.core.index.walk import walk_candidates
     from overlap_desktop.core.ingest.fingerprint import ALGO_ID, variants_from_config
     from overlap_desktop.core.ingest.prep import PREP_ID
 

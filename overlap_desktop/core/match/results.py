@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from overlap_desktop.core.index.search import MAX_HITS_PER_FRAME, Corpus
 from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds, union_seconds_excluding
-from overlap_desktop.core.match.engine import MAX_HITS_PER_FRAME, QueryStream, _Corpus
+from overlap_desktop.core.match.engine import QueryStream
 from overlap_desktop.core.match.evidence import EVIDENCE_ID
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.report.model import FileResult, Report, offered_pieces
@@ -119,7 +120,7 @@ def _dedupe(segs: list[Segment]) -> list[Segment]:
 
 
 def _file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
-                  corpus: _Corpus, params: MatchParams) -> list[FileResult]:
+                  corpus: Corpus, params: MatchParams) -> list[FileResult]:
     by_file: OrderedDict[str, list[int]] = OrderedDict()
     for i, q in enumerate(queries):
         by_file.setdefault(q.file, []).append(i)

@@ -376,7 +376,7 @@ def text_overlap(test: Sequence[Path | str] | Sequence[Document], train: Sequenc
     test_norm = _scan.normalize_docs([d.text for d in examples], tokenizer, TOKENIZERS[tokenizer])
     table = _scan.TestTable(test_norm, n)
     sources, skipped = _sources.expand_sources(train)
-    state = _fanout.ScanState(tokenizer, table, list(fields) if fields else None, MAX_OCCURRENCES)
+    state = _fanout.ScanState(tokenizer, table, list(fields) if fields else None, MAX_OCCURRENCES, mcap_documents)
     result = TextOverlapResult(n=n, tokenizer=tokenizer, examples=len(examples),
                                too_short=sum(1 for k in lengths if k < n),
                                example_text=[d.text for d in examples], files=len(sources),
