@@ -78,7 +78,7 @@ _EXPORTS: dict[str, str] = {
     "write_manifest": "overlap_desktop.core.manifest.export",
     "ManifestFile": "overlap_desktop.core.manifest.format",
     "ManifestStream": "overlap_desktop.core.manifest.format",
-    "TextNgrams": "overlap_desktop.core.manifest.sections",
+    "TextNgrams": "overlap_desktop.core.manifest.format",
     "check_offer": "overlap_desktop.core.manifest.compat",
     "OfferCheck": "overlap_desktop.core.manifest.compat",
     "verify_delivery": "overlap_desktop.core.manifest.verify",
@@ -236,10 +236,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for
     from overlap_desktop.core.manifest.compat import OfferCheck, check_offer
     from overlap_desktop.core.manifest.export import ExportSummary, export_manifest, write_manifest
-    from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream
+    from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream, TextNgrams
     from overlap_desktop.core.manifest.inspect import inspect_manifest
     from overlap_desktop.core.manifest.parse import read_manifest
-    from overlap_desktop.core.manifest.sections import TextNgrams
     from overlap_desktop.core.manifest.verify import (
         VerifyResult,
         is_clutter,

@@ -18,12 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from overlap_desktop.core.index.schema import DB_NAME
 from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
 
-__all__ = ["SHARD_REPAIR_ADVICE", "apply_bestpractice", "guard_db", "open_error", "translate_db_error"]
+__all__ = ["DB_NAME", "SHARD_REPAIR_ADVICE", "apply_bestpractice", "guard_db", "open_error", "translate_db_error"]
 
 log = logging.getLogger(__name__)
+
+#: The database file inside an index folder.
+DB_NAME = "index.sqlite3"
 
 _bestpractice_lock = threading.Lock()
 _bestpractice_applied = False

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.index.blobs import decode_fingerprints, info_from_json
-from overlap_desktop.core.index.db import _DAMAGED_ADVICE, first_row
-from overlap_desktop.core.index.schema import DB_NAME
+from overlap_desktop.core.index.db import _DAMAGED_ADVICE, DB_NAME, first_row
 from overlap_desktop.core.index.sealing import rebuild_estimate_s
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo
 from overlap_desktop.errors import IndexError_

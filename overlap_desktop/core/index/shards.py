@@ -542,7 +542,7 @@ class Shard:
         # Formats 1 and 2 (read only): one lookup per chunk table.
         from overlap_desktop.core.index.shard_legacy import legacy_candidates
 
-        return legacy_candidates(self, plan, max_bucket)
+        return legacy_candidates(self, plan, max_bucket, PREFIX_BITS)
 
     def search(self, query: np.ndarray | QueryPlan, *, max_distance: int, probe: int = 0,
                max_bucket: int = DEFAULT_MAX_BUCKET) -> Hits:

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from overlap_desktop.core.index.db import DB_NAME
+
 # `_norm`/`_under` are the store's own rule for "this path is at or under that root"; using
 # them keeps `overlap files PATH` in step with how paths are stored.
 from overlap_desktop.core.index.reading import IndexedFile, _norm, _under
-from overlap_desktop.core.index.schema import DB_NAME
 from overlap_desktop.core.index.store import open_index
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 from overlap_desktop.core.index.blobs import encode_fingerprints, info_to_json
 from overlap_desktop.core.index.db import (
     _DAMAGED_ADVICE,
+    DB_NAME,
     apply_bestpractice,
     first_row,
     guard_db,
@@ -53,7 +54,7 @@ from overlap_desktop.core.index.db import (
 )
 from overlap_desktop.core.index.lock import WriterLock, network_filesystem, wal_support
 from overlap_desktop.core.index.reading import IndexedFile, IndexReader, _norm
-from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME, SCHEMA_VERSION, SHARD_DIR, init_or_migrate, now_iso
+from overlap_desktop.core.index.schema import LOCK_NAME, SCHEMA_VERSION, SHARD_DIR, init_or_migrate, now_iso
 from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES, ShardSet
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo
 from overlap_desktop.errors import IndexError_

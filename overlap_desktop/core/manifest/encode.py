@@ -36,6 +36,7 @@ from overlap_desktop.core.manifest.format import (
     SEC_FILES,
     SEC_META,
     SEC_ROOT,
+    SEC_STREAM_EPISODES,
     SEC_TEXT_NGRAMS,
     SECTION,
     ZSTD_LEVEL,
@@ -43,6 +44,7 @@ from overlap_desktop.core.manifest.format import (
     ManifestFile,
     ManifestStream,
     OptionalSection,
+    TextNgrams,
     _crowded_second,
     _name_problem,
 )
@@ -51,8 +53,6 @@ from overlap_desktop.core.manifest.parse import decoded_budget
 from overlap_desktop.core.manifest.sections import (
     EPISODES_SVERSION,
     NGRAMS_SVERSION,
-    SEC_STREAM_EPISODES,
-    TextNgrams,
     encode_stream_episodes,
     encode_text_ngrams,
 )

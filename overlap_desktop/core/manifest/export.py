@@ -27,8 +27,9 @@ from overlap_desktop.core.manifest.format import (
     MAX_FPS,
     ManifestFile,
     ManifestStream,
+    TextNgrams,
 )
-from overlap_desktop.core.manifest.sections import TextNgrams, clean_episodes
+from overlap_desktop.core.manifest.sections import clean_episodes
 from overlap_desktop.core.types import (
     CancelCallback,
     Progress,

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from overlap_desktop.core.manifest.sections import SEC_STREAM_EPISODES, TextNgrams
 from overlap_desktop.core.types import StreamFingerprints
 
 __all__ = [
@@ -31,6 +30,7 @@ __all__ = [
     "ManifestFile",
     "ManifestStream",
     "OptionalSection",
+    "TextNgrams",
 ]
 
 MAGIC = b"\x89OVLM\r\n\x1a"
@@ -39,6 +39,7 @@ FORMAT_VERSION = 1
 SEC_META = 0x0001
 SEC_FILES = 0x0002
 SEC_TEXT_NGRAMS = 0x0003  # hashed annotation n-grams (optional; sections.py)
+SEC_STREAM_EPISODES = 0x0004  # episode spans of streams (optional; sections.py)
 SEC_ROOT = 0xFFFF
 FLAG_CRITICAL = 0x0001
 SECTION_NAMES = {SEC_META: "META", SEC_FILES: "FILES", SEC_TEXT_NGRAMS: "TEXT_NGRAMS",
@@ -86,6 +87,34 @@ _RUN_DTYPE = np.dtype([("delta", "<u8"), ("count", "<u4")])
 
 
 # --------------------------------------------------------------------------- data model
+
+
+@dataclass(slots=True)
+class TextNgrams:
+    """Keyed 64-bit hashes of a vendor's annotation n-grams (no text).
+
+    Attributes:
+        tokenizer: Tokenizer id (a key of :data:`overlap_desktop.core.text.overlap.TOKENIZERS`).
+        hashes: n -> sorted unique ``uint64`` hashes made by
+            :func:`~overlap_desktop.core.text.overlap.keyed_ngram_hashes`.
+        documents: How many annotation texts were hashed (0 when not recorded).
+    """
+
+    tokenizer: str
+    hashes: dict[int, np.ndarray] = field(default_factory=dict)
+    documents: int = 0
+
+    @property
+    def ns(self) -> list[int]:
+        return sorted(self.hashes)
+
+    def counts(self) -> dict[int, int]:
+        """Number of hashes per n."""
+        return {n: int(self.hashes[n].shape[0]) for n in self.ns}
+
+    def decoded_bytes(self) -> int:
+        return 8 * sum(self.counts().values())
+
 
 
 @dataclass(slots=True)

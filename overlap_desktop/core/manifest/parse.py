@@ -42,6 +42,7 @@ from overlap_desktop.core.manifest.format import (
     SEC_FILES,
     SEC_META,
     SEC_ROOT,
+    SEC_STREAM_EPISODES,
     SEC_TEXT_NGRAMS,
     SECTION,
     SECTION_NAMES,
@@ -49,6 +50,7 @@ from overlap_desktop.core.manifest.format import (
     ManifestFile,
     ManifestStream,
     OptionalSection,
+    TextNgrams,
     _crowded_second,
     _name_problem,
 )
@@ -56,8 +58,6 @@ from overlap_desktop.core.manifest.merkle import leaf_hash, root_from_leaf_hashe
 from overlap_desktop.core.manifest.sections import (
     EPISODES_SVERSION,
     NGRAMS_SVERSION,
-    SEC_STREAM_EPISODES,
-    TextNgrams,
     parse_stream_episodes,
     parse_text_ngrams,
 )
