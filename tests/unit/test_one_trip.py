@@ -17,7 +17,7 @@ import numpy as np
 from overlap_desktop.core.index.shards import Shard
 from overlap_desktop.core.ingest import orient
 from overlap_desktop.core.match import orientations
-from overlap_desktop.core.match.engine import QueryStream, _MemoryCorpus, compare_streams, one_trip
+from overlap_desktop.core.match.engine import MemoryCorpus, QueryStream, compare_streams, one_trip
 from overlap_desktop.core.match.segments import MatchParams
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from tests.codes import flip_bits
@@ -43,7 +43,7 @@ def _fp(codes: np.ndarray, fps: float) -> StreamFingerprints:
 class _Counting:
     """A corpus that counts the trips over its shards."""
 
-    def __init__(self, inner: _MemoryCorpus) -> None:
+    def __init__(self, inner: MemoryCorpus) -> None:
         self.inner, self.trips = inner, 0
 
     def shards(self) -> Iterator[Shard]:
@@ -103,7 +103,7 @@ def test_one_trip_finds_what_two_trips_found() -> None:
     queries = [QueryStream("offer.mp4", offer.shape[0], "v:0", _fp(offer[:, None, :], 1.0)),
                QueryStream("other.mp4", 60.0, "v:0", _fp(flip_bits(owned[5][:240:4], 6, rng)[:, None, :], 1.0))]
     params = MatchParams()
-    memory = _MemoryCorpus(streams)
+    memory = MemoryCorpus(streams)
     try:
         before, after = _Counting(memory), _Counting(memory)
         want = _two_trips(queries, before, params)
@@ -120,7 +120,7 @@ def test_one_trip_finds_what_two_trips_found() -> None:
 def test_a_view_searched_otherwise_searches_itself() -> None:
     rng = np.random.default_rng(3)
     own = _walk(200, rng)
-    memory = _MemoryCorpus([("own.mp4", "v:0", _fp(own[:, None, :], 4.0))])
+    memory = MemoryCorpus([("own.mp4", "v:0", _fp(own[:, None, :], 4.0))])
     try:
         counting = _Counting(memory)
         q = [QueryStream("a.mp4", 30.0, "v:0", _fp(own[:120:4, None, :], 1.0))]

@@ -254,12 +254,12 @@ def _fingerprint_all(run: IndexRun, plan: _Plan, engine: FileEngine | None, req:
 
 def _settle_missing(idx: Index, req: _Request, plan: _Plan, summary: IndexSummary) -> None:
     """Index rows under the roots whose file is gone: forgotten (``forget_missing``) or listed."""
-    from overlap_desktop.core.index.reading import _under
+    from overlap_desktop.core.index.reading import is_under
 
     seen = {os.path.normcase(str(i)) for i, _ in plan.items}
     # Files inside a folder we could not list are unknown, not gone.
     gone = [g for g in _missing_rows(idx, req.roots, seen)
-            if not any(_under(g, str(folder)) for folder, _ in plan.unlisted)]
+            if not any(is_under(g, str(folder)) for folder, _ in plan.unlisted)]
     if req.forget_missing and gone:
         summary.forgotten = idx.remove_files(gone)
     else:
@@ -312,7 +312,7 @@ def _disk_full(exc: BaseException) -> bool:
 def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
     """Refuse ``forget_missing`` under a given folder that is empty while the index holds
     files under it (an unmounted disk's mount point looks exactly like that)."""
-    from overlap_desktop.core.index.reading import _under
+    from overlap_desktop.core.index.reading import is_under
 
     for root in roots:
         if not root.is_dir():
@@ -323,7 +323,7 @@ def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
                     continue
         except OSError:
             continue  # reported as unlisted; nothing under it is forgotten
-        held = sum(1 for f in idx.files() if not f.provenance and _under(f.path, str(root)))
+        held = sum(1 for f in idx.files() if not f.provenance and is_under(f.path, str(root)))
         if held:
             raise UsageError(f"--forget-missing: this folder is empty but the index holds {held} file(s) under "
                              "it; if it is a disk that is not mounted, mount it and run again (nothing was "
@@ -332,13 +332,13 @@ def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
 
 def _missing_rows(idx: Index, roots: Sequence[Path], seen: set[str]) -> list[str]:
     """Index paths under ``roots`` that no longer exist on disk."""
-    from overlap_desktop.core.index.reading import _under
+    from overlap_desktop.core.index.reading import is_under
 
     out = []
     for f in idx.files():
         # Rows merged from another machine's index describe files that live there.
         if os.path.normcase(f.path) in seen or f.provenance:
             continue
-        if any(_under(f.path, str(r)) for r in roots) and not os.path.exists(f.path):
+        if any(is_under(f.path, str(r)) for r in roots) and not os.path.exists(f.path):
             out.append(f.path)
     return out

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_HITS_PER_FRAME", "QUERY_BATCH", "ClusterCorpus", "Corpus", "IndexCorpus", "cap_per_frame",
+__all__ = ["MAX_HITS_PER_FRAME", "QUERY_BATCH", "ClusterCorpus", "Corpus", "IndexBacked", "cap_per_frame",
            "search_on", "search_shard"]
 
 #: Hits kept per query frame and shard: a frame of a static or repetitive scene can match
@@ -51,7 +51,7 @@ class Corpus(Protocol):
     def searched_seconds(self) -> float: ...
 
 
-class IndexCorpus(Corpus, Protocol):
+class IndexBacked(Corpus, Protocol):
     """A corpus backed by an open index."""
 
     index: Index
@@ -143,7 +143,7 @@ class ClusterCorpus:
     shard loop over to :meth:`collect_hits`.
     """
 
-    def __init__(self, inner: IndexCorpus, address: str) -> None:
+    def __init__(self, inner: IndexBacked, address: str) -> None:
         if not address:
             raise ConfigError("--cluster needs a scheduler address such as tcp://HOST:8786")
         self.inner = inner

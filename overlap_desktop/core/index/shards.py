@@ -59,8 +59,8 @@ from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
 from overlap_desktop.core.index.bucket import matching_rows, row_distances
 from overlap_desktop.core.index.plan import DEFAULT_CHUNK_BYTES as DEFAULT_CHUNK_BYTES
 from overlap_desktop.core.index.plan import QueryPlan as QueryPlan
-from overlap_desktop.core.index.plan import _chunk_keys as _chunk_keys
-from overlap_desktop.core.index.plan import _chunk_spec
+from overlap_desktop.core.index.plan import chunk_keys as chunk_keys
+from overlap_desktop.core.index.plan import chunk_spec
 from overlap_desktop.errors import IndexError_
 
 __all__ = [
@@ -187,7 +187,7 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
         del out
         for name, arr in arrays.items():
             np.save(tmp / f"{name}.npy", arr)
-        spec = _chunk_spec(chunk_bytes)
+        spec = chunk_spec(chunk_bytes)
         _write_chunk_tables(tmp, codes, spec, version)
         meta = {"format": SHARD_FORMAT, "version": int(version), "count": int(n),
                 "chunks": [list(c) for c in spec], "prefix_bits": _prefix_bits(n, spec[0][1], version), **extra}
@@ -249,7 +249,7 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
         for name, (shape, dt) in shapes.items():
             stacked[name] = _open_table(tmp / f"{name}.npy", dt, shape)
     for j, (start, w) in enumerate(spec):
-        keys = _chunk_keys(codes, start, w)
+        keys = chunk_keys(codes, start, w)
         perm = np.argsort(keys, kind="stable").astype(np.uint32)
         keys = keys[perm]
         counts = np.bincount((keys >> np.uint32(lbits)).astype(np.int64), minlength=1 << pbits)

@@ -35,8 +35,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.store import Index
 
 __all__ = [
+    "IndexCorpus",
+    "MemoryCorpus",
     "QueryStream",
     "compare_streams",
+    "emit_progress",
     "match_params",
     "one_trip",
     "query_codes",
@@ -57,7 +60,7 @@ class QueryStream:
     stream_id: int = -1
 
 
-class _IndexCorpus:
+class IndexCorpus:
     """The owned index as a corpus (shards from :meth:`Index.shards`)."""
 
     def __init__(self, index: Index) -> None:
@@ -87,7 +90,7 @@ class _IndexCorpus:
         return float(self.index.stats().get("hours") or 0.0) * 3600.0
 
 
-class _MemoryCorpus:
+class MemoryCorpus:
     """Streams held in memory (a manifest, fingerprinted sample footage) as a corpus.
 
     One temporary shard is built on disk on first use and removed by :meth:`close`.
@@ -153,7 +156,7 @@ def match_params(config: Config | None = None, floor_seconds: float | None = Non
     return MatchParams(**kw)
 
 
-def _emit(progress: ProgressCallback | None, stage: str, done: float, total: float | None,
+def emit_progress(progress: ProgressCallback | None, stage: str, done: float, total: float | None,
           unit: str, message: str | None = None) -> None:
     if progress is not None:
         progress(Progress(stage=stage, done=done, total=total, unit=unit, message=message))
@@ -184,7 +187,7 @@ def _collect_hits(codes: np.ndarray, corpus: Corpus, params: MatchParams,
                 parts.append(cap_per_frame(h, MAX_HITS_PER_FRAME))
             check_cancel(cancel)
         n_shards += 1
-        _emit(progress, "search", n_shards, None, "shards")
+        emit_progress(progress, "search", n_shards, None, "shards")
     return Hits.concat(parts)
 
 
@@ -342,6 +345,6 @@ def compare_streams(queries: Sequence[QueryStream], corpus: Corpus, params: Matc
                              searched_seconds=max(searched, cfp.duration_s))
         out.extend((qi, sid, s) for s in segs)
         if k % 16 == 0:
-            _emit(progress, "match", k + 1, len(groups), "pairs")
-    _emit(progress, "match", len(groups), len(groups), "pairs")
+            emit_progress(progress, "match", k + 1, len(groups), "pairs")
+    emit_progress(progress, "match", len(groups), len(groups), "pairs")
     return out

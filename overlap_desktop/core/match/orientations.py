@@ -43,7 +43,7 @@ class OrientedCorpus:
 
     Args:
         inner: The corpus searched (anything with ``describe``, ``fingerprints`` and
-            ``searched_seconds``, like compare's ``_IndexCorpus``).
+            ``searched_seconds``, like :class:`~overlap_desktop.core.match.engine.IndexCorpus`).
     """
 
     #: Stream ids at or above this are tagged (``tag * _TAG + real id``).

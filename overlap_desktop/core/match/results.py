@@ -24,7 +24,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.manifest.format import Manifest
 
-__all__ = ["SPEED_TOLERANCE", "speed_change"]
+__all__ = [
+    "SPEED_TOLERANCE",
+    "audit_files",
+    "build_report",
+    "check_ids",
+    "file_results",
+    "load_manifest",
+    "manifest_facts",
+    "manifest_queries",
+    "report_settings",
+    "speed_change",
+]
 
 #: Speed factors within this relative distance of 1 are "normal speed".
 SPEED_TOLERANCE = 0.03
@@ -119,7 +130,7 @@ def _dedupe(segs: list[Segment]) -> list[Segment]:
     return kept
 
 
-def _file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
+def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
                   corpus: Corpus, params: MatchParams) -> list[FileResult]:
     by_file: OrderedDict[str, list[int]] = OrderedDict()
     for i, q in enumerate(queries):
@@ -166,7 +177,7 @@ def _is_weak(s: Segment, params: MatchParams) -> bool:
     return s.chance is not None and s.chance > params.max_chance
 
 
-def _report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
+def build_report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
             settings: dict[str, Any]) -> Report:
     ind_total = sum(union_seconds([(sp.start_s, sp.end_s) for sp in f.indeterminate]) for f in files)
     return Report(
@@ -182,7 +193,7 @@ def _report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
     )
 
 
-def _settings(params: MatchParams, *, algo: str, prep: str, index: Index | None = None,
+def report_settings(params: MatchParams, *, algo: str, prep: str, index: Index | None = None,
               extra: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "algo": algo,
@@ -211,7 +222,7 @@ def _settings(params: MatchParams, *, algo: str, prep: str, index: Index | None 
     return out
 
 
-def _manifest_facts(m: Manifest) -> dict[str, Any]:
+def manifest_facts(m: Manifest) -> dict[str, Any]:
     secs = sum(float(f.duration_s or 0.0) for f in m.files)
     return {
         "label": getattr(m, "label", None),
@@ -226,7 +237,7 @@ def _manifest_facts(m: Manifest) -> dict[str, Any]:
     }
 
 
-def _manifest_queries(m: Manifest) -> list[QueryStream]:
+def manifest_queries(m: Manifest) -> list[QueryStream]:
     out: list[QueryStream] = []
     for f in m.files:
         dur = float(f.duration_s) if f.duration_s is not None else max(
@@ -241,7 +252,7 @@ def _manifest_queries(m: Manifest) -> list[QueryStream]:
     return out
 
 
-def _load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
+def load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
                    expect_prep: str | None = None) -> tuple[Manifest, str | None]:
     if isinstance(manifest, (str, os.PathLike)):
         from overlap_desktop.core.manifest.parse import read_manifest
@@ -251,7 +262,7 @@ def _load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None =
     return manifest, None
 
 
-def _check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None) -> None:
+def check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None) -> None:
     if m.algo_id != algo or m.prep_id != prep:
         raise ManifestError(
             f"incompatible fingerprints: the manifest uses algo {m.algo_id!r} / prep {m.prep_id!r}, "
@@ -259,7 +270,7 @@ def _check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None
             f"normalisation", path=path)
 
 
-def _audit_files(samples: Sequence[tuple[str, str, StreamFingerprints]], durations: dict[str, float],
+def audit_files(samples: Sequence[tuple[str, str, StreamFingerprints]], durations: dict[str, float],
                  queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
                  params: MatchParams) -> list[FileResult]:
     """Per sample file, which of its seconds the manifest covers (``audit_sample``'s answer).
