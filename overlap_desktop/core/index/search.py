@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_HITS_PER_FRAME", "QUERY_BATCH", "ClusterCorpus", "Corpus", "IndexBacked", "cap_per_frame",
+__all__ = ["MAX_HITS_PER_FRAME", "QUERY_BATCH", "ClusterCorpus", "Corpus", "CorpusView", "IndexBacked", "cap_per_frame",
            "search_on", "search_shard"]
 
 #: Hits kept per query frame and shard: a frame of a static or repetitive scene can match
@@ -49,6 +49,26 @@ class Corpus(Protocol):
     def describe(self, stream_id: int) -> tuple[str, str]: ...
 
     def searched_seconds(self) -> float: ...
+
+
+class CorpusView:
+    """A corpus seen through a wrapper: forwards the :class:`Corpus` methods to ``inner``; a
+    subclass overrides what it changes (explicitly, so a type checker sees every method)."""
+
+    def __init__(self, inner: Corpus) -> None:
+        self.inner = inner
+
+    def shards(self) -> Iterator[Shard]:
+        return self.inner.shards()
+
+    def fingerprints(self, stream_id: int) -> StreamFingerprints:
+        return self.inner.fingerprints(stream_id)
+
+    def describe(self, stream_id: int) -> tuple[str, str]:
+        return self.inner.describe(stream_id)
+
+    def searched_seconds(self) -> float:
+        return self.inner.searched_seconds()
 
 
 class IndexBacked(Corpus, Protocol):
@@ -136,7 +156,7 @@ def search_on(engine: Engine, index: Index, codes: np.ndarray, *, max_distance: 
     return Hits.concat(parts)
 
 
-class ClusterCorpus:
+class ClusterCorpus(CorpusView):
     """The index corpus of a comparison, with the shard search sent to a Dask cluster.
 
     Fingerprints and names still come from the local index (``inner``); the matcher hands its
@@ -146,20 +166,9 @@ class ClusterCorpus:
     def __init__(self, inner: IndexBacked, address: str) -> None:
         if not address:
             raise ConfigError("--cluster needs a scheduler address such as tcp://HOST:8786")
-        self.inner = inner
+        super().__init__(inner)
+        self.index = inner.index
         self.address = address
-
-    def shards(self) -> Iterator[Shard]:
-        return self.inner.shards()
-
-    def fingerprints(self, stream_id: int) -> StreamFingerprints:
-        return self.inner.fingerprints(stream_id)
-
-    def describe(self, stream_id: int) -> tuple[str, str]:
-        return self.inner.describe(stream_id)
-
-    def searched_seconds(self) -> float:
-        return self.inner.searched_seconds()
 
     def collect_hits(self, codes: np.ndarray, params: Any, progress: ProgressCallback | None,
                      cancel: CancelCallback | None) -> Hits:
@@ -169,7 +178,7 @@ class ClusterCorpus:
 
         engine = engine_named(cluster=self.address, name="search", facts=pipeline_facts)
         try:
-            return search_on(engine, self.inner.index, codes, max_distance=params.seed_distance,
+            return search_on(engine, self.index, codes, max_distance=params.seed_distance,
                              probe=params.probe, progress=progress, cancel=cancel)
         finally:
             engine.close()

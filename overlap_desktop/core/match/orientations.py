@@ -10,12 +10,11 @@ the report.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from overlap_desktop.core.index.search import Corpus
-from overlap_desktop.core.index.shards import Shard
+from overlap_desktop.core.index.search import Corpus, CorpusView
 from overlap_desktop.core.ingest.orient import (
     QUERY_ORIENTATIONS,
     Orientation,
@@ -34,7 +33,7 @@ def _as_variant(v: Variant, o: Orientation) -> Variant:
     return replace(v, mirrored=o[0], rotation=o[1])
 
 
-class OrientedCorpus:
+class OrientedCorpus(CorpusView):
     """A corpus seen through query-side orientations, for reporting.
 
     Segments found with turned query codes carry a tagged stream id; this view maps
@@ -50,7 +49,7 @@ class OrientedCorpus:
     _TAG = 1 << 40
 
     def __init__(self, inner: Corpus, orientations: Sequence[Orientation] = QUERY_ORIENTATIONS) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.orientations = tuple(orientations)
         self._cache: dict[int, StreamFingerprints] = {}
 
@@ -60,12 +59,6 @@ class OrientedCorpus:
 
     def _split(self, sid: int) -> tuple[int, int]:
         return sid // self._TAG, sid % self._TAG
-
-    def shards(self) -> Iterator[Shard]:
-        return self.inner.shards()
-
-    def searched_seconds(self) -> float:
-        return self.inner.searched_seconds()
 
     def describe(self, stream_id: int) -> tuple[str, str]:
         return self.inner.describe(self._split(stream_id)[1])
@@ -85,7 +78,7 @@ class OrientedCorpus:
         return self._cache[stream_id]
 
 
-class _PassCorpus:
+class _PassCorpus(CorpusView):
     """The corpus for one query-orientation pass: the same shards, a larger search space.
 
     Every extra pass is another chance for unrelated footage to line up, so its evidence
@@ -93,21 +86,13 @@ class _PassCorpus:
     keeps exactly the judgement it had before orientations were searched).
     """
 
-    def __init__(self, inner: Any, factor: int) -> None:
-        self.inner = inner
+    def __init__(self, inner: Corpus, factor: int) -> None:
+        super().__init__(inner)
         self.factor = factor
+        # The matcher still finds a fanned-out search by this method (core/match/engine.py).
         fan_out = getattr(inner, "collect_hits", None)
         if fan_out is not None:
             self.collect_hits = fan_out
-
-    def shards(self) -> Any:
-        return self.inner.shards()
-
-    def fingerprints(self, stream_id: int) -> StreamFingerprints:
-        return self.inner.fingerprints(stream_id)
-
-    def describe(self, stream_id: int) -> tuple[str, str]:
-        return self.inner.describe(stream_id)
 
     def searched_seconds(self) -> float:
         return float(self.inner.searched_seconds()) * self.factor
