@@ -8,7 +8,7 @@ Run from the repository root::
     python bench/bench_index.py variants        # bit distances: crops vs nearest rung, unrelated
     python bench/bench_index.py scale           # serial vs --workers 2 vs a 2-worker Dask cluster
 
-Figures are printed; docs/architecture.md and docs/scale.md quote them. Nothing here
+Figures are printed; docs/architecture.md and bench/RESULTS.md quote them. Nothing here
 asserts a time (performance is not a test).
 """
 
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                     choices=["throughput", "size", "variants", "scale"])
     ap.add_argument("--seconds", type=float, default=60.0, help="length of the 720p throughput clip")
     # 16 x 60 s by default: worker start-up is paid once per run, so a job of minutes measures the
-    # engines rather than the start-up (an 8 x 20 s job gave 1.49-1.61x; docs/scale.md).
+    # engines rather than the start-up (an 8 x 20 s job gave 1.49-1.61x; bench/RESULTS.md).
     ap.add_argument("--files", type=int, default=16, help="clips in the scale-out corpus")
     ap.add_argument("--clip-seconds", type=float, default=60.0, help="length of each scale-out clip")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the scale-out runs")

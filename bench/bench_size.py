@@ -21,7 +21,7 @@ Usage::
     python bench/bench_size.py                  # 8 generated clips x 60 s, plus realdata
     python bench/bench_size.py --clips 4 --seconds 30 --no-real
 
-No assertions: this prints figures for docs/scale.md.
+No assertions: this prints figures for bench/RESULTS.md.
 """
 
 from __future__ import annotations

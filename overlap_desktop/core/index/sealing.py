@@ -54,7 +54,7 @@ SHARD_GRACE_S = 6 * 3600.0
 DEFAULT_SHARD_CODES = 8_000_000
 #: CPU seconds a rebuild of the search shards costs per stored code (every variant of every
 #: sample): reading and decompressing the codes, then building shards from the seed rows.
-#: Measured on the reference machine, one core (docs/scale.md, "How long --rebuild-shards
+#: Measured on the reference machine, one core (bench/RESULTS.md, "How long --rebuild-shards
 #: takes"): about 7 s per 100 footage hours at the default preset (11.5M codes), a minute per
 #: 1,000 hours. A slower laptop may take twice as long: it is a guide for deciding when to run it.
 REBUILD_S_PER_CODE = 7.0 / (100 * 3600 * 4 * 8)

@@ -35,7 +35,7 @@ find too few seeds at the distances re-encodes and phase shifts produce.
 
 Because the work per lookup is the same in every shard, a comparison costs about
 (shards x probes) lookups plus the random chunk collisions, which grow with the rows
-searched: hence few large shards of seed rows (docs/scale.md, "Comparison").
+searched: hence few large shards of seed rows (bench/RESULTS.md, "Comparison").
 
 Only the shard's own arrays are memory-mapped, so the resident memory of a search is
 bounded by one shard's touched pages and candidates.
@@ -90,7 +90,7 @@ _WRITABLE_VERSIONS = (2, 3, 4)
 #: ``1 / DEFAULT_SEED_FPS`` seconds of stream time, every variant. Verification along a line
 #: reads every sample from the database, so seeds only need to put two or more points on a
 #: copy's line; at 1 seed/s every row of the detection matrix passes, at a quarter of the rows
-#: of the 4-sample/s default preset (docs/scale.md, "Shard format 4").
+#: of the 4-sample/s default preset (bench/RESULTS.md, "Shard format 4").
 DEFAULT_SEED_FPS = 1.0
 #: Bits of a chunk value resolved by the in-memory prefix table (shards whose meta has no size).
 PREFIX_BITS = 16
@@ -292,7 +292,7 @@ def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
     a lookup then compares every row of its bucket, one gather per row, where the ~16-row buckets
     of format-4 shards of earlier builds needed a five-step binary search. The
     offsets table grows from ~2.5 to 14-28 bytes per row (+0.4-0.7 MB per footage hour) and the
-    search of an 8M-row shard costs a quarter to a third less (docs/scale.md, "Two-row
+    search of an 8M-row shard costs a quarter to a third less (bench/RESULTS.md, "Two-row
     buckets"). Its meta records the size, so shards of either sizing read alike. Formats 2-3: ~4.
     """
     if version >= 4:
@@ -307,7 +307,7 @@ def layout_is_current(meta: dict[str, Any]) -> bool:
 
     Older layouts are still read, but more slowly: formats 1-3 hold every sample and smaller
     tables, and format-4 shards of earlier builds ~16 rows per bucket instead of ~2 (a lookup
-    searches each bucket; docs/scale.md, "Two-row buckets"). ``overlap index
+    searches each bucket; bench/RESULTS.md, "Two-row buckets"). ``overlap index
     --rebuild-shards`` rewrites them from the database.
     """
     try:

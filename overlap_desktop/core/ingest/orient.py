@@ -12,7 +12,7 @@ coefficients. Turning or flipping the picture moves that grid around:
 That is what lets the compare step find a rotated or flipped offer from the
 offered codes alone (:mod:`overlap_desktop.core.match.orientations`), instead of the
 index storing more variants per sample. ``bench/bench_ingest.py orient`` measures the approximation:
-see docs/scale.md.
+see bench/RESULTS.md.
 
 An orientation is a :class:`~overlap_desktop.core.types.Variant`-style pair
 ``(mirrored, rotation)``: mirror left-right first (when ``mirrored``), then rotate

@@ -171,7 +171,7 @@ def _collect_hits(codes: np.ndarray, corpus: Corpus, params: MatchParams,
     parts: list[Hits] = []
     n_shards = 0
     # Probes are cut and sorted once per query batch and chunk layout, not once per shard
-    # (at 10,000 hours there are hundreds of shards; see docs/scale.md).
+    # (at 10,000 hours there are hundreds of shards; see bench/RESULTS.md).
     plans: dict[tuple[int, tuple[tuple[int, int], ...]], QueryPlan] = {}
     for shard in corpus.shards():
         check_cancel(cancel)
@@ -196,7 +196,7 @@ class _OneTrip:
 
     compare's turned pass searches the same shards as the upright pass with other codes;
     searched apart, every shard is mapped (its pages faulted in again) and looked up twice,
-    which cost about a third of the per-shard time at 10,000 hours (docs/scale.md). Here the
+    which cost about a third of the per-shard time at 10,000 hours (bench/RESULTS.md). Here the
     first pass to ask for hits searches the codes of every pass at once and each pass gets its
     own rows back: the same hits in the same order as separate searches, because a hit depends
     only on its query row and the shard, and the shards come in the same order.
