@@ -224,8 +224,7 @@ def bench_scale(files: int = 16, seconds: float = 60.0, rounds: int = 2, corpus_
 
     import distributed
 
-    from overlap_desktop.core.engines.cluster import DaskEngine
-    from overlap_desktop.core.index.parallel import JobEngine, ProcessEngine
+    from overlap_desktop.core.index.parallel import ProcessEngine, cluster_engine
 
     def load() -> str:
         return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "n/a"
@@ -276,7 +275,7 @@ def bench_scale(files: int = 16, seconds: float = 60.0, rounds: int = 2, corpus_
                 pool_rt = _round_trip(pool, tmp)
             finally:
                 pool.close()
-            dask = JobEngine(DaskEngine(lc.scheduler_address, name="fingerprint"))
+            dask = cluster_engine(lc.scheduler_address)
             try:
                 _round_trip(dask, tmp, 4)
                 dask_rt = _round_trip(dask, tmp)

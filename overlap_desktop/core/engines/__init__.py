@@ -22,38 +22,53 @@ from overlap_desktop.core.engines.base import (
 )
 from overlap_desktop.core.types import CancelCallback
 
-__all__ = ["CloseInBackground", "Done", "Engine", "Task", "WorkerDied", "default_workers", "engine_named",
-           "run_each", "where"]
+__all__ = ["ENGINES", "CloseInBackground", "Done", "Engine", "Task", "WorkerDied", "default_workers", "engine_for",
+           "engine_named", "run_each", "where"]
 
 
-def engine_named(*, cluster: str | None = None, workers: int = 1, threads: int = 0, name: str = "call",
+#: The engines by name: ``serial`` (this process), ``processes`` (worker processes on this
+#: machine), ``dask`` (the workers of a Dask cluster).
+ENGINES = ("serial", "processes", "dask")
+
+
+def engine_for(*, cluster: str | None, workers: int) -> str:
+    """The usual choice: a cluster when an address is given, worker processes when more than one
+    is asked for, else this process."""
+    return "dask" if cluster else "processes" if workers > 1 else "serial"
+
+
+def engine_named(name: str, *, workers: int = 1, threads: int = 0, address: str = "", label: str = "call",
                  facts: Callable[[], tuple[str, ...]] | None = None,
                  on_progress: Callable[[Hashable, float], None] | None = None,
                  cancel: CancelCallback | None = None) -> Engine:
-    """The engine for a run, chosen in one place: a Dask cluster when an address is given, else
-    ``workers`` processes on this machine, else (``workers <= 1``) this process.
+    """The engine called ``name`` (one of :data:`ENGINES`): the one place engines are made.
 
     Args:
-        cluster: A Dask scheduler address (``tcp://HOST:8786``), or None.
-        workers: Worker processes on this machine (ignored with ``cluster``).
+        name: ``serial``, ``processes`` or ``dask``.
+        workers: Worker processes (``processes``).
         threads: Decoder threads per call in worker processes (0: as configured).
-        name: A word naming the calls on a cluster's dashboard.
-        facts: What every cluster worker must agree on besides the version (a module-level function).
-        on_progress: In this process: receives ``(key, value)`` of each call's progress.
-        cancel: In this process: each call's cancel (other engines are cancelled by ``stop()``).
+        address: The Dask scheduler, ``tcp://HOST:8786`` (``dask``).
+        label: A word naming the calls on the cluster's dashboard (``dask``).
+        facts: What every cluster worker must agree on besides the version, a module-level function (``dask``).
+        on_progress: Receives ``(key, value)`` of each call's progress (``serial``; worker processes
+            report through :meth:`Engine.fractions`).
+        cancel: Each call's cancel (``serial``; the others are cancelled by ``stop()``).
 
     Raises:
+        ValueError: an unknown name.
         MissingDependencyError, UsageError, ConfigError: see
             :func:`overlap_desktop.core.engines.cluster.connect`.
     """
-    if cluster:
+    if name == "dask":
         from overlap_desktop.core.engines.cluster import DaskEngine
 
-        return DaskEngine(cluster, name=name, facts=facts)
-    if workers > 1:
+        return DaskEngine(address, name=label, facts=facts)
+    if name == "processes":
         from overlap_desktop.core.engines.processes import ProcessEngine
 
         return ProcessEngine(workers, threads=threads)
-    from overlap_desktop.core.engines.serial import SerialEngine
+    if name == "serial":
+        from overlap_desktop.core.engines.serial import SerialEngine
 
-    return SerialEngine(on_progress=on_progress, cancel=cancel)
+        return SerialEngine(on_progress=on_progress, cancel=cancel)
+    raise ValueError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})")

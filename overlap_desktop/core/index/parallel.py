@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from overlap_desktop.core.engines import engine_named
 from overlap_desktop.core.engines.base import Done, Engine, WorkerDied, default_workers
-from overlap_desktop.core.engines.processes import ProcessEngine as _Processes
 from overlap_desktop.core.index.fingerprinting import FileJob, FileOutcome, fingerprint_job, pipeline_facts
 
 __all__ = ["FileEngine", "JobEngine", "ProcessEngine", "cluster_engine"]
@@ -106,7 +106,7 @@ class ProcessEngine(JobEngine):
         #: Decoder threads per worker (when ``index.threads`` is automatic): the cores shared out,
         #: so serial and parallel runs use the machine alike (see bench/bench_index.py scale).
         self.decoder_threads = max(1, default_workers() // workers)
-        super().__init__(_Processes(workers, threads=self.decoder_threads))
+        super().__init__(engine_named("processes", workers=workers, threads=self.decoder_threads))
 
 
 def cluster_engine(address: str) -> JobEngine:
@@ -116,6 +116,5 @@ def cluster_engine(address: str) -> JobEngine:
     call checks the size and modification time it sees against the writer's and refuses a path
     it cannot see, naming it. A file whose worker dies is rerun elsewhere by Dask.
     """
-    from overlap_desktop.core.engines.cluster import DaskEngine
-
-    return JobEngine(DaskEngine(address, name="fingerprint", facts=pipeline_facts), failed="Dask task failed")
+    return JobEngine(engine_named("dask", address=address, label="fingerprint", facts=pipeline_facts),
+                     failed="Dask task failed")

@@ -176,7 +176,7 @@ class ClusterCorpus(CorpusView):
         from overlap_desktop.core.engines import engine_named
         from overlap_desktop.core.index.fingerprinting import pipeline_facts
 
-        engine = engine_named(cluster=self.address, name="search", facts=pipeline_facts)
+        engine = engine_named("dask", address=self.address, label="search", facts=pipeline_facts)
         try:
             return search_on(engine, self.index, codes, max_distance=params.seed_distance,
                              probe=params.probe, progress=progress, cancel=cancel)

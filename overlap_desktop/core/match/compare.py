@@ -82,7 +82,7 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         eval_fields: JSON fields of ``eval_files`` holding the text.
         progress: Receives :class:`Progress` (stages ``search`` then ``match``).
         cancel: Polled between shards and stream pairs.
-        cluster: A Dask scheduler address: search the shards on its workers (core/cluster.py).
+        cluster: A Dask scheduler address: search the shards on its workers (core/index/search.py).
 
     Returns:
         A ``compare`` :class:`Report` (``FileResult.episodes`` filled for LeRobot streams).

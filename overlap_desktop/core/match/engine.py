@@ -166,7 +166,7 @@ def _collect_hits(codes: np.ndarray, corpus: Corpus, params: MatchParams,
                   progress: ProgressCallback | None, cancel: CancelCallback | None) -> Hits:
     """Search every shard, keeping the best seeds per query frame and shard."""
     fan_out = getattr(corpus, "collect_hits", None)
-    if fan_out is not None:  # `compare --cluster`: the same search on Dask workers (core/cluster.py)
+    if fan_out is not None:  # `compare --cluster`: the same search on Dask workers (core/index/search.py)
         return cast(Hits, fan_out(codes, params, progress, cancel))
     parts: list[Hits] = []
     n_shards = 0

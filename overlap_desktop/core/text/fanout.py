@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from overlap_desktop.core.engines import engine_named, run_each
+from overlap_desktop.core.engines import engine_for, engine_named, run_each
 from overlap_desktop.core.engines.base import Task as Call
 from overlap_desktop.core.text import scan as _scan
 from overlap_desktop.core.text.ngrams import TOKENIZERS
@@ -319,7 +319,8 @@ def run_tasks(tasks: Iterable[Task], state: ScanState, *, workers: int, cluster:
         on_bytes(int(done) - seen.get(key, 0))
         seen[key] = int(done)
 
-    engine = engine_named(cluster=cluster, workers=workers, name="text-scan", on_progress=read, cancel=cancel)
+    engine = engine_named(engine_for(cluster=cluster, workers=workers), workers=workers, address=cluster or "",
+                          label="text-scan", on_progress=read, cancel=cancel)
     try:
         shared = engine.share(state)
         by_key: dict[Hashable, Task] = {}
