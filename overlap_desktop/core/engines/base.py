@@ -145,6 +145,8 @@ def run_each(engine: Engine, func: Callable[..., Any], calls: Iterable[tuple[Has
                 in_flight -= 1
                 yield done
             check_cancel(cancel)
+    except GeneratorExit:
+        raise  # the caller stopped reading (it owns the engine and closes it)
     except BaseException:
         if in_flight:
             engine.stop()
