@@ -11,7 +11,7 @@ Usage::
     python bench/bench_size.py --dir /tmp/size     # makes /tmp/size/index-generated
     python bench/bench_blobs.py /tmp/size/index-generated
 
-No assertions: this prints figures for docs/scale.md.
+No assertions: this prints figures for bench/RESULTS.md.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ nor the replicas' own query plans are counted (both exist only in the simulation
     python bench/bench_compare.py --seed-fps 0 --shard-codes 2000000   # the layout before format 4
     python bench/bench_compare.py --phase convert --target DIR --dest DIR2 --to-version 2
 
-No timed assertions: this prints figures for docs/scale.md.
+No timed assertions: this prints figures for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ if str(ROOT) not in sys.path:
 
 from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES  # noqa: E402
 from overlap_desktop.core.index.shards import DEFAULT_SEED_FPS  # noqa: E402
-from overlap_desktop.core.ingest.orient import OrientedCorpus, orient_codes  # noqa: E402
+from overlap_desktop.core.ingest.orient import orient_codes  # noqa: E402
 from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
+from overlap_desktop.core.match.orientations import OrientedCorpus  # noqa: E402
 from overlap_desktop.core.types import StreamFingerprints, Variant  # noqa: E402
 
 STREAM_SECONDS = 1800.0
@@ -143,7 +144,7 @@ def make_query(n_streams: int, v: int, seed: int = 5) -> tuple[StreamFingerprint
     # offer shows the owned picture rotated 270 and 180 degrees. Their codes are the owned
     # codes turned on bits (what compare's turned pass undoes exactly), plus 16 noise bits:
     # the 10 of the other copies and ~6 for the flip approximation's mean cost measured on
-    # real frames (docs/scale.md, "Orientations from codes").
+    # real frames (bench/RESULTS.md, "Orientations from codes").
     turned: dict[int, tuple[bool, int]] = {len(plan): (False, 270), len(plan) + 1: (False, 180)}
     plan += [(60, 1.0, 0, 16), (45, 1.0, 0, 16)]
     codes: list[np.ndarray] = []
@@ -370,7 +371,7 @@ def query(directory: Path, probe: int, replicas: int = 1, repeats: int = 1) -> d
 
     Each warm comparison runs ``repeats`` times and the median CPU time is reported (every run's
     is kept in ``cpu_runs`` / ``o_cpu_runs``): a one-off slow run on a shared machine otherwise
-    moved the growth ratio by +-0.3 (docs/scale.md).
+    moved the growth ratio by +-0.3 (bench/RESULTS.md).
 
     "Upright" is ``compare_streams`` alone (the offered codes as given); "oriented" is the
     call ``compare()`` makes, ``search_orientations(compare_streams, ...)``: the upright

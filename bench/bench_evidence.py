@@ -31,8 +31,9 @@ if str(ROOT) not in sys.path:
 from overlap_desktop import api  # noqa: E402
 from overlap_desktop.core.index.store import open_index  # noqa: E402
 from overlap_desktop.core.manifest.parse import read_manifest  # noqa: E402
-from overlap_desktop.core.match import compare as C  # noqa: E402
+from overlap_desktop.core.match import engine as C  # noqa: E402
 from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
+from overlap_desktop.core.match.results import manifest_queries  # noqa: E402
 from tests import manipulations as m  # noqa: E402
 from tests.integration import test_same_rig as suite  # noqa: E402
 
@@ -70,7 +71,7 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     manifest, lab = build(root)
     man = read_manifest(manifest)
-    queries = C._manifest_queries(man)
+    queries = manifest_queries(man)
     import overlap_desktop.core.match.evidence as ev
 
     ridge = ev.RIDGE_RATIO
@@ -83,7 +84,7 @@ def main() -> None:
 
 def report(queries: list, lab: Path, root: Path) -> None:
     with open_index(lab, create=False) as idx:
-        corpus = C._IndexCorpus(idx)
+        corpus = C.IndexCorpus(idx)
         t0 = time.process_time()
         found = C.compare_streams(queries, corpus, MatchParams(list_chance=math.inf))
         t_all = time.process_time() - t0

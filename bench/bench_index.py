@@ -8,7 +8,7 @@ Run from the repository root::
     python bench/bench_index.py variants        # bit distances: crops vs nearest rung, unrelated
     python bench/bench_index.py scale           # serial vs --workers 2 vs a 2-worker Dask cluster
 
-Figures are printed; docs/architecture.md and docs/scale.md quote them. Nothing here
+Figures are printed; docs/architecture.md and bench/RESULTS.md quote them. Nothing here
 asserts a time (performance is not a test).
 """
 
@@ -194,7 +194,7 @@ def _round_trip(engine, tmp: Path, n: int = 40) -> float:  # type: ignore[no-unt
     what is left is dispatch, transport of job and answer, and the writer's polling.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.index.parallel import FileJob
+    from overlap_desktop.core.index.fingerprinting import FileJob
 
     config = load_config({"index.path": str(tmp / "unused")})
     job = FileJob(str(tmp / "no-such-file.mp4"), "video", 0, 0, config, (Variant(),))
@@ -224,8 +224,7 @@ def bench_scale(files: int = 16, seconds: float = 60.0, rounds: int = 2, corpus_
 
     import distributed
 
-    from overlap_desktop.core.index.cluster import DaskEngine
-    from overlap_desktop.core.index.parallel import ProcessEngine
+    from overlap_desktop.core.index.parallel import ProcessEngine, cluster_engine
 
     def load() -> str:
         return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "n/a"
@@ -276,7 +275,7 @@ def bench_scale(files: int = 16, seconds: float = 60.0, rounds: int = 2, corpus_
                 pool_rt = _round_trip(pool, tmp)
             finally:
                 pool.close()
-            dask = DaskEngine(lc.scheduler_address)
+            dask = cluster_engine(lc.scheduler_address)
             try:
                 _round_trip(dask, tmp, 4)
                 dask_rt = _round_trip(dask, tmp)
@@ -421,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
                     choices=["throughput", "size", "variants", "scale"])
     ap.add_argument("--seconds", type=float, default=60.0, help="length of the 720p throughput clip")
     # 16 x 60 s by default: worker start-up is paid once per run, so a job of minutes measures the
-    # engines rather than the start-up (an 8 x 20 s job gave 1.49-1.61x; docs/scale.md).
+    # engines rather than the start-up (an 8 x 20 s job gave 1.49-1.61x; bench/RESULTS.md).
     ap.add_argument("--files", type=int, default=16, help="clips in the scale-out corpus")
     ap.add_argument("--clip-seconds", type=float, default=60.0, help="length of each scale-out clip")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the scale-out runs")

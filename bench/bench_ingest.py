@@ -11,7 +11,7 @@ Run from the repository root::
 
 All times are CPU seconds of this process (decoder threads included), never wall time:
 the reference machine is shared, and CPU time is what another process cannot stretch.
-Figures are printed; docs/scale.md quotes them. Nothing here asserts a time.
+Figures are printed; bench/RESULTS.md quotes them. Nothing here asserts a time.
 """
 
 from __future__ import annotations

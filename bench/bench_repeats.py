@@ -10,7 +10,7 @@ Usage::
 
     python bench/bench_repeats.py --hours 10 100
 
-No timed assertions: this prints figures for docs/scale.md.
+No timed assertions: this prints figures for bench/RESULTS.md.
 """
 
 from __future__ import annotations

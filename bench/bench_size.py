@@ -21,7 +21,7 @@ Usage::
     python bench/bench_size.py                  # 8 generated clips x 60 s, plus realdata
     python bench/bench_size.py --clips 4 --seconds 30 --no-real
 
-No assertions: this prints figures for docs/scale.md.
+No assertions: this prints figures for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ if str(ROOT) not in sys.path:
 
 from overlap_desktop.config import Config, load_config  # noqa: E402
 
-REALDATA = Path("/work/shared/realdata")
+#: The shared real test media, beside the checkout (where the tests reach it).
+REALDATA = ROOT / ".." / "shared" / "realdata"
 VIDEO_EXT = {".mp4", ".mov", ".mkv", ".webm", ".avi"}
 SQLITE_NAMES = ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm")
 
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clips", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=60.0)
-    ap.add_argument("--no-real", action="store_true", help="skip /work/shared/realdata")
+    ap.add_argument("--no-real", action="store_true", help="skip the shared real clips (../shared/realdata)")
     ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temp folder, removed)")
     a = ap.parse_args(argv)
     tmp = None if a.dir else tempfile.TemporaryDirectory(prefix="bench-size-")

@@ -1,4 +1,4 @@
-"""Responsiveness of the desktop app while the library indexes (figures for docs/scale.md).
+"""Responsiveness of the desktop app while the library indexes (figures for bench/RESULTS.md).
 
 Opens the library page offscreen, indexes a folder of generated clips, and records the gaps
 between the ticks of a 10 ms timer on the UI thread. On Linux the time the UI thread was

@@ -13,7 +13,9 @@ named ``<screen>-<width>x<height>.png``.
 The screens show a real run: the bundled demo (``api.run_demo``) generates owned
 footage and a planted offer, indexes, exports and compares them; the wizards then
 run on the same footage. Nothing touches the user's own library or settings:
-settings, the index and vendor workspaces live in a temporary folder.
+settings, the index and vendor workspaces live in a temporary folder, which stands in for the
+home folder: the footage and the library sit in ``~/Robot footage``, and the paths on screen
+are shown from ``~`` so the pictures name no folder of the machine that rendered them.
 """
 
 from __future__ import annotations
@@ -59,10 +61,46 @@ def _settle(ms: int = 150) -> None:
 SUFFIX = [""]
 
 
+#: The stand-in home folder of this child (set in main): shown as ``~`` on screen.
+HOME: list[str] = []
+
+
+def _from_home(widget: object) -> list[tuple[Callable[[str], None], str]]:
+    """Show every path under the stand-in home from ``~`` in ``widget``'s labels, fields and tables;
+    returns how to put the real texts back (the app keeps working on its real paths)."""
+    from PySide6.QtWidgets import QLabel, QLineEdit, QTableWidget, QWidget
+
+    undo: list[tuple[Callable[[str], None], str]] = []
+    if not HOME or not isinstance(widget, QWidget):
+        return undo
+
+    def swap(text: str, setter: Callable[[str], None]) -> None:
+        if HOME[0] in text:
+            undo.append((setter, text))
+            setter(text.replace(HOME[0], "~"))
+
+    for label in [*widget.findChildren(QLabel)]:
+        swap(label.text(), label.setText)
+    for edit in widget.findChildren(QLineEdit):
+        swap(edit.text(), edit.setText)
+    for table in widget.findChildren(QTableWidget):
+        for r in range(table.rowCount()):
+            for c in range(table.columnCount()):
+                item = table.item(r, c)
+                if item is not None:
+                    swap(item.text(), item.setText)
+    swap(widget.windowTitle(), widget.setWindowTitle)
+    return undo
+
+
 def _save(widget: object, out: Path, name: str) -> Path:
+    _settle()
+    undo = _from_home(widget)
     _settle()
     path = out / f"{name}-{SCREEN[0]}x{SCREEN[1]}{SUFFIX[0]}.png"
     widget.grab().save(str(path))  # type: ignore[attr-defined]
+    for setter, text in reversed(undo):
+        setter(text)
     print(f"wrote {path}", flush=True)
     return path
 
@@ -123,12 +161,18 @@ def main(argv: list[str] | None = None) -> int:
     SCREEN[:] = [int(x) for x in args.size.lower().split("x")]
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen" if args.platform != "xcb" else "xcb")
     SUFFIX[0] = "-dark" if args.dark else ""
-    work = args.work or Path(tempfile.mkdtemp(prefix="overlap-screens-"))
+    scratch = args.work or Path(tempfile.mkdtemp(prefix="overlap-screens-"))
+    # The scratch folder plays the home folder; the library and footage live in ~/Robot footage.
+    home = (scratch / "home").resolve()
+    work = home / "Robot footage"
+    work.mkdir(parents=True, exist_ok=True)
+    HOME[:] = [str(home)]
+    os.environ["HOME"] = str(home)
     # Isolate every setting: QSettings, platformdirs (index, user overlap.toml).
-    for var, sub in (("XDG_DATA_HOME", "data"), ("XDG_CONFIG_HOME", "config"), ("XDG_CACHE_HOME", "cache"),
+    for var, sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"),
                      ("XDG_DOCUMENTS_DIR", "Documents")):
-        os.environ[var] = str(work / "home" / sub)
-    (work / "home" / "Documents").mkdir(parents=True, exist_ok=True)
+        os.environ[var] = str(home / sub)
+    (home / "Documents").mkdir(parents=True, exist_ok=True)
     for key in [k for k in os.environ if k.startswith("OVERLAP_")]:
         del os.environ[key]
 
@@ -142,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
         apply_color_scheme(app, force="dark")
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(work / "qsettings"))
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(home / ".config" / "qsettings"))
     from overlap_desktop.gui import common
     from overlap_desktop.gui.export_wizard import ExportWizard
     from overlap_desktop.gui.main_window import MainWindow

@@ -59,9 +59,9 @@ _EXPORTS: dict[str, str] = {
     "Segment": "overlap_desktop.core.types",
     "StreamFingerprints": "overlap_desktop.core.types",
     # Core 1: fingerprints and the index
-    "fingerprint_file": "overlap_desktop.core.index.indexer",
+    "fingerprint_file": "overlap_desktop.core.index.fingerprinting",
     "index_paths": "overlap_desktop.core.index.indexer",
-    "IndexSummary": "overlap_desktop.core.index.indexer",
+    "IndexSummary": "overlap_desktop.core.index.run",
     "open_index": "overlap_desktop.core.index.store",
     "Index": "overlap_desktop.core.index.store",
     "IndexedFile": "overlap_desktop.core.index.reading",
@@ -78,7 +78,7 @@ _EXPORTS: dict[str, str] = {
     "write_manifest": "overlap_desktop.core.manifest.export",
     "ManifestFile": "overlap_desktop.core.manifest.format",
     "ManifestStream": "overlap_desktop.core.manifest.format",
-    "TextNgrams": "overlap_desktop.core.manifest.sections",
+    "TextNgrams": "overlap_desktop.core.manifest.format",
     "check_offer": "overlap_desktop.core.manifest.compat",
     "OfferCheck": "overlap_desktop.core.manifest.compat",
     "verify_delivery": "overlap_desktop.core.manifest.verify",
@@ -241,16 +241,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     # keeps the two in step), so `api.open_index(...)` in the shells is type-checked, not Any.
     from overlap_desktop.config import MAX_THREADS, SETTINGS, Config, load_config
     from overlap_desktop.core.fsutil import atomic_write_bytes
-    from overlap_desktop.core.index.indexer import IndexSummary, fingerprint_file, index_paths
+    from overlap_desktop.core.index.fingerprinting import fingerprint_file
+    from overlap_desktop.core.index.indexer import index_paths
     from overlap_desktop.core.index.merge import MergeSummary, merge_indexes
     from overlap_desktop.core.index.reading import IndexedFile
+    from overlap_desktop.core.index.run import IndexSummary
     from overlap_desktop.core.index.status import LibraryStatus, library_files, library_status
     from overlap_desktop.core.index.store import Index, open_index
     from overlap_desktop.core.ingest.readers import available_readers
     from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for
     from overlap_desktop.core.manifest.compat import OfferCheck, check_offer
     from overlap_desktop.core.manifest.export import ExportSummary, export_manifest, write_manifest
-    from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream
+    from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream, TextNgrams
     from overlap_desktop.core.manifest.inspect import inspect_manifest
     from overlap_desktop.core.manifest.keys import (
         PASSPHRASE_ENV,
@@ -262,7 +264,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         signing_key_info,
     )
     from overlap_desktop.core.manifest.parse import read_manifest
-    from overlap_desktop.core.manifest.sections import TextNgrams
     from overlap_desktop.core.manifest.vendors import (
         KnownVendor,
         forget_vendor,

@@ -8,10 +8,8 @@ touches no shared file. Commands call :mod:`overlap_desktop.api` only.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
-import pkgutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +19,20 @@ from typing import Any, TextIO
 
 from overlap_desktop.api import Config, Progress, load_config
 
-__all__ = ["CliContext", "Command", "discover_commands", "safe_terminal"]
+__all__ = ["CliContext", "Command", "format_value", "safe_terminal"]
+
+
+def format_value(value: Any) -> str:
+    """How a setting is written in ``overlap.toml`` terms (lists comma-separated)."""
+    if value is None:
+        return "(preset)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(format_value(v) for v in value) if value else '""'
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -55,22 +66,6 @@ def safe_terminal(value: object, *, max_len: int | None = None) -> str:
     from overlap_desktop import api
 
     return api.safe_text(value, max_len=max_len)
-
-
-def discover_commands() -> list[Command]:
-    """Import every module of :mod:`overlap_desktop.cli.commands` and collect its COMMAND."""
-    from overlap_desktop.cli import commands as pkg
-
-    found: list[Command] = []
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        cmd = getattr(module, "COMMAND", None)
-        if isinstance(cmd, Command):
-            found.append(cmd)
-    found.sort(key=lambda c: (c.order, c.name))
-    return found
 
 
 @dataclass
@@ -108,8 +103,6 @@ class CliContext:
         rows = config.from_folder_file()
         if not rows:
             return
-        from overlap_desktop.cli.commands.config import format_value
-
         where = rows[0].source.split(" (", 1)[-1].rstrip(")")
         self.note(f"overlap: note: {len(rows)} setting{'s' if len(rows) != 1 else ''} that can change results "
                   f"come{'s' if len(rows) == 1 else ''} from {safe_terminal(where)} in the current folder, "

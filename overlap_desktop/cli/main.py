@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from overlap_desktop import __version__
 from overlap_desktop.api import ExitCode, OverlapError
-from overlap_desktop.cli.framework import CliContext, discover_commands
+from overlap_desktop.cli.commands import discover_commands
+from overlap_desktop.cli.framework import CliContext
 
 __all__ = ["build_parser", "main"]
 

@@ -138,7 +138,7 @@ class LumaFrame(TimedFrame, Protocol):
 
     The fingerprint needs only luma. Asking the scaler for it skips the RGB conversion and
     the per-pixel weighting, over a third of the per-sample cost of small videos; the
-    values differ from PDQ's weighting of the RGB picture by a level or two (docs/scale.md).
+    values differ from PDQ's weighting of the RGB picture by a level or two (bench/RESULTS.md).
     """
 
     def to_luma(self, width: int, height: int) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The library page's offer to rebuild search shards written by an earlier version.
 
-Shards in an older layout answer exactly as new ones do, only more slowly (docs/scale.md), so
+Shards in an older layout answer exactly as new ones do, only more slowly (bench/RESULTS.md), so
 this is an offer, never a warning about the results. The rebuild reads the index database, not
 the footage, and runs in a worker; comparisons keep working meanwhile (streams without a shard
 are searched from temporary ones).

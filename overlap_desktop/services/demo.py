@@ -235,7 +235,13 @@ def run_demo(out_dir: Path, *, progress: ProgressCallback | None = None,
         Cancelled: ``cancel`` asked to stop.
         RuntimeError: the generated footage failed to index (a bug, not a user error).
     """
-    from overlap_desktop import api
+    # The core's functions, not the api's names: services sit beneath the api.
+    from overlap_desktop.core.index.indexer import index_paths
+    from overlap_desktop.core.index.store import open_index
+    from overlap_desktop.core.manifest.export import export_manifest
+    from overlap_desktop.core.match.compare import compare
+    from overlap_desktop.core.report.html import write_report_html
+    from overlap_desktop.core.report.json_io import write_report_json
     from overlap_desktop.core.report.wording import headline, headline_details
 
     started = time.monotonic()
@@ -260,7 +266,7 @@ def run_demo(out_dir: Path, *, progress: ProgressCallback | None = None,
     vendor_cfg = _demo_config(vendor_index, out_dir)
 
     def index(folder: Path, index_dir: Path, cfg: Config) -> None:
-        summary = api.index_paths([folder], index=index_dir, config=cfg, progress=progress, cancel=cancel)
+        summary = index_paths([folder], index=index_dir, config=cfg, progress=progress, cancel=cancel)
         if summary.failed:
             # Our own generated footage must index; if it does not, the report would mislead.
             raise RuntimeError(f"demo footage failed to index: {summary.failed}")
@@ -270,15 +276,15 @@ def run_demo(out_dir: Path, *, progress: ProgressCallback | None = None,
     step(2)
     index(offer_dir, vendor_index, vendor_cfg)
     step(3)
-    with api.open_index(vendor_index, config=vendor_cfg) as idx:
-        api.export_manifest(idx, manifest, label="Demo offer (generated footage)", progress=progress,
+    with open_index(vendor_index, config=vendor_cfg) as idx:
+        export_manifest(idx, manifest, label="Demo offer (generated footage)", progress=progress,
                             cancel=cancel)
     step(4)
-    report = api.compare(manifest, lab_index, config=lab_cfg, progress=progress, cancel=cancel)
+    report = compare(manifest, lab_index, config=lab_cfg, progress=progress, cancel=cancel)
     step(5)
     report_json, report_html = out_dir / "report.json", out_dir / "report.html"
-    api.write_report_json(report, report_json)
-    api.write_report_html(report, report_html)
+    write_report_json(report, report_json)
+    write_report_html(report, report_html)
     if progress:
         progress(Progress("demo", len(steps), len(steps), "steps", message="Done"))
     return DemoResult(out_dir=out_dir, report_html=report_html, report_json=report_json,

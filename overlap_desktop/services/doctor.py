@@ -180,7 +180,7 @@ def _shards_check(st: dict[str, Any]) -> DoctorCheck:
 
 
 def _index_checks(config: Config) -> list[DoctorCheck]:
-    from overlap_desktop.core.index.lock import _existing_ancestor, wal_support
+    from overlap_desktop.core.index.lock import existing_ancestor, wal_support
     from overlap_desktop.core.index.status import library_status
 
     path = Path(config.index_path)
@@ -201,7 +201,7 @@ def _index_checks(config: Config) -> list[DoctorCheck]:
             out.append(_shards_check(st))
         except Exception as exc:
             out.append(DoctorCheck("index contents", False, "unreadable", str(exc)))
-    where = _existing_ancestor(path)
+    where = existing_ancestor(path)
     try:
         usage = shutil.disk_usage(where)
         free = usage.free

@@ -24,8 +24,9 @@ from pathlib import Path
 
 import platformdirs
 
+from overlap_desktop.core.index.db import DB_NAME
 from overlap_desktop.core.index.lock import WriterLock
-from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME
+from overlap_desktop.core.index.schema import LOCK_NAME
 from overlap_desktop.errors import IndexBusyError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 

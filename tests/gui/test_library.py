@@ -138,7 +138,7 @@ def test_ui_never_stalls_while_indexing(qtbot: Any, state: Any, library_folder: 
     is running*. Indexing off the UI thread passes at once; indexing on it would block the
     timer, so the handshake could never complete (the long wait below is only a guard against
     hanging the suite, never a measurement). The worst gap between ticks is printed for the
-    record; the figure for docs/scale.md comes from bench/bench_ui.py.
+    record; the figure for bench/RESULTS.md comes from bench/bench_ui.py.
     """
     import threading
 

@@ -13,7 +13,7 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
-from overlap_desktop.core.index import cluster as cluster_mod
+from overlap_desktop.core.engines import cluster as cluster_mod
 from overlap_desktop.core.index.indexer import IndexSummary
 from overlap_desktop.core.types import Progress
 from overlap_desktop.errors import MissingDependencyError, UsageError

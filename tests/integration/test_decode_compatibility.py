@@ -2,7 +2,7 @@
 
 Issue 19 made the indexing reader approximate (H.264/H.265 decoded without deblocking, a sampled
 non-reference frame taken from its decoded neighbour, luma straight from the scaler) without
-changing ``prep_id``, because the bits it moves (docs/scale.md, "Three bounded approximations")
+changing ``prep_id``, because the bits it moves (bench/RESULTS.md, "Three bounded approximations")
 are fewer than a re-encode moves. This checks that claim end to end on the footage labs buy:
 camera-encoded episodes of one fixed-camera rig, indexed the old way (an exact decode, luma
 weighted from RGB) on one side and the new way on the other, in both directions. True copies

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from overlap_desktop.config import load_config
-from overlap_desktop.core.index.indexer import fingerprint_file, index_paths
+from overlap_desktop.core.index.fingerprinting import fingerprint_file
+from overlap_desktop.core.index.indexer import index_paths
 from overlap_desktop.core.index.shards import seed_frames
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import Progress, Variant

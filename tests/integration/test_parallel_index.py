@@ -13,7 +13,8 @@ import pytest
 
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
-from overlap_desktop.core.index import indexer, parallel
+from overlap_desktop.core.engines import CloseInBackground
+from overlap_desktop.core.index import fingerprinting, indexer, parallel
 from overlap_desktop.core.index.indexer import IndexSummary
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.types import CancelToken, Progress
@@ -117,7 +118,7 @@ def test_a_file_handed_over_after_a_worker_died_is_still_fingerprinted(scale_cor
             time.sleep(0.05)
         victim = multiprocessing.active_children()[0]
         os.kill(victim.pid, signal.SIGKILL)  # type: ignore[arg-type]
-        while not engine._pool._broken and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        while not engine.engine._pool._broken and time.monotonic() < deadline:  # type: ignore[attr-defined]
             time.sleep(0.05)
         engine.submit(job(clips[1]))  # refused by the broken pool: parked, not raised
         outcomes: dict[str, parallel.FileOutcome] = {}
@@ -209,7 +210,7 @@ class _InlineEngine:
         self._queued.append(job)
 
     def wait(self, timeout: float) -> list[tuple[parallel.FileJob, parallel.FileOutcome]]:
-        out = [(job, parallel.run_job(job)) for job in self._queued]
+        out = [(job, fingerprinting.run_job(job)) for job in self._queued]
         self._queued.clear()
         return out
 
@@ -262,9 +263,9 @@ def test_pool_workers_share_the_cores_for_decoder_threads(monkeypatch: pytest.Mo
     for configured, share, expected in ((0, 2, 2), (0, 0, 0), (3, 2, 3)):
         reader = Reader()
         with pytest.raises(MediaError):
-            indexer._fingerprint_item(Path("x.mp4"), reader, config=load_config({"index.threads": configured},  # type: ignore[arg-type]
-                                      environ={}), variants=(), on_fraction=None, cancel=None,
-                                      decoder_threads=share)
+            fingerprinting.fingerprint_item(Path("x.mp4"), reader,  # type: ignore[arg-type]
+                                            config=load_config({"index.threads": configured}, environ={}),
+                                            variants=(), on_fraction=None, cancel=None, decoder_threads=share)
         # The worker's share applies only when the user left the decoder threads automatic.
         assert reader.threads == expected
 
@@ -275,8 +276,8 @@ def test_closing_in_the_background_reports_a_failure() -> None:
             raise OSError("cannot stop")
 
     with pytest.raises(OSError, match="cannot stop"):
-        parallel.CloseInBackground(Failing()).join()  # type: ignore[arg-type]
-    parallel.CloseInBackground(Failing()).join(raise_error=False)  # type: ignore[arg-type]  # logged only
+        CloseInBackground(Failing()).join()  # type: ignore[arg-type]
+    CloseInBackground(Failing()).join(raise_error=False)  # type: ignore[arg-type]  # logged only
     ok = _InlineEngine()
-    parallel.CloseInBackground(ok).join()  # type: ignore[arg-type]
+    CloseInBackground(ok).join()  # type: ignore[arg-type]
     assert ok.closed

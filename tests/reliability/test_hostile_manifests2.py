@@ -50,7 +50,7 @@ def _one_file(fp: StreamFingerprints) -> list[ManifestFile]:
 def _hand_made(files: list[ManifestFile], monkeypatch: pytest.MonkeyPatch) -> bytes:
     """Encode with the writer's new checks switched off: what a hostile tool would send."""
     with monkeypatch.context() as mp:
-        mp.setattr(manifest_mod, "_crowded_second", lambda _t: None)
+        mp.setattr(manifest_mod, "crowded_second", lambda _t: None)
         mp.setattr(manifest_mod, "MAX_FILES_WITHOUT_SAMPLES", 10 ** 9)
         data, _root = encode_manifest(files, algo_id="a", prep_id="p")
     return data

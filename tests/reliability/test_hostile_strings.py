@@ -71,8 +71,8 @@ def test_path_like_names_are_refused_by_reader_and_writer(name: str) -> None:
         encode_manifest(_files([name]), algo_id="a", prep_id="p")
     # A hand-made manifest carrying the name (writer checks switched off) is refused on read.
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(manifest_mod, "_name_problem", lambda _n: None)
-        mp.setattr(manifest_mod, "_CONTROL_RE", __import__("re").compile(r"(?!x)x"))
+        mp.setattr(manifest_mod, "name_problem", lambda _n: None)
+        mp.setattr(manifest_mod, "CONTROL_RE", __import__("re").compile(r"(?!x)x"))
         data, _root = encode_manifest(_files([name]), algo_id="a", prep_id="p")
     with pytest.raises(ManifestError, match=TRAVERSAL[name]) as info:
         parse_manifest(data)

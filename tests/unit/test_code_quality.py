@@ -9,6 +9,7 @@ run as pre-commit hooks (.pre-commit-config.yaml).
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -84,3 +85,37 @@ def test_import_layers_hold() -> None:
         pytest.fail(_report("lint-imports", proc), pytrace=False)
     kept = re.search(r"Contracts: (\d+) kept, 0 broken", proc.stdout)
     assert kept and int(kept.group(1)) >= 2, f"the layer contracts were not all checked:\n{proc.stdout}"
+
+
+def _private_imports(source: str, where: str) -> list[str]:
+    """``file:line: name from module`` for each ``_name`` imported from an overlap_desktop module.
+
+    A module's ``_private`` names stay inside it (issue 35): what another module needs is part of
+    its interface and is named so. Private *modules* (``readers/_mcap_file.py``) are fine: the
+    underscore goes on the module, and its public names are what its package uses.
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level == 0 and not (node.module or "").startswith("overlap_desktop"):
+            continue
+        for alias in node.names:
+            if alias.name.startswith("_") and not alias.name.startswith("__"):
+                found.append(f"{where}:{node.lineno}: {alias.name} from {'.' * node.level}{node.module or ''}")
+    return found
+
+
+def test_the_private_import_check_sees_one() -> None:
+    planted = "from overlap_desktop.core.index.reading import IndexedFile, _hidden\nfrom .db import _x\n"
+    assert _private_imports(planted, "m.py") == ["m.py:1: _hidden from overlap_desktop.core.index.reading",
+                                                 "m.py:2: _x from .db"]
+    assert _private_imports("from collections import _chain_map\nfrom overlap_desktop import __version__\n",
+                            "m.py") == []
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    found = [hit for path in sorted((ROOT / "overlap_desktop").rglob("*.py"))
+             for hit in _private_imports(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+    assert not found, ("private names imported from another module (make them public, in __all__, or "
+                       "move them to the module that uses them):\n" + "\n".join(found))

@@ -28,9 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from overlap_desktop.core.manifest.encode import encode_manifest
-from overlap_desktop.core.manifest.format import OptionalSection
+from overlap_desktop.core.manifest.format import OptionalSection, TextNgrams
 from overlap_desktop.core.manifest.parse import parse_manifest
-from overlap_desktop.core.manifest.sections import TextNgrams
 from overlap_desktop.errors import ManifestError
 from tests.fixtures_manifest import ALGO, PREP, layout, reroot, synthetic_files, synthetic_manifest
 

@@ -11,10 +11,10 @@ import pytest
 
 from overlap_desktop.core.manifest import parse as mf
 from overlap_desktop.core.manifest.encode import encode_manifest
-from overlap_desktop.core.manifest.format import OptionalSection
+from overlap_desktop.core.manifest.format import OptionalSection, TextNgrams
 from overlap_desktop.core.manifest.inspect import inspect_manifest
 from overlap_desktop.core.manifest.parse import parse_manifest
-from overlap_desktop.core.manifest.sections import MAX_NGRAM_HASHES, TextNgrams
+from overlap_desktop.core.manifest.sections import MAX_NGRAM_HASHES
 from overlap_desktop.core.text.overlap import check_hashed_overlap, keyed_ngram_hashes
 from overlap_desktop.errors import ExitCode, ManifestError
 from tests.fixtures_manifest import ALGO, PREP, reroot, synthetic_files

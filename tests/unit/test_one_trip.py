@@ -16,7 +16,8 @@ import numpy as np
 
 from overlap_desktop.core.index.shards import Shard
 from overlap_desktop.core.ingest import orient
-from overlap_desktop.core.match.engine import QueryStream, _MemoryCorpus, compare_streams, one_trip
+from overlap_desktop.core.match import orientations
+from overlap_desktop.core.match.engine import MemoryCorpus, QueryStream, compare_streams, one_trip
 from overlap_desktop.core.match.segments import MatchParams
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from tests.codes import flip_bits
@@ -42,7 +43,7 @@ def _fp(codes: np.ndarray, fps: float) -> StreamFingerprints:
 class _Counting:
     """A corpus that counts the trips over its shards."""
 
-    def __init__(self, inner: _MemoryCorpus) -> None:
+    def __init__(self, inner: MemoryCorpus) -> None:
         self.inner, self.trips = inner, 0
 
     def shards(self) -> Iterator[Shard]:
@@ -77,11 +78,11 @@ def _same(a: list[Any], b: list[Any]) -> bool:
 
 def _two_trips(queries: list[QueryStream], corpus: Any, params: MatchParams) -> list[tuple[int, int, Any]]:
     """``search_orientations`` before issue 19 item 4: one trip over the shards per pass."""
-    view = orient.OrientedCorpus(corpus)
+    view = orientations.OrientedCorpus(corpus)
     n, extra = len(queries), len(view.orientations)
     found = list(compare_streams(queries, corpus, params))
     turned = [replace(q, fp=orient.orient_fingerprints(q.fp, o)) for o in view.orientations for q in queries]
-    for qi, sid, seg in compare_streams(turned, orient._PassCorpus(corpus, extra), params):
+    for qi, sid, seg in compare_streams(turned, orientations._PassCorpus(corpus, extra), params):
         found.append((qi % n, view.tag(sid, qi // n + 1), seg))
     return found
 
@@ -102,15 +103,15 @@ def test_one_trip_finds_what_two_trips_found() -> None:
     queries = [QueryStream("offer.mp4", offer.shape[0], "v:0", _fp(offer[:, None, :], 1.0)),
                QueryStream("other.mp4", 60.0, "v:0", _fp(flip_bits(owned[5][:240:4], 6, rng)[:, None, :], 1.0))]
     params = MatchParams()
-    memory = _MemoryCorpus(streams)
+    memory = MemoryCorpus(streams)
     try:
         before, after = _Counting(memory), _Counting(memory)
         want = _two_trips(queries, before, params)
-        got, _ = orient.search_orientations(compare_streams, queries, after, params)
+        got, _ = orientations.search_orientations(compare_streams, queries, after, params)
         assert before.trips == 2 and after.trips == 1
         assert _same(got, want)
         # Not vacuous: upright and turned copies, from both offered streams, were found.
-        assert {(qi, sid // orient.OrientedCorpus._TAG) for qi, sid, _ in got} >= {(0, 0), (0, 1), (0, 2), (0, 3),
+        assert {(qi, sid // orientations.OrientedCorpus._TAG) for qi, sid, _ in got} >= {(0, 0), (0, 1), (0, 2), (0, 3),
                                                                                   (1, 0)}
     finally:
         memory.close()
@@ -119,7 +120,7 @@ def test_one_trip_finds_what_two_trips_found() -> None:
 def test_a_view_searched_otherwise_searches_itself() -> None:
     rng = np.random.default_rng(3)
     own = _walk(200, rng)
-    memory = _MemoryCorpus([("own.mp4", "v:0", _fp(own[:, None, :], 4.0))])
+    memory = MemoryCorpus([("own.mp4", "v:0", _fp(own[:, None, :], 4.0))])
     try:
         counting = _Counting(memory)
         q = [QueryStream("a.mp4", 30.0, "v:0", _fp(own[:120:4, None, :], 1.0))]

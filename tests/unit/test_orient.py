@@ -11,6 +11,7 @@ import pytest
 
 from overlap_desktop.core.ingest import orient, prep
 from overlap_desktop.core.ingest.fingerprint import _FrameHasher, hamming
+from overlap_desktop.core.match import orientations
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from tests.footage import Scene
 from tests.rig import RigEpisode
@@ -109,7 +110,7 @@ def test_search_orientations_tags_passes_and_reports_offer_orientation() -> None
 
     q = _Q("offer.mp4", _fp(3, (Variant(),)))
     q.fp.codes[:] = np.arange(32, dtype=np.uint8)
-    found, view = orient.search_orientations(search, [q], _Corpus(), None, cancel=None)
+    found, view = orientations.search_orientations(search, [q], _Corpus(), None, cancel=None)
     assert len(found) == 1 + len(orient.QUERY_ORIENTATIONS)
     # Two searches: the codes as given, with the search space unchanged; then every turned copy at
     # once, judged against a search space multiplied by the number of turns.
@@ -144,7 +145,7 @@ def test_two_passes_report_progress_as_one_bar() -> None:
 
     got: list[Progress] = []
     q = _Q("offer.mp4", _fp(3, (Variant(),)))
-    orient.search_orientations(search, [q], _Corpus(), None, progress=got.append, cancel=None)
+    orientations.search_orientations(search, [q], _Corpus(), None, progress=got.append, cancel=None)
     fractions = [p.done / p.total for p in got if p.total]
     assert fractions == sorted(fractions) and fractions[0] <= 0.5 < fractions[-1] == 1.0
     assert all(p.message for p in got[len(got) // 2:])  # the second pass says what it searches

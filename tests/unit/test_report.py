@@ -115,7 +115,7 @@ def test_estimates_are_rough_words() -> None:
 
 
 def test_rebuild_estimate_follows_the_measured_rate() -> None:
-    """About 7 s per 100 footage hours at the default preset (docs/scale.md), so ~12 minutes at
+    """About 7 s per 100 footage hours at the default preset (bench/RESULTS.md), so ~12 minutes at
     10,000 hours; it counts stored codes, so a preset storing more variants is dearer."""
     from overlap_desktop.core.index.sealing import rebuild_estimate_s
 

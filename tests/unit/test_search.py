@@ -114,7 +114,7 @@ def test_bad_shapes_are_rejected(tmp_path) -> None:  # type: ignore[no-untyped-d
 
 def test_version_1_shards_still_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # Format 1 kept sorted 4-byte chunk keys; rewrite a shard that way and search it.
-    from overlap_desktop.core.index.shards import _chunk_keys
+    from overlap_desktop.core.index.plan import chunk_keys
 
     rng = np.random.default_rng(5)
     codes = rng.integers(0, 256, (500, 32), dtype=np.uint8)
@@ -123,7 +123,7 @@ def test_version_1_shards_still_read(tmp_path) -> None:  # type: ignore[no-untyp
                 version=2)
     meta = json.loads((d / "shard.json").read_text())
     for j, (start, width) in enumerate(meta["chunks"]):
-        keys = _chunk_keys(codes, start, width)
+        keys = chunk_keys(codes, start, width)
         perm = np.argsort(keys, kind="stable").astype(np.uint32)
         np.save(d / f"key_{j}.npy", keys[perm])
         np.save(d / f"perm_{j}.npy", perm)

@@ -7,22 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from overlap_desktop.api import ExitCode, UsageError
-from overlap_desktop.cli.framework import CliContext, Command, safe_terminal
+from overlap_desktop.cli.framework import CliContext, Command, format_value, safe_terminal
 
-__all__ = ["COMMAND", "format_value"]
-
-
-def format_value(value: Any) -> str:
-    """How a setting is written in ``overlap.toml`` terms (lists comma-separated)."""
-    if value is None:
-        return "(preset)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(format_value(v) for v in value) if value else '""'
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+__all__ = ["COMMAND"]
 
 
 def _jsonable(value: Any) -> Any:

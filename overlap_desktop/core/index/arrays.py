@@ -95,7 +95,7 @@ def advise_hugepages(mm: mmap.mmap) -> bool:
     gathers. Linux reads a file that a hinted mapping faults in into 2 MiB page-cache folios
     (ext4/xfs with large folios), which later mappings of the file, hinted or not, map with
     one entry per 2 MiB. Files already cached in small pages keep them until evicted: the hint
-    changes how pages are read from disk, not pages already in memory (docs/scale.md,
+    changes how pages are read from disk, not pages already in memory (bench/RESULTS.md,
     "Comparison"). A no-op where the advice does not exist or the kernel refuses it.
 
     Returns:

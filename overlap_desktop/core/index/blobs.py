@@ -18,7 +18,7 @@ blob starts with a one-byte tag:
   are sparse; each of a variant's 256 bit positions is written as its bits over time
   (``np.packbits``), which puts the sparse bits next to each other, and the whole is one
   zstd frame with a content checksum. About 0.38 of the raw size on generated footage
-  (docs/scale.md, "Index size").
+  (bench/RESULTS.md, "Index size").
 
 Layout of a tag-2 blob's decompressed payload, for ``n`` samples, ``V`` variants and
 ``nb = ceil(n / 8)``: ``n`` and ``V`` (little-endian uint64 and uint32, checked against

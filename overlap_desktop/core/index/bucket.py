@@ -7,7 +7,7 @@ the bucket size. Format-4 shards of earlier builds hold ~16 rows per bucket:
 :func:`bucket_bound` runs a binary search on all probes at once (five gathers per probe, each in
 a cache line already read). Shards written since hold ~2 rows per bucket: comparing every row of
 every probed bucket is one gather per row and no loop, 25-35% cheaper per shard than the search
-on the larger buckets (docs/scale.md, "Two-row buckets").
+on the larger buckets (bench/RESULTS.md, "Two-row buckets").
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def matching_rows(low: np.ndarray, start: np.ndarray, cnt: np.ndarray, want: np.
     if mean_rows <= EXPAND_ROWS:
         probe, pos = expand_ranges(start, cnt)
         # np.take, not ``low[pos]``: numpy's take is 2-4x cheaper than fancy indexing on these
-        # gathers (docs/scale.md, "Gathers with np.take"); same values.
+        # gathers (bench/RESULTS.md, "Gathers with np.take"); same values.
         hit = np.flatnonzero(np.take(low, pos) == np.take(want, probe))
         return np.take(probe, hit), np.take(pos, hit)
     end = start + cnt

@@ -18,12 +18,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from overlap_desktop.core.index.schema import DB_NAME
 from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
 
-__all__ = ["SHARD_REPAIR_ADVICE", "apply_bestpractice", "guard_db", "open_error", "translate_db_error"]
+__all__ = [
+    "DAMAGED_ADVICE",
+    "DB_NAME",
+    "SHARD_REPAIR_ADVICE",
+    "apply_bestpractice",
+    "guard_db",
+    "open_error",
+    "translate_db_error",
+]
 
 log = logging.getLogger(__name__)
+
+#: The database file inside an index folder.
+DB_NAME = "index.sqlite3"
 
 _bestpractice_lock = threading.Lock()
 _bestpractice_applied = False
@@ -55,7 +65,7 @@ def apply_bestpractice() -> None:
 
 
 #: What to do about a damaged database, said once for every message that reports one.
-_DAMAGED_ADVICE = ("restore the index folder from a backup, or move it away and run `overlap index` on your "
+DAMAGED_ADVICE = ("restore the index folder from a backup, or move it away and run `overlap index` on your "
                    "footage again (a new index is built; fingerprints are recomputed)")
 #: What to do about damaged search shards: they are derived data, rebuilt from the database.
 SHARD_REPAIR_ADVICE = "run `overlap index --rebuild-shards` to rebuild them from the index database"
@@ -95,7 +105,7 @@ def translate_db_error(exc: BaseException, path: Path, *, decoding: bool = True)
     # A plain ValueError while decoding stored rows is damage; while writing it is a bug.
     plain_value_error = decoding and isinstance(exc, ValueError) and type(exc).__module__ == "builtins"
     if isinstance(exc, damaged) or plain_value_error:
-        return IndexError_(f"the index database is damaged ({type(exc).__name__}: {exc}); {_DAMAGED_ADVICE}",
+        return IndexError_(f"the index database is damaged ({type(exc).__name__}: {exc}); {DAMAGED_ADVICE}",
                            path=db)
     return None
 

@@ -7,221 +7,38 @@ after an interruption or a purchase only does the new work. A file that cannot b
 read is recorded with the reason and the job goes on. Cancelling (Ctrl-C, the GUI's
 Cancel) keeps every finished file.
 
-The SHA-256 of an item's bytes is computed in a helper thread while the frames are
-being decoded (hashlib releases the GIL), so hashing costs almost no wall time.
+Where the files are fingerprinted -- here, in worker processes, on a Dask cluster -- is
+chosen once per run (:func:`_engine_for`); the work itself is
+:mod:`overlap_desktop.core.index.fingerprinting`'s and the commits are
+:class:`~overlap_desktop.core.index.run.IndexRun`'s.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from overlap_desktop.core.index.parallel import CloseInBackground
-from overlap_desktop.core.index.run import PROGRESS_INTERVAL, IndexRun
-from overlap_desktop.core.index.walk import changed_since, item_stat, sha256_item, utf8_name, walk_candidates
-from overlap_desktop.core.types import (
-    CancelCallback,
-    Progress,
-    ProgressCallback,
-    StreamFingerprints,
-    StreamInfo,
-    Variant,
-    check_cancel,
-)
-from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, MediaError, OverlapError, UsageError
+from overlap_desktop.core.engines.base import CloseInBackground
+from overlap_desktop.core.index.fingerprinting import FileJob, fingerprint_settings
+from overlap_desktop.core.index.run import PROGRESS_INTERVAL, IndexRun, IndexSummary
+from overlap_desktop.core.index.walk import item_stat, utf8_name, walk_candidates
+from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, Variant
+from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
-    from overlap_desktop.core.index.parallel import Engine
+    from overlap_desktop.core.index.parallel import FileEngine
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.ingest.readers.base import Reader
 
-# walk_candidates and sha256_item live in core.index.walk; they stay importable from here
-# (core.match.compare and older callers), as do item_stat and changed_since (worker tasks).
-__all__ = ["IndexSummary", "changed_since", "fingerprint_file", "index_paths", "item_stat", "sha256_item",
-           "walk_candidates"]
+__all__ = ["AUTO_MIN_BYTES", "index_paths"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class IndexSummary:
-    """What an indexing run did.
-
-    Attributes:
-        files_seen: Items (files or recording folders) a reader claimed.
-        indexed: Items fingerprinted in this run.
-        skipped: Unchanged items skipped.
-        failed: ``(path, reason)`` of items that could not be fingerprinted.
-        hours_indexed: Footage hours fingerprinted in this run.
-        hours_indeterminate: Of which excluded from matching (featureless / static).
-        forgotten: Index rows removed because their file is gone (``forget_missing``).
-        missing: Paths in the index under the given roots whose file is gone (kept unless
-            ``forget_missing``).
-        warnings: Sentences for the user (low sampling rate, skipped streams...).
-        cancelled: The run was cancelled; finished items were kept.
-        elapsed_s: Wall time of the run.
-        bytes_indexed: Bytes of the items fingerprinted in this run.
-        index_path: The index folder.
-        engine: Where the fingerprinting ran ("this process", "2 worker processes", a cluster).
-    """
-
-    files_seen: int = 0
-    indexed: int = 0
-    skipped: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    hours_indexed: float = 0.0
-    hours_indeterminate: float = 0.0
-    forgotten: int = 0
-    missing: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    cancelled: bool = False
-    elapsed_s: float = 0.0
-    bytes_indexed: int = 0
-    index_path: str = ""
-    engine: str = "this process"
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed and not self.cancelled
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "files_seen": self.files_seen, "indexed": self.indexed, "skipped": self.skipped,
-            "failed": [{"path": p, "reason": r} for p, r in self.failed],
-            "hours_indexed": self.hours_indexed, "hours_indeterminate": self.hours_indeterminate,
-            "forgotten": self.forgotten, "missing": list(self.missing), "warnings": list(self.warnings),
-            "cancelled": self.cancelled, "elapsed_s": self.elapsed_s, "bytes_indexed": self.bytes_indexed,
-            "index_path": self.index_path, "engine": self.engine,
-        }
-
-
-# --------------------------------------------------------------------------- fingerprinting
-
-
-def _settings(config: Config, variants: Sequence[Variant]) -> str:
-    """The settings that change fingerprints; a file fingerprinted with others is redone."""
-    return json.dumps({"fps": float(config["index.fps"]), "variants": [v.to_dict() for v in variants],
-                       "quality_floor": int(config["index.quality_floor"]),
-                       "static_seconds": float(config["index.static_seconds"])}, sort_keys=True)
-
-
-def _fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Sequence[Variant],
-                      on_fraction: Callable[[float], None] | None, cancel: CancelCallback | None,
-                      warnings_out: list[str] | None = None,
-                      decoder_threads: int = 0) -> list[tuple[StreamInfo, StreamFingerprints]]:
-    from overlap_desktop.core.ingest.fingerprint import fingerprint_stream
-
-    # Readers with options (readers.mcap_time, readers.image_fps, size caps) take them from this run's config.
-    configure = getattr(reader, "configure", None)
-    if callable(configure):
-        configure(config)
-    if decoder_threads and getattr(reader, "threads", None) == 0:
-        # A worker's share of the cores, when the user left decoder threads automatic:
-        # FFmpeg's automatic count assumes the whole machine, and N workers each using
-        # every core would spend their time switching between threads.
-        reader.threads = decoder_threads  # type: ignore[attr-defined]
-    streams = reader.streams(path)
-    if not streams:
-        raise MediaError("no video or image stream found", path=path)
-    total = sum(s.duration_s or 0.0 for s in streams) or None
-    done_before = 0.0
-    out: list[tuple[StreamInfo, StreamFingerprints]] = []
-    errors: list[str] = []
-    for s in streams:
-        check_cancel(cancel)
-
-        def on_frame(seconds: float, _base: float = done_before) -> None:
-            if on_fraction is not None and total:
-                on_fraction(min(1.0, (_base + seconds) / total))
-
-        try:
-            fp = fingerprint_stream(
-                reader.frames(path, s, cancel=cancel), fps=float(config["index.fps"]), variants=variants,
-                quality_floor=int(config["index.quality_floor"]),
-                static_seconds=float(config["index.static_seconds"]), duration_s=s.duration_s,
-                on_frame=on_frame, cancel=cancel)
-        except (Cancelled, KeyboardInterrupt):
-            raise
-        except OverlapError as exc:
-            errors.append(f"stream {s.key}: {exc.message}")
-            continue
-        if len(fp) == 0:
-            errors.append(f"stream {s.key}: no decodable frames")
-            continue
-        out.append((s, fp))
-        done_before += s.duration_s or fp.duration_s
-        damaged = int((s.extra or {}).get("decode_errors") or 0)
-        if damaged and warnings_out is not None:
-            warnings_out.append(f"{path}: stream {s.key}: {damaged} undecodable packet(s) skipped (damaged file; "
-                                "the rest was indexed)")
-    if not out:
-        reason = "; ".join(errors) if len(errors) > 1 else (errors[0].split(": ", 1)[1] if errors else
-                                                           "no frames")
-        raise MediaError(reason, path=path)
-    if errors and warnings_out is not None:
-        warnings_out.extend(f"{path}: {e} (skipped; other streams indexed)" for e in errors)
-    return out
-
-
-def fingerprint_file(path: str | os.PathLike[str], *, config: Config | None = None,
-                     variants: Sequence[Variant] | None = None, progress: ProgressCallback | None = None,
-                     cancel: CancelCallback | None = None) -> list[tuple[StreamInfo, StreamFingerprints]]:
-    """Fingerprint one file or recording folder without touching any index.
-
-    Used on the query side (audit samples, the demo), so by default only the upright
-    variant is hashed; pass ``variants`` (e.g. :func:`variants_from_config`) for corpus-style codes.
-
-    Args:
-        path: The file or folder.
-        config: Settings (``index.fps``, quality floor, static seconds); default: loaded.
-        variants: Variants to hash; default ``(Variant(),)``.
-        progress: Receives the fraction of the file done.
-        cancel: Polled between frames.
-
-    Returns:
-        ``(stream info, fingerprints)`` per stream.
-
-    Raises:
-        MediaError: no reader claims the file, or it cannot be decoded.
-        Cancelled: ``cancel()`` turned true.
-    """
-    from overlap_desktop.config import load_config
-    from overlap_desktop.core.ingest.readers import reader_for
-
-    config = config if config is not None else load_config()
-    p = Path(os.path.abspath(os.fspath(path)))
-    if not p.exists():
-        raise MediaError("no such file or folder", path=p)
-    reader = reader_for(p)
-
-    def on_fraction(f: float) -> None:
-        if progress is not None:
-            progress(Progress(stage="fingerprint", done=f, total=1.0, unit="files", current=str(p),
-                              current_done=f))
-
-    try:
-        return _fingerprint_item(p, reader, config=config, variants=tuple(variants or (Variant(),)),
-                                 on_fraction=on_fraction, cancel=cancel)
-    except (OverlapError, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # a decoder surprise is still a bad file, not a crash
-        raise MediaError(_describe(exc), path=p) from exc
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, OverlapError):
-        return exc.message
-    if isinstance(exc, MemoryError):
-        return "out of memory while decoding"
-    text = str(exc).strip() or type(exc).__name__
-    return f"cannot decode ({type(exc).__name__}: {text})"
 
 
 # --------------------------------------------------------------------------- the job
@@ -343,7 +160,8 @@ def _resolve_request(paths: Iterable[str | os.PathLike[str]], config: Config, su
         variants = tuple(variants_from_config(config))
     except ValueError as exc:
         raise ConfigError(f"bad variant settings: {exc}") from exc
-    return _Request(roots, config, variants, _settings(config, variants), forget_missing, force, progress, cancel)
+    return _Request(roots, config, variants, fingerprint_settings(config, variants), forget_missing, force,
+                    progress, cancel)
 
 
 def _index_locked(idx: Index, req: _Request, summary: IndexSummary) -> None:
@@ -399,15 +217,13 @@ def _plan(idx: Index, req: _Request, summary: IndexSummary) -> _Plan:
     return _Plan(items, sizes, unlisted, todo)
 
 
-def _fingerprint_all(run: IndexRun, plan: _Plan, engine: Engine | None, req: _Request) -> None:
+def _fingerprint_all(run: IndexRun, plan: _Plan, engine: FileEngine | None, req: _Request) -> None:
     """Fingerprint and commit every item that needs it: here in walk order, or on the engine
     largest first.
 
     Each item's row says ``running`` while it is being worked on; a cancel sets every
     unfinished one back to ``pending`` (files that finished anyway are committed).
     """
-    from overlap_desktop.core.index.parallel import FileJob
-
     order = plan.items
     if engine is not None:
         # Largest first (longest-processing-time first): a big file started last would
@@ -438,12 +254,12 @@ def _fingerprint_all(run: IndexRun, plan: _Plan, engine: Engine | None, req: _Re
 
 def _settle_missing(idx: Index, req: _Request, plan: _Plan, summary: IndexSummary) -> None:
     """Index rows under the roots whose file is gone: forgotten (``forget_missing``) or listed."""
-    from overlap_desktop.core.index.reading import _under
+    from overlap_desktop.core.index.reading import is_under
 
     seen = {os.path.normcase(str(i)) for i, _ in plan.items}
     # Files inside a folder we could not list are unknown, not gone.
     gone = [g for g in _missing_rows(idx, req.roots, seen)
-            if not any(_under(g, str(folder)) for folder, _ in plan.unlisted)]
+            if not any(is_under(g, str(folder)) for folder, _ in plan.unlisted)]
     if req.forget_missing and gone:
         summary.forgotten = idx.remove_files(gone)
     else:
@@ -466,17 +282,15 @@ def _disk_full_error(exc: BaseException, summary: IndexSummary, where: Path) -> 
 AUTO_MIN_BYTES = 32 * 1024 * 1024
 
 
-def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[int, int]]) -> Engine | None:
+def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[int, int]]) -> FileEngine | None:
     """Where this run's files are fingerprinted: ``None`` for this process, else a pool or a cluster."""
-    from overlap_desktop.core.index.parallel import ProcessEngine, default_workers
+    from overlap_desktop.core.index.parallel import ProcessEngine, cluster_engine, default_workers
 
     if not todo:
         return None
     address = str(config["index.cluster"] or "")
     if address:
-        from overlap_desktop.core.index.cluster import DaskEngine
-
-        return DaskEngine(address)
+        return cluster_engine(address)
     wanted = int(config["index.workers"])
     n = min(wanted or default_workers(), len(todo))
     if n <= 1 or (wanted == 0 and sum(sizes[p][0] for p in todo) < AUTO_MIN_BYTES):
@@ -498,7 +312,7 @@ def _disk_full(exc: BaseException) -> bool:
 def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
     """Refuse ``forget_missing`` under a given folder that is empty while the index holds
     files under it (an unmounted disk's mount point looks exactly like that)."""
-    from overlap_desktop.core.index.reading import _under
+    from overlap_desktop.core.index.reading import is_under
 
     for root in roots:
         if not root.is_dir():
@@ -509,7 +323,7 @@ def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
                     continue
         except OSError:
             continue  # reported as unlisted; nothing under it is forgotten
-        held = sum(1 for f in idx.files() if not f.provenance and _under(f.path, str(root)))
+        held = sum(1 for f in idx.files() if not f.provenance and is_under(f.path, str(root)))
         if held:
             raise UsageError(f"--forget-missing: this folder is empty but the index holds {held} file(s) under "
                              "it; if it is a disk that is not mounted, mount it and run again (nothing was "
@@ -518,13 +332,13 @@ def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:
 
 def _missing_rows(idx: Index, roots: Sequence[Path], seen: set[str]) -> list[str]:
     """Index paths under ``roots`` that no longer exist on disk."""
-    from overlap_desktop.core.index.reading import _under
+    from overlap_desktop.core.index.reading import is_under
 
     out = []
     for f in idx.files():
         # Rows merged from another machine's index describe files that live there.
         if os.path.normcase(f.path) in seen or f.provenance:
             continue
-        if any(_under(f.path, str(r)) for r in roots) and not os.path.exists(f.path):
+        if any(is_under(f.path, str(r)) for r in roots) and not os.path.exists(f.path):
             out.append(f.path)
     return out

@@ -20,7 +20,7 @@ from typing import Any
 from overlap_desktop.core.index.db import apply_bestpractice
 from overlap_desktop.errors import IndexBusyError
 
-__all__ = ["WriterLock", "network_filesystem", "wal_support"]
+__all__ = ["WriterLock", "existing_ancestor", "network_filesystem", "wal_support"]
 
 # Filesystem types on which SQLite's WAL (shared memory via mmap of -shm) is unsafe.
 _NETWORK_FS = frozenset({
@@ -46,7 +46,7 @@ def _mount_table() -> list[tuple[str, str]]:
     return out
 
 
-def _existing_ancestor(path: Path) -> Path:
+def existing_ancestor(path: Path) -> Path:
     p = Path(os.path.abspath(path))
     while not p.exists() and p.parent != p:
         p = p.parent
@@ -75,7 +75,7 @@ def network_filesystem(path: Path) -> str | None:
         except (AttributeError, OSError):  # pragma: no cover - non-Windows ctypes
             pass
         return None
-    real = os.path.realpath(_existing_ancestor(Path(raw)))
+    real = os.path.realpath(existing_ancestor(Path(raw)))
     best, fstype = "", ""
     for mount, kind in _mount_table():
         inside = real == mount or real.startswith(mount.rstrip("/") + "/") or mount == "/"
@@ -100,7 +100,7 @@ def wal_support(path: Path) -> tuple[bool, str]:
     why = network_filesystem(path)
     if why:
         return False, f"{why}; SQLite's write-ahead log needs a local disk"
-    where = _existing_ancestor(Path(path))
+    where = existing_ancestor(Path(path))
     if not where.is_dir():
         return False, f"{where} is not a folder"
     probe_dir = None

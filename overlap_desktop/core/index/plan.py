@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "QueryPlan"]
+__all__ = ["DEFAULT_CHUNK_BYTES", "QueryPlan", "chunk_keys", "chunk_spec"]
 
 #: Bytes per lookup chunk (24 bits): see :mod:`overlap_desktop.core.index.shards` for why.
 DEFAULT_CHUNK_BYTES = 3
@@ -19,13 +19,13 @@ DEFAULT_CHUNK_BYTES = 3
 # --------------------------------------------------------------------------- chunks
 
 
-def _chunk_spec(chunk_bytes: int) -> list[tuple[int, int]]:
+def chunk_spec(chunk_bytes: int) -> list[tuple[int, int]]:
     """(first byte, byte count) of each lookup chunk; leftover bytes are verified only."""
     n = 32 // chunk_bytes
     return [(i * chunk_bytes, chunk_bytes) for i in range(n)]
 
 
-def _chunk_keys(codes: np.ndarray, start: int, width: int) -> np.ndarray:
+def chunk_keys(codes: np.ndarray, start: int, width: int) -> np.ndarray:
     """Big-endian integer value of bytes ``[start, start+width)`` of each code (uint32)."""
     out = np.zeros(codes.shape[0], dtype=np.uint32)
     for k in range(width):
@@ -107,12 +107,12 @@ class QueryPlan:
              probe: int = 0) -> QueryPlan:
         """Cut ``query`` into chunk probes (plus 1-bit flips when ``probe`` is 1)."""
         codes = np.ascontiguousarray(query, dtype=np.uint8).reshape(-1, 32)
-        chunks = [(int(a), int(b)) for a, b in (chunks or _chunk_spec(DEFAULT_CHUNK_BYTES))]
+        chunks = [(int(a), int(b)) for a, b in (chunks or chunk_spec(DEFAULT_CHUNK_BYTES))]
         keys: list[np.ndarray] = []
         rows: list[np.ndarray] = []
         m = codes.shape[0]
         for start, width in chunks:
-            qk = _chunk_keys(codes, start, width)
+            qk = chunk_keys(codes, start, width)
             qrow = np.arange(m, dtype=np.int64)
             if probe:
                 bits = 8 * width

@@ -2,7 +2,7 @@
 
 :class:`IndexReader` is a mixin of :class:`~overlap_desktop.core.index.store.Index`;
 everything here works while another process writes (SQLite WAL readers never block).
-Paths are stored absolute and normalised (:func:`_norm`), symlinks kept as named.
+Paths are stored absolute and normalised (:func:`norm_path`), symlinks kept as named.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.index.blobs import decode_fingerprints, info_from_json
-from overlap_desktop.core.index.db import _DAMAGED_ADVICE, first_row
-from overlap_desktop.core.index.schema import DB_NAME
+from overlap_desktop.core.index.db import DAMAGED_ADVICE, DB_NAME, first_row
 from overlap_desktop.core.index.sealing import rebuild_estimate_s
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo
 from overlap_desktop.errors import IndexError_
@@ -23,7 +22,7 @@ from overlap_desktop.errors import IndexError_
 if TYPE_CHECKING:  # pragma: no cover
     import apsw
 
-__all__ = ["IndexReader", "IndexedFile"]
+__all__ = ["IndexReader", "IndexedFile", "is_under", "norm_path"]
 
 
 @dataclass
@@ -121,7 +120,7 @@ class IndexReader:
 
     def file(self, path: str | os.PathLike[str]) -> IndexedFile | None:
         """The row for ``path`` (absolute or relative to the current folder), or ``None``."""
-        rows = self._file_rows("WHERE path = ?", (_norm(path),))
+        rows = self._file_rows("WHERE path = ?", (norm_path(path),))
         return rows[0] if rows else None
 
     def _file_by_id(self, file_id: int) -> IndexedFile:
@@ -136,8 +135,8 @@ class IndexReader:
         or only of the files at or under ``paths``. Fingerprints load one stream at a time."""
         files = {f.id: f for f in self.files("ok")}
         if paths is not None:
-            roots = [_norm(p) for p in paths]
-            files = {i: f for i, f in files.items() if any(_under(f.path, r) for r in roots)}
+            roots = [norm_path(p) for p in paths]
+            files = {i: f for i, f in files.items() if any(is_under(f.path, r) for r in roots)}
         ids = [sid for sid, fid in self._db.execute("SELECT id, file_id FROM streams ORDER BY file_id, id")
                if fid in files]
         for sid in ids:
@@ -173,7 +172,7 @@ class IndexReader:
             found = self._db.execute("SELECT f.path, s.key FROM streams s JOIN files f ON f.id = s.file_id "
                                      "WHERE s.id = ?", (stream_id,)).fetchone()
             where = f"{found[0]} [{found[1]}]" if found else f"stream {stream_id}"
-            raise IndexError_(f"fingerprints of {where}: {exc.message}; {_DAMAGED_ADVICE}",
+            raise IndexError_(f"fingerprints of {where}: {exc.message}; {DAMAGED_ADVICE}",
                               path=self.path / DB_NAME) from exc
 
     def stream_info(self, stream_id: int) -> tuple[IndexedFile, str]:
@@ -255,11 +254,11 @@ def _tree_size(root: Path) -> int:
     return total
 
 
-def _norm(path: str | os.PathLike[str]) -> str:
+def norm_path(path: str | os.PathLike[str]) -> str:
     """The form paths are stored in: absolute, normalised, symlinks kept as named."""
     return os.path.normpath(os.path.abspath(os.fspath(path)))
 
 
-def _under(path: str, root: str) -> bool:
+def is_under(path: str, root: str) -> bool:
     a, b = os.path.normcase(path), os.path.normcase(root)
     return a == b or a.startswith(b.rstrip(os.sep) + os.sep)

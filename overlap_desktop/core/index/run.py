@@ -11,23 +11,76 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.index.walk import utf8_name
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import Cancelled
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.index.indexer import IndexSummary
-    from overlap_desktop.core.index.parallel import Engine, FileJob, FileOutcome
+    from overlap_desktop.core.index.fingerprinting import FileJob, FileOutcome
+    from overlap_desktop.core.index.parallel import FileEngine
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.ingest.readers.base import Reader
 
-__all__ = ["PROGRESS_INTERVAL", "IndexRun"]
+__all__ = ["PROGRESS_INTERVAL", "IndexRun", "IndexSummary"]
 
 #: Progress callbacks at most this often (seconds) within a file.
 PROGRESS_INTERVAL = 0.1
+
+
+@dataclass
+class IndexSummary:
+    """What an indexing run did.
+
+    Attributes:
+        files_seen: Items (files or recording folders) a reader claimed.
+        indexed: Items fingerprinted in this run.
+        skipped: Unchanged items skipped.
+        failed: ``(path, reason)`` of items that could not be fingerprinted.
+        hours_indexed: Footage hours fingerprinted in this run.
+        hours_indeterminate: Of which excluded from matching (featureless / static).
+        forgotten: Index rows removed because their file is gone (``forget_missing``).
+        missing: Paths in the index under the given roots whose file is gone (kept unless
+            ``forget_missing``).
+        warnings: Sentences for the user (low sampling rate, skipped streams...).
+        cancelled: The run was cancelled; finished items were kept.
+        elapsed_s: Wall time of the run.
+        bytes_indexed: Bytes of the items fingerprinted in this run.
+        index_path: The index folder.
+        engine: Where the fingerprinting ran ("this process", "2 worker processes", a cluster).
+    """
+
+    files_seen: int = 0
+    indexed: int = 0
+    skipped: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    hours_indexed: float = 0.0
+    hours_indeterminate: float = 0.0
+    forgotten: int = 0
+    missing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cancelled: bool = False
+    elapsed_s: float = 0.0
+    bytes_indexed: int = 0
+    index_path: str = ""
+    engine: str = "this process"
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.cancelled
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files_seen": self.files_seen, "indexed": self.indexed, "skipped": self.skipped,
+            "failed": [{"path": p, "reason": r} for p, r in self.failed],
+            "hours_indexed": self.hours_indexed, "hours_indeterminate": self.hours_indeterminate,
+            "forgotten": self.forgotten, "missing": list(self.missing), "warnings": list(self.warnings),
+            "cancelled": self.cancelled, "elapsed_s": self.elapsed_s, "bytes_indexed": self.bytes_indexed,
+            "index_path": self.index_path, "engine": self.engine,
+        }
 
 
 class IndexRun:
@@ -107,7 +160,7 @@ class IndexRun:
 
     def serial(self, job: FileJob, cancel: CancelCallback | None) -> None:
         """Fingerprint ``job`` in this process and commit it."""
-        from overlap_desktop.core.index.parallel import run_job
+        from overlap_desktop.core.index.fingerprinting import run_job
 
         last = [0.0]
 
@@ -124,7 +177,7 @@ class IndexRun:
             raise
         self.commit(job, outcome)
 
-    def feed(self, engine: Engine, job: FileJob, cancel: CancelCallback | None) -> None:
+    def feed(self, engine: FileEngine, job: FileJob, cancel: CancelCallback | None) -> None:
         """Hand ``job`` to the engine, first committing results while it has enough in flight."""
         while len(self.in_flight) >= engine.capacity:
             self.pump(engine, cancel, timeout=PROGRESS_INTERVAL)
@@ -134,7 +187,7 @@ class IndexRun:
         check_cancel(cancel)  # a commit just made may have been the one the user cancelled after
         engine.submit(job)
 
-    def pump(self, engine: Engine | None, cancel: CancelCallback | None, timeout: float = 0.0) -> None:
+    def pump(self, engine: FileEngine | None, cancel: CancelCallback | None, timeout: float = 0.0) -> None:
         """Check for a cancel; commit the outcomes that have arrived; report aggregate progress."""
         check_cancel(cancel)
         if engine is None or not self.in_flight:
@@ -150,7 +203,7 @@ class IndexRun:
             current = max(fractions, key=lambda p: fractions[p], default=None) if fractions else None
             self.emit(current, fractions.get(current) if current else None, extra_bytes=partial)
 
-    def abort(self, engine: Engine) -> None:
+    def abort(self, engine: FileEngine) -> None:
         """Cancel: stop every worker; keep files that finished anyway; the rest become pending."""
         for job, outcome in engine.stop():
             if job.path in self.in_flight:

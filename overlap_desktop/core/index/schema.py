@@ -25,18 +25,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from overlap_desktop.core.index.db import DB_NAME, first_row, open_error
 from overlap_desktop.errors import IndexError_
 
 if TYPE_CHECKING:  # pragma: no cover
     import apsw
 
-__all__ = ["DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "SHARD_DIR", "init_or_migrate", "now_iso"]
+__all__ = ["LOCK_NAME", "SCHEMA_VERSION", "SHARD_DIR", "init_or_migrate", "now_iso"]
 
 log = logging.getLogger(__name__)
 
 #: Version of the database layout; bumped with a migration in :data:`_MIGRATIONS`.
 SCHEMA_VERSION = 2
-DB_NAME = "index.sqlite3"
 LOCK_NAME = "index.lock"
 SHARD_DIR = "shards"
 
@@ -141,7 +141,6 @@ def init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool,
     """
     import apsw
 
-    from overlap_desktop.core.index.db import first_row, open_error
 
     try:
         has_meta = conn.execute(

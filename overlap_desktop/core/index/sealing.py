@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from overlap_desktop.core.index.shards import Shard
 
-__all__ = ["DEFAULT_SHARD_CODES", "SHARD_GRACE_S", "ShardSet"]
+__all__ = ["DEFAULT_SHARD_CODES", "SHARD_GRACE_S", "LiveShard", "ShardSet"]
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ SHARD_GRACE_S = 6 * 3600.0
 DEFAULT_SHARD_CODES = 8_000_000
 #: CPU seconds a rebuild of the search shards costs per stored code (every variant of every
 #: sample): reading and decompressing the codes, then building shards from the seed rows.
-#: Measured on the reference machine, one core (docs/scale.md, "How long --rebuild-shards
+#: Measured on the reference machine, one core (bench/RESULTS.md, "How long --rebuild-shards
 #: takes"): about 7 s per 100 footage hours at the default preset (11.5M codes), a minute per
 #: 1,000 hours. A slower laptop may take twice as long: it is a guide for deciding when to run it.
 REBUILD_S_PER_CODE = 7.0 / (100 * 3600 * 4 * 8)
@@ -92,7 +92,7 @@ class ShardSet:
         goes at once: only the writer builds, and we hold the lock. A dropped shard's
         folder is kept for ``grace_s`` because a comparison that listed it before it
         was dropped may still be reading it (its hits on deleted streams are filtered,
-        see :class:`_LiveShard`).
+        see :class:`LiveShard`).
         """
         import time
 
@@ -310,7 +310,7 @@ class ShardSet:
                 yield from self._temp_shards([(i, 0) for i in ids])
                 continue
             try:
-                yield _LiveShard(shard, self)  # type: ignore[misc]
+                yield LiveShard(shard, self)  # type: ignore[misc]
             finally:
                 _close(shard)
                 del shard
@@ -335,7 +335,7 @@ class ShardSet:
                     del shard
 
 
-class _LiveShard:
+class LiveShard:
     """A sealed shard whose hits are limited to streams still in the index.
 
     A writer may forget or re-fingerprint a file while a comparison is walking the
@@ -370,6 +370,11 @@ class _LiveShard:
         except Exception as exc:
             # Flipped bits in a column: a header numpy cannot parse, offsets out of range...
             raise self._damaged(f"{type(exc).__name__}: {exc}") from exc
+        return self.live(hits)
+
+    def live(self, hits: Any) -> Any:
+        """``hits`` of this shard limited to streams still in the index (also for hits found
+        elsewhere, by a cluster worker that searched this shard's files)."""
         if len(hits) == 0:
             return hits
         ids = [int(i) for i in np.unique(hits.stream_id)]

@@ -9,28 +9,40 @@ searched by binary search. Shards written today (format 4) use the stacked looku
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from overlap_desktop.core.index.arrays import expand_ranges
-from overlap_desktop.core.index.shards import PREFIX_BITS
-
-if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.index.shards import QueryPlan, Shard
+from overlap_desktop.core.index.plan import QueryPlan
 
 __all__ = ["legacy_candidates"]
 
 
-def legacy_candidates(shard: Shard, plan: QueryPlan, max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
-    """(query row, shard row) pairs sharing a chunk exactly, for a format 1 or 2 shard."""
+class Shard(Protocol):
+    """What a lookup reads of a :class:`~overlap_desktop.core.index.shards.Shard` (which calls it)."""
+
+    chunks: list[tuple[int, int]]
+    version: int
+    count: int
+    meta: dict[str, Any]
+
+    def _load(self, name: str) -> np.ndarray: ...
+
+
+def legacy_candidates(shard: Shard, plan: QueryPlan, max_bucket: int,
+                      prefix_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(query row, shard row) pairs sharing a chunk exactly, for a format 1 or 2 shard.
+
+    ``prefix_bits``: the prefix width of format 2 shards that do not record theirs.
+    """
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     q_parts: list[np.ndarray] = []
     r_parts: list[np.ndarray] = []
     for j in range(len(shard.chunks)):
         qk, qrow = plan.keys[j], plan.rows[j]
         if shard.version >= 2:
-            q, r = _lookup_prefix(shard, j, qk, qrow, max_bucket)
+            q, r = _lookup_prefix(shard, j, qk, qrow, max_bucket, prefix_bits)
             if q.size:
                 q_parts.append(q)
                 r_parts.append(r)
@@ -61,7 +73,7 @@ def legacy_candidates(shard: Shard, plan: QueryPlan, max_bucket: int) -> tuple[n
 
 
 def _lookup_prefix(shard: Shard, j: int, qk: np.ndarray, qrow: np.ndarray,
-                   max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
+                   max_bucket: int, prefix_bits: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact chunk matches through the prefix table (format 2).
 
     The top bits of a probe select a bucket from the small offsets table (read
@@ -69,7 +81,7 @@ def _lookup_prefix(shard: Shard, j: int, qk: np.ndarray, qrow: np.ndarray,
     lookup costs about one page whatever the shard size.
     """
     width = shard.chunks[j][1]
-    pbits = min(int(shard.meta.get("prefix_bits", PREFIX_BITS)), 8 * width)
+    pbits = min(int(shard.meta.get("prefix_bits", prefix_bits)), 8 * width)
     lbits = 8 * width - pbits
     off = shard._load(f"off_{j}")
     pre = (qk >> np.uint32(lbits)).astype(np.int64)

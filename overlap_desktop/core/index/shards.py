@@ -35,7 +35,7 @@ find too few seeds at the distances re-encodes and phase shifts produce.
 
 Because the work per lookup is the same in every shard, a comparison costs about
 (shards x probes) lookups plus the random chunk collisions, which grow with the rows
-searched: hence few large shards of seed rows (docs/scale.md, "Comparison").
+searched: hence few large shards of seed rows (bench/RESULTS.md, "Comparison").
 
 Only the shard's own arrays are memory-mapped, so the resident memory of a search is
 bounded by one shard's touched pages and candidates.
@@ -59,8 +59,8 @@ from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
 from overlap_desktop.core.index.bucket import matching_rows, row_distances
 from overlap_desktop.core.index.plan import DEFAULT_CHUNK_BYTES as DEFAULT_CHUNK_BYTES
 from overlap_desktop.core.index.plan import QueryPlan as QueryPlan
-from overlap_desktop.core.index.plan import _chunk_keys as _chunk_keys
-from overlap_desktop.core.index.plan import _chunk_spec
+from overlap_desktop.core.index.plan import chunk_keys as chunk_keys
+from overlap_desktop.core.index.plan import chunk_spec
 from overlap_desktop.errors import IndexError_
 
 __all__ = [
@@ -90,7 +90,7 @@ _WRITABLE_VERSIONS = (2, 3, 4)
 #: ``1 / DEFAULT_SEED_FPS`` seconds of stream time, every variant. Verification along a line
 #: reads every sample from the database, so seeds only need to put two or more points on a
 #: copy's line; at 1 seed/s every row of the detection matrix passes, at a quarter of the rows
-#: of the 4-sample/s default preset (docs/scale.md, "Shard format 4").
+#: of the 4-sample/s default preset (bench/RESULTS.md, "Shard format 4").
 DEFAULT_SEED_FPS = 1.0
 #: Bits of a chunk value resolved by the in-memory prefix table (shards whose meta has no size).
 PREFIX_BITS = 16
@@ -187,7 +187,7 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
         del out
         for name, arr in arrays.items():
             np.save(tmp / f"{name}.npy", arr)
-        spec = _chunk_spec(chunk_bytes)
+        spec = chunk_spec(chunk_bytes)
         _write_chunk_tables(tmp, codes, spec, version)
         meta = {"format": SHARD_FORMAT, "version": int(version), "count": int(n),
                 "chunks": [list(c) for c in spec], "prefix_bits": _prefix_bits(n, spec[0][1], version), **extra}
@@ -249,7 +249,7 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
         for name, (shape, dt) in shapes.items():
             stacked[name] = _open_table(tmp / f"{name}.npy", dt, shape)
     for j, (start, w) in enumerate(spec):
-        keys = _chunk_keys(codes, start, w)
+        keys = chunk_keys(codes, start, w)
         perm = np.argsort(keys, kind="stable").astype(np.uint32)
         keys = keys[perm]
         counts = np.bincount((keys >> np.uint32(lbits)).astype(np.int64), minlength=1 << pbits)
@@ -292,7 +292,7 @@ def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
     a lookup then compares every row of its bucket, one gather per row, where the ~16-row buckets
     of format-4 shards of earlier builds needed a five-step binary search. The
     offsets table grows from ~2.5 to 14-28 bytes per row (+0.4-0.7 MB per footage hour) and the
-    search of an 8M-row shard costs a quarter to a third less (docs/scale.md, "Two-row
+    search of an 8M-row shard costs a quarter to a third less (bench/RESULTS.md, "Two-row
     buckets"). Its meta records the size, so shards of either sizing read alike. Formats 2-3: ~4.
     """
     if version >= 4:
@@ -307,7 +307,7 @@ def layout_is_current(meta: dict[str, Any]) -> bool:
 
     Older layouts are still read, but more slowly: formats 1-3 hold every sample and smaller
     tables, and format-4 shards of earlier builds ~16 rows per bucket instead of ~2 (a lookup
-    searches each bucket; docs/scale.md, "Two-row buckets"). ``overlap index
+    searches each bucket; bench/RESULTS.md, "Two-row buckets"). ``overlap index
     --rebuild-shards`` rewrites them from the database.
     """
     try:
@@ -542,7 +542,7 @@ class Shard:
         # Formats 1 and 2 (read only): one lookup per chunk table.
         from overlap_desktop.core.index.shard_legacy import legacy_candidates
 
-        return legacy_candidates(self, plan, max_bucket)
+        return legacy_candidates(self, plan, max_bucket, PREFIX_BITS)
 
     def search(self, query: np.ndarray | QueryPlan, *, max_distance: int, probe: int = 0,
                max_bucket: int = DEFAULT_MAX_BUCKET) -> Hits:

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# `_norm`/`_under` are the store's own rule for "this path is at or under that root"; using
+from overlap_desktop.core.index.db import DB_NAME
+
+# `norm_path`/`is_under` are the store's own rule for "this path is at or under that root"; using
 # them keeps `overlap files PATH` in step with how paths are stored.
-from overlap_desktop.core.index.reading import IndexedFile, _norm, _under
-from overlap_desktop.core.index.schema import DB_NAME
+from overlap_desktop.core.index.reading import IndexedFile, is_under, norm_path
 from overlap_desktop.core.index.store import open_index
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,7 +113,7 @@ def library_files(path: str | os.PathLike[str] | None = None, *, status: str | N
         files = [f for f in files if f.status in ("pending", "running")]
     elif status is not None:
         files = [f for f in files if f.status == status]
-    roots = [_norm(p) for p in under]
+    roots = [norm_path(p) for p in under]
     if roots:
-        files = [f for f in files if any(_under(f.path, r) for r in roots)]
+        files = [f for f in files if any(is_under(f.path, r) for r in roots)]
     return files

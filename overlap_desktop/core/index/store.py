@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING
 
 from overlap_desktop.core.index.blobs import encode_fingerprints, info_to_json
 from overlap_desktop.core.index.db import (
-    _DAMAGED_ADVICE,
+    DAMAGED_ADVICE,
+    DB_NAME,
     apply_bestpractice,
     first_row,
     guard_db,
@@ -52,8 +53,8 @@ from overlap_desktop.core.index.db import (
     translate_db_error,
 )
 from overlap_desktop.core.index.lock import WriterLock, network_filesystem, wal_support
-from overlap_desktop.core.index.reading import IndexedFile, IndexReader, _norm
-from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME, SCHEMA_VERSION, SHARD_DIR, init_or_migrate, now_iso
+from overlap_desktop.core.index.reading import IndexedFile, IndexReader, norm_path
+from overlap_desktop.core.index.schema import LOCK_NAME, SCHEMA_VERSION, SHARD_DIR, init_or_migrate, now_iso
 from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES, ShardSet
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo
 from overlap_desktop.errors import IndexError_
@@ -212,7 +213,7 @@ class Index(IndexReader, ShardSet):
                   error: str | None = None, reader: str | None = None) -> int:
         """Create or update a file row without touching its fingerprints; returns its id."""
         self._require_writer()
-        p = _norm(path)
+        p = norm_path(path)
         with self._db:
             self._db.execute(
                 "INSERT INTO files(path, size, mtime_ns, status, error, reader) VALUES (?, ?, ?, ?, ?, ?) "
@@ -227,7 +228,7 @@ class Index(IndexReader, ShardSet):
                        reader: str | None = None, sha256: str | None = None) -> None:
         """Record that a file could not be fingerprinted (its old fingerprints are dropped)."""
         self._require_writer()
-        p = _norm(path)
+        p = norm_path(path)
         with self._db:
             self.mark_file(p, size=size, mtime_ns=mtime_ns, status="error", error=error, reader=reader)
             self._db.execute("UPDATE files SET sha256 = ?, duration_s = NULL, fps = NULL, "
@@ -244,7 +245,7 @@ class Index(IndexReader, ShardSet):
         row came from). Returns the file id.
         """
         self._require_writer()
-        p = _norm(path) if provenance is None else str(path)
+        p = norm_path(path) if provenance is None else str(path)
         encoded = [(info, encode_fingerprints(fp)) for info, fp in streams]
         duration = max((e["duration_s"] for _, e in encoded), default=0.0)
         indeterminate = float(sum(e["indeterminate_s"] for _, e in encoded))
@@ -274,7 +275,7 @@ class Index(IndexReader, ShardSet):
     def file_state(self, path: str | os.PathLike[str]) -> tuple[int, int, str, str | None] | None:
         """``(size, mtime_ns, status, settings)`` of a file row, for the resume check."""
         row = self._db.execute("SELECT size, mtime_ns, status, settings FROM files WHERE path = ?",
-                               (_norm(path),)).fetchone()
+                               (norm_path(path),)).fetchone()
         return None if row is None else (int(row[0]), int(row[1]), str(row[2]), row[3])
 
     def remove_files(self, paths: Iterable[str | os.PathLike[str]]) -> int:
@@ -283,7 +284,7 @@ class Index(IndexReader, ShardSet):
             n = 0
             with self._db:
                 for p in paths:
-                    self._db.execute("DELETE FROM files WHERE path = ?", (_norm(p),))
+                    self._db.execute("DELETE FROM files WHERE path = ?", (norm_path(p),))
                     n += self._db.changes()
             return n
 
@@ -407,7 +408,7 @@ def open_index(path: Path | str | None = None, *, config: Config | None = None, 
         return Index(folder, conn, readonly=readonly)
     except (KeyError, TypeError) as exc:  # a meta row missing or mangled
         conn.close()
-        raise IndexError_(f"the index database is damaged (its meta table lacks {exc}); {_DAMAGED_ADVICE}",
+        raise IndexError_(f"the index database is damaged (its meta table lacks {exc}); {DAMAGED_ADVICE}",
                           path=db_file) from exc
     except Exception as exc:
         conn.close()

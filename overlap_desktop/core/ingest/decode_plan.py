@@ -16,7 +16,7 @@ had. Dropping only unused frames leaves the fingerprints identical to a full dec
 every real file). By default the indexing reader goes one step further for H.264 and
 H.265: a *used* non-reference frame is dropped too when the frame shown just before it
 is decoded and at most :data:`NEIGHBOUR_MAX_S` earlier, so the sample shows that
-neighbour (a bounded timing error; its cost in bits is measured in docs/scale.md).
+neighbour (a bounded timing error; its cost in bits is measured in bench/RESULTS.md).
 
 Two guards keep the sampler's behaviour unchanged in odd files: a margin around the
 grid test absorbs rounding between packet and frame times, and a frame more than

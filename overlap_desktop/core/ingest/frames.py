@@ -66,7 +66,7 @@ def scale_options() -> dict[str, Any]:
 
     PyAV 17 made reformatting multi-threaded by default. For a 192x192 working image the
     threads' hand-offs cost more CPU than they save, and far more on a loaded machine
-    (the conversion took 0.17 ms alone and up to 2 ms per frame under load, docs/scale.md);
+    (the conversion took 0.17 ms alone and up to 2 ms per frame under load, bench/RESULTS.md);
     the pixels are the same. Older PyAV has no ``threads`` argument and uses one thread.
     """
     import av  # local: PyAV is heavy and not needed to import the core

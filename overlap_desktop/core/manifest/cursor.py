@@ -10,13 +10,13 @@ import math
 import struct
 from typing import Any
 
-from overlap_desktop.core.manifest.format import _CONTROL_RE
+from overlap_desktop.core.manifest.format import CONTROL_RE
 from overlap_desktop.errors import ManifestError
 
-__all__: list[str] = []
+__all__ = ["ByteCursor", "DecodedBudget"]
 
 
-class _Reader:
+class ByteCursor:
     """Bounded cursor over the manifest bytes; every read checks what remains."""
 
     __slots__ = ("buf", "pos", "end", "where", "source")
@@ -77,7 +77,7 @@ class _Reader:
             s = bytes(raw).decode("utf-8", "strict")
         except UnicodeDecodeError:
             raise self.fail(f"{what} is not valid UTF-8", at) from None
-        if _CONTROL_RE.search(s):
+        if CONTROL_RE.search(s):
             raise self.fail(f"{what} contains control characters", at)
         return s
 
@@ -85,7 +85,7 @@ class _Reader:
 _U8, _U16, _U32, _U64, _F64 = (struct.Struct(f) for f in ("<B", "<H", "<I", "<Q", "<d"))
 
 
-class _Budget:
+class DecodedBudget:
     """Decoded bytes a manifest may still produce (shared by every section's parser)."""
 
     __slots__ = ("left",)

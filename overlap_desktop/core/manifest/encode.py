@@ -16,13 +16,12 @@ import numpy as np
 
 from overlap_desktop import __version__
 from overlap_desktop.core.manifest.format import (
-    _CONTROL_RE,
-    _CREATED_RE,
-    _CROWDED_SAMPLES,
-    _ID_RE,
-    _RUN_DTYPE,
+    CONTROL_RE,
+    CREATED_RE,
+    CROWDED_SAMPLES,
     FLAG_CRITICAL,
     FORMAT_VERSION,
+    ID_RE,
     MAGIC,
     MAX_DURATION_S,
     MAX_FILE_SIZE,
@@ -33,9 +32,11 @@ from overlap_desktop.core.manifest.format import (
     MAX_TIME_NS,
     META_FLAG_ANONYMIZED,
     PREAMBLE,
+    RUN_DTYPE,
     SEC_FILES,
     SEC_META,
     SEC_ROOT,
+    SEC_STREAM_EPISODES,
     SEC_TEXT_NGRAMS,
     SECTION,
     ZSTD_LEVEL,
@@ -43,16 +44,15 @@ from overlap_desktop.core.manifest.format import (
     ManifestFile,
     ManifestStream,
     OptionalSection,
-    _crowded_second,
-    _name_problem,
+    TextNgrams,
+    crowded_second,
+    name_problem,
 )
 from overlap_desktop.core.manifest.merkle import leaf_hash, root_from_leaf_hashes
 from overlap_desktop.core.manifest.parse import decoded_budget
 from overlap_desktop.core.manifest.sections import (
     EPISODES_SVERSION,
     NGRAMS_SVERSION,
-    SEC_STREAM_EPISODES,
-    TextNgrams,
     encode_stream_episodes,
     encode_text_ngrams,
 )
@@ -73,7 +73,7 @@ def _check_text(value: str, what: str, max_bytes: int, *, allow_empty: bool = Tr
         raise ManifestError(f"cannot write manifest: {what} is empty")
     if len(raw) > max_bytes:
         raise ManifestError(f"cannot write manifest: {what} is {len(raw)} bytes (limit {max_bytes})")
-    if _CONTROL_RE.search(value):
+    if CONTROL_RE.search(value):
         raise ManifestError(f"cannot write manifest: {what} contains control characters")
     return raw
 
@@ -95,7 +95,7 @@ def _encode_times(times: np.ndarray, where: str) -> bytes:
     change = np.flatnonzero(deltas[1:] != deltas[:-1]) + 1
     starts = np.concatenate(([0], change))
     counts = np.diff(np.concatenate((starts, [deltas.shape[0]])))
-    runs = np.empty(starts.shape[0], dtype=_RUN_DTYPE)
+    runs = np.empty(starts.shape[0], dtype=RUN_DTYPE)
     runs["delta"] = deltas[starts]
     runs["count"] = counts
     return struct.pack("<QI", t0, runs.shape[0]) + runs.tobytes()
@@ -141,9 +141,9 @@ def _encode_stream(s: ManifestStream, compress: str, where: str) -> bytes:
             raise ManifestError(f"cannot write manifest: {where}: bad indeterminate span {sp}")
         reason = _check_text(sp.reason, f"{where}: span reason", 255)
         out += [struct.pack("<ddB", start, end, len(reason)), reason]
-    crowded = _crowded_second(np.asarray(fp.times_ns))
+    crowded = crowded_second(np.asarray(fp.times_ns))
     if crowded is not None:
-        raise ManifestError(f"cannot write manifest: {where}: more than {_CROWDED_SAMPLES} samples within one "
+        raise ManifestError(f"cannot write manifest: {where}: more than {CROWDED_SAMPLES} samples within one "
                             f"second (from {crowded / 1e9:.6f} s); export at a lower --fps")
     out.append(_encode_times(fp.times_ns, where))
     out.append(_encode_payload(fp, compress, where))
@@ -152,7 +152,7 @@ def _encode_stream(s: ManifestStream, compress: str, where: str) -> bytes:
 
 def _encode_entry(f: ManifestFile, compress: str) -> bytes:
     name = _check_text(f.name, "file name", 4096, allow_empty=False)
-    problem = _name_problem(f.name)
+    problem = name_problem(f.name)
     if problem:
         raise ManifestError(f"cannot write manifest: file name {f.name!r} {problem}")
     where = f"file {f.name!r}"
@@ -235,11 +235,11 @@ def encode_manifest(files: Sequence[ManifestFile], *, label: str = "", algo_id: 
 def _meta_text(algo_id: str, prep_id: str, creator: str, created: str | None, label: str) -> bytes:
     """The META fields after the flags and file count, each checked as the reader will."""
     for what, value in (("algo_id", algo_id), ("prep_id", prep_id)):
-        if not _ID_RE.fullmatch(value or ""):
+        if not ID_RE.fullmatch(value or ""):
             raise ManifestError(f"cannot write manifest: {what} {value!r} is not 1-64 of [A-Za-z0-9._:+-]")
     creator_b = _check_text(creator, "creator", 128)
     created_b = b"" if not created else created.encode("ascii", "replace")
-    if created and not _CREATED_RE.fullmatch(created):
+    if created and not CREATED_RE.fullmatch(created):
         raise ManifestError(f"cannot write manifest: created {created!r} is not YYYY-MM-DDTHH:MM:SSZ")
     label_b = _check_text(label or "", "label", 4096)
     return b"".join([

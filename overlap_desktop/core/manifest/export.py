@@ -21,15 +21,16 @@ import numpy as np
 from overlap_desktop.core.fsutil import atomic_write_bytes
 from overlap_desktop.core.manifest.encode import encode_manifest
 from overlap_desktop.core.manifest.format import (
-    _CONTROL_RE,
-    _DRIVE_RE,
-    _EXT_RE,
+    CONTROL_RE,
+    DRIVE_RE,
+    EXT_RE,
     MAX_FPS,
     ManifestFile,
     ManifestStream,
+    TextNgrams,
 )
 from overlap_desktop.core.manifest.keys import SigningKey, load_signing_key, signing_key_info
-from overlap_desktop.core.manifest.sections import TextNgrams, clean_episodes
+from overlap_desktop.core.manifest.sections import clean_episodes
 from overlap_desktop.core.types import (
     CancelCallback,
     Progress,
@@ -165,16 +166,16 @@ def _sanitize_name(rel: str) -> str:
     # manifest; replace them visibly rather than refusing the export.
     raw = rel.encode("utf-8", "surrogateescape")
     s = raw.decode("utf-8", "replace")
-    s = _CONTROL_RE.sub("\ufffd", s).replace("\\", "/")
+    s = CONTROL_RE.sub("\ufffd", s).replace("\\", "/")
     parts = [p for p in s.split("/") if p not in ("", ".", "..")] or ["unnamed"]
-    if _DRIVE_RE.match(parts[0]):
+    if DRIVE_RE.match(parts[0]):
         parts[0] = parts[0].replace(":", "_", 1)
     return "/".join(parts)
 
 
 def _anon_ext(name: str) -> str:
     ext = os.path.splitext(name)[1][1:].lower()
-    return f".{ext}" if _EXT_RE.fullmatch(ext) else ""
+    return f".{ext}" if EXT_RE.fullmatch(ext) else ""
 
 
 def _common_base(paths: Sequence[str]) -> str:

@@ -17,12 +17,17 @@ from pathlib import Path
 
 import numpy as np
 
-from overlap_desktop.core.manifest.sections import SEC_STREAM_EPISODES, TextNgrams
 from overlap_desktop.core.manifest.signature import SEC_SIGNATURE, Signature
 from overlap_desktop.core.types import StreamFingerprints
 
 __all__ = [
+    "CONTROL_RE",
+    "CREATED_RE",
+    "CROWDED_SAMPLES",
+    "DRIVE_RE",
+    "EXT_RE",
     "FORMAT_VERSION",
+    "ID_RE",
     "MAGIC",
     "MAX_DECODED_BYTES",
     "MAX_FILES_WITHOUT_SAMPLES",
@@ -32,6 +37,10 @@ __all__ = [
     "ManifestFile",
     "ManifestStream",
     "OptionalSection",
+    "RUN_DTYPE",
+    "TextNgrams",
+    "crowded_second",
+    "name_problem",
 ]
 
 MAGIC = b"\x89OVLM\r\n\x1a"
@@ -40,6 +49,7 @@ FORMAT_VERSION = 1
 SEC_META = 0x0001
 SEC_FILES = 0x0002
 SEC_TEXT_NGRAMS = 0x0003  # hashed annotation n-grams (optional; sections.py)
+SEC_STREAM_EPISODES = 0x0004  # episode spans of streams (optional; sections.py)
 SEC_ROOT = 0xFFFF
 FLAG_CRITICAL = 0x0001
 SECTION_NAMES = {SEC_META: "META", SEC_FILES: "FILES", SEC_TEXT_NGRAMS: "TEXT_NGRAMS",
@@ -65,7 +75,7 @@ MAX_SAMPLES_PER_SECOND = 120
 #: Samples a window shorter than one second may hold before it counts as crowded: the rate
 #: plus 5 % for timestamp jitter, plus one because a window of exactly one second can hold
 #: both of its ends.
-_CROWDED_SAMPLES = MAX_SAMPLES_PER_SECOND + MAX_SAMPLES_PER_SECOND // 20 + 1
+CROWDED_SAMPLES = MAX_SAMPLES_PER_SECOND + MAX_SAMPLES_PER_SECOND // 20 + 1
 #: Most file entries without a single fingerprint. Such entries cannot match anything, yet
 #: each costs memory and a report row; an export lists only fingerprinted files.
 MAX_FILES_WITHOUT_SAMPLES = 10_000
@@ -78,16 +88,44 @@ MIN_ENTRY = 2 + 1 + 8 + 32 + 8 + 2  # name of 1 byte, size, sha256, duration, st
 ZSTD_MIN_SAVING = 0.03
 ZSTD_LEVEL = 9
 
-_ID_RE = re.compile(r"[A-Za-z0-9._:+\-]{1,64}")
-_CREATED_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_DRIVE_RE = re.compile(r"[A-Za-z]:")
-_EXT_RE = re.compile(r"[a-z0-9]{1,8}")
+ID_RE = re.compile(r"[A-Za-z0-9._:+\-]{1,64}")
+CREATED_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+DRIVE_RE = re.compile(r"[A-Za-z]:")
+EXT_RE = re.compile(r"[a-z0-9]{1,8}")
 
-_RUN_DTYPE = np.dtype([("delta", "<u8"), ("count", "<u4")])
+RUN_DTYPE = np.dtype([("delta", "<u8"), ("count", "<u4")])
 
 
 # --------------------------------------------------------------------------- data model
+
+
+@dataclass(slots=True)
+class TextNgrams:
+    """Keyed 64-bit hashes of a vendor's annotation n-grams (no text).
+
+    Attributes:
+        tokenizer: Tokenizer id (a key of :data:`overlap_desktop.core.text.overlap.TOKENIZERS`).
+        hashes: n -> sorted unique ``uint64`` hashes made by
+            :func:`~overlap_desktop.core.text.overlap.keyed_ngram_hashes`.
+        documents: How many annotation texts were hashed (0 when not recorded).
+    """
+
+    tokenizer: str
+    hashes: dict[int, np.ndarray] = field(default_factory=dict)
+    documents: int = 0
+
+    @property
+    def ns(self) -> list[int]:
+        return sorted(self.hashes)
+
+    def counts(self) -> dict[int, int]:
+        """Number of hashes per n."""
+        return {n: int(self.hashes[n].shape[0]) for n in self.ns}
+
+    def decoded_bytes(self) -> int:
+        return 8 * sum(self.counts().values())
+
 
 
 @dataclass(slots=True)
@@ -187,9 +225,9 @@ class Manifest:
 # --------------------------------------------------------------------------- rules both sides check
 
 
-def _name_problem(name: str) -> str | None:
+def name_problem(name: str) -> str | None:
     """Why ``name`` is not a safe relative manifest name, or ``None`` if it is."""
-    if _CONTROL_RE.search(name):
+    if CONTROL_RE.search(name):
         return "contains control characters"
     if name.startswith("/"):
         return "is an absolute path"
@@ -198,15 +236,15 @@ def _name_problem(name: str) -> str | None:
     parts = name.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return "has an empty, '.' or '..' component"
-    if _DRIVE_RE.match(parts[0]):
+    if DRIVE_RE.match(parts[0]):
         return "starts with a drive letter"
     return None
 
 
-def _crowded_second(times: np.ndarray) -> int | None:
+def crowded_second(times: np.ndarray) -> int | None:
     """The first timestamp (ns) starting a window shorter than one second that holds more
-    than ``_CROWDED_SAMPLES`` samples, or ``None`` (times are increasing)."""
-    k = _CROWDED_SAMPLES
+    than ``CROWDED_SAMPLES`` samples, or ``None`` (times are increasing)."""
+    k = CROWDED_SAMPLES
     if len(times) <= k:
         return None
     t = np.asarray(times, dtype=np.int64)

@@ -16,14 +16,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from overlap_desktop.core.manifest.cursor import _Budget, _Reader
+from overlap_desktop.core.manifest.cursor import ByteCursor, DecodedBudget
 from overlap_desktop.core.manifest.format import (
-    _CREATED_RE,
-    _CROWDED_SAMPLES,
-    _ID_RE,
-    _RUN_DTYPE,
+    CREATED_RE,
+    CROWDED_SAMPLES,
     FLAG_CRITICAL,
     FORMAT_VERSION,
+    ID_RE,
     MAGIC,
     MAX_DECODED_BYTES,
     MAX_DURATION_S,
@@ -39,9 +38,11 @@ from overlap_desktop.core.manifest.format import (
     META_FLAG_ANONYMIZED,
     MIN_ENTRY,
     PREAMBLE,
+    RUN_DTYPE,
     SEC_FILES,
     SEC_META,
     SEC_ROOT,
+    SEC_STREAM_EPISODES,
     SEC_TEXT_NGRAMS,
     SECTION,
     SECTION_NAMES,
@@ -49,15 +50,14 @@ from overlap_desktop.core.manifest.format import (
     ManifestFile,
     ManifestStream,
     OptionalSection,
-    _crowded_second,
-    _name_problem,
+    TextNgrams,
+    crowded_second,
+    name_problem,
 )
 from overlap_desktop.core.manifest.merkle import leaf_hash, root_from_leaf_hashes
 from overlap_desktop.core.manifest.sections import (
     EPISODES_SVERSION,
     NGRAMS_SVERSION,
-    SEC_STREAM_EPISODES,
-    TextNgrams,
     parse_stream_episodes,
     parse_text_ngrams,
 )
@@ -80,7 +80,7 @@ DECODED_FLOOR = 64 << 20
 DECODED_RATIO = 32
 
 
-def _parse_times(r: _Reader, n: int) -> tuple[int, np.ndarray, np.ndarray]:
+def _parse_times(r: ByteCursor, n: int) -> tuple[int, np.ndarray, np.ndarray]:
     """Read and check the timestamp runs; the times are materialised later by
     :func:`_expand_times`, only once the payload has proved the samples exist."""
     at = r.pos
@@ -95,8 +95,8 @@ def _parse_times(r: _Reader, n: int) -> tuple[int, np.ndarray, np.ndarray]:
         raise r.fail(f"first timestamp {t0} ns exceeds 2^53", at)
     if nruns > n - 1:
         raise r.fail(f"{nruns} timestamp runs for {n} samples", at)
-    raw = r.take(nruns * _RUN_DTYPE.itemsize, f"{nruns} timestamp runs")
-    runs = np.frombuffer(raw, dtype=_RUN_DTYPE, count=nruns)
+    raw = r.take(nruns * RUN_DTYPE.itemsize, f"{nruns} timestamp runs")
+    runs = np.frombuffer(raw, dtype=RUN_DTYPE, count=nruns)
     deltas = runs["delta"]
     counts = runs["count"]
     if nruns:
@@ -116,7 +116,7 @@ def _parse_times(r: _Reader, n: int) -> tuple[int, np.ndarray, np.ndarray]:
     return t0, deltas, counts
 
 
-def _expand_times(r: _Reader, n: int, t0: int, deltas: np.ndarray, counts: np.ndarray, at: int) -> np.ndarray:
+def _expand_times(r: ByteCursor, n: int, t0: int, deltas: np.ndarray, counts: np.ndarray, at: int) -> np.ndarray:
     times = np.empty(n, dtype=np.int64)
     if n == 0:
         return times
@@ -134,7 +134,7 @@ def decoded_budget(size: int) -> int:
     return min(MAX_DECODED_BYTES, DECODED_FLOOR + DECODED_RATIO * size)
 
 
-def _parse_payload(r: _Reader, n: int, budget: _Budget) -> bytes:
+def _parse_payload(r: ByteCursor, n: int, budget: DecodedBudget) -> bytes:
     at = r.pos
     enc = r.u8("payload encoding")
     stored = r.u32("payload length")
@@ -187,7 +187,7 @@ def _parse_payload(r: _Reader, n: int, budget: _Budget) -> bytes:
     return out
 
 
-def _parse_stream(r: _Reader, budget: _Budget) -> ManifestStream:
+def _parse_stream(r: ByteCursor, budget: DecodedBudget) -> ManifestStream:
     key = r.text(2, "stream key", 256, allow_empty=False)
     r.where += f" stream {key!r}"
     at = r.pos
@@ -220,9 +220,9 @@ def _parse_stream(r: _Reader, budget: _Budget) -> ManifestStream:
     t0, deltas, counts = _parse_times(r, n)
     payload = _parse_payload(r, n, budget)
     times = _expand_times(r, n, t0, deltas, counts, tat)
-    crowded = _crowded_second(times)
+    crowded = crowded_second(times)
     if crowded is not None:
-        raise r.fail(f"more than {_CROWDED_SAMPLES} samples within one second of footage (from "
+        raise r.fail(f"more than {CROWDED_SAMPLES} samples within one second of footage (from "
                      f"{crowded / 1e9:.6f} s); at most {MAX_SAMPLES_PER_SECOND} per second are accepted, so the "
                      "memory a comparison needs stays proportional to footage", tat)
     codes = np.frombuffer(payload, dtype=np.uint8, count=32 * n).reshape(n, 1, 32).copy()
@@ -239,10 +239,10 @@ def _parse_stream(r: _Reader, budget: _Budget) -> ManifestStream:
     return ManifestStream(key=key, fps=fps, fingerprints=fp)
 
 
-def _parse_entry(r: _Reader, budget: _Budget) -> ManifestFile:
+def _parse_entry(r: ByteCursor, budget: DecodedBudget) -> ManifestFile:
     base = r.where
     name = r.text(2, "file name", 4096, allow_empty=False)
-    problem = _name_problem(name)
+    problem = name_problem(name)
     if problem:
         raise r.fail(f"file name {name!r} {problem}")
     r.where = f"{base} ({name})"
@@ -312,14 +312,14 @@ def parse_manifest(data: bytes | bytearray | memoryview, *, source: str | os.Pat
 
 def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_prep: str | None,
            max_decoded: int) -> Manifest:
-    r = _Reader(buf, src)
+    r = ByteCursor(buf, src)
     table = _parse_table(r)
     r.where = "META"
     meta_end = r.pos + table[0].length
     r.end = meta_end
     meta = _parse_meta(r, table[1].length)
     leaves = [leaf_hash(buf[:meta_end])]
-    budget = _Budget(max_decoded)
+    budget = DecodedBudget(max_decoded)
     files = _parse_files(r, meta_end + table[1].length, meta.nfiles, budget, leaves)
     optional, text_ngrams, signed = _parse_optional(r, table[2:-1], files, budget, leaves)
     r.where = "ROOT"
@@ -369,7 +369,7 @@ class _Meta(NamedTuple):
     label: str
 
 
-def _parse_table(r: _Reader) -> list[_Section]:
+def _parse_table(r: ByteCursor) -> list[_Section]:
     """Preamble and section table, checked against the file's length and the v1 rules."""
     buf, src = r.buf, r.source
     if len(buf) < PREAMBLE.size or bytes(buf[:8]) != MAGIC:
@@ -400,7 +400,7 @@ def _parse_table(r: _Reader) -> list[_Section]:
     return table
 
 
-def _check_table(r: _Reader, table: list[_Section]) -> None:
+def _check_table(r: ByteCursor, table: list[_Section]) -> None:
     """Section lengths add up to the body; META, FILES, ROOT in place; no unknown critical."""
     body_bytes = r.end - r.pos
     total = 0
@@ -429,7 +429,7 @@ def _check_table(r: _Reader, table: list[_Section]) -> None:
                          "reader (written by a newer overlap?)", at)
 
 
-def _parse_meta(r: _Reader, files_len: int) -> _Meta:
+def _parse_meta(r: ByteCursor, files_len: int) -> _Meta:
     """The META section (``r`` bounded to it); the file count must fit ``files_len`` bytes."""
     meta_end = r.end
     at = r.pos
@@ -445,13 +445,13 @@ def _parse_meta(r: _Reader, files_len: int) -> _Meta:
     for what in ("algo_id", "prep_id"):
         at = r.pos
         s = r.text(1, what, 64, allow_empty=False)
-        if not _ID_RE.fullmatch(s):
+        if not ID_RE.fullmatch(s):
             raise r.fail(f"{what} {s!r} is not 1-64 of [A-Za-z0-9._:+-]", at)
         ids.append(s)
     creator = r.text(1, "creator", 128)
     at = r.pos
     created = r.text(1, "created", 64)
-    if created and not _CREATED_RE.fullmatch(created):
+    if created and not CREATED_RE.fullmatch(created):
         raise r.fail(f"created {created!r} is not YYYY-MM-DDTHH:MM:SSZ", at)
     label = r.text(2, "label", 4096)
     if r.pos != meta_end:
@@ -459,7 +459,8 @@ def _parse_meta(r: _Reader, files_len: int) -> _Meta:
     return _Meta(mflags, nfiles, ids[0], ids[1], creator, created, label)
 
 
-def _parse_files(r: _Reader, files_end: int, nfiles: int, budget: _Budget, leaves: list[bytes]) -> list[ManifestFile]:
+def _parse_files(r: ByteCursor, files_end: int, nfiles: int, budget: DecodedBudget,
+                 leaves: list[bytes]) -> list[ManifestFile]:
     """The FILES section's entries, in strict name order; appends each entry's leaf hash."""
     r.end = files_end
     files: list[ManifestFile] = []
@@ -495,7 +496,7 @@ def _parse_files(r: _Reader, files_end: int, nfiles: int, budget: _Budget, leave
     return files
 
 
-def _parse_optional(r: _Reader, sections: list[_Section], files: list[ManifestFile], budget: _Budget,
+def _parse_optional(r: ByteCursor, sections: list[_Section], files: list[ManifestFile], budget: DecodedBudget,
                     leaves: list[bytes]
                     ) -> tuple[list[OptionalSection], TextNgrams | None, tuple[Signature, int, int] | None]:
     """The optional sections: understood ones parsed, others kept verbatim; all leaf-hashed.

@@ -16,15 +16,12 @@ import math
 import re
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from overlap_desktop.core.manifest.format import ManifestFile, TextNgrams
 from overlap_desktop.errors import ManifestError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.manifest.format import ManifestFile
 
 __all__ = [
     "EPISODES_SVERSION",
@@ -32,9 +29,6 @@ __all__ = [
     "MAX_NGRAM_HASHES",
     "MAX_NGRAM_SIZES",
     "NGRAMS_SVERSION",
-    "SEC_STREAM_EPISODES",
-    "SEC_TEXT_NGRAMS",
-    "TextNgrams",
     "clean_episodes",
     "encode_stream_episodes",
     "encode_text_ngrams",
@@ -42,8 +36,6 @@ __all__ = [
     "parse_text_ngrams",
 ]
 
-SEC_TEXT_NGRAMS = 0x0003
-SEC_STREAM_EPISODES = 0x0004
 NGRAMS_SVERSION = 1
 EPISODES_SVERSION = 1
 
@@ -61,33 +53,6 @@ _ID_RE = re.compile(r"[A-Za-z0-9._:+\-]{1,64}")
 _ZSTD_LEVEL = 9
 _ZSTD_MIN_SAVING = 0.03
 _MAX_WINDOW = 1 << 27
-
-
-@dataclass(slots=True)
-class TextNgrams:
-    """Keyed 64-bit hashes of a vendor's annotation n-grams (no text).
-
-    Attributes:
-        tokenizer: Tokenizer id (a key of :data:`overlap_desktop.core.text.overlap.TOKENIZERS`).
-        hashes: n -> sorted unique ``uint64`` hashes made by
-            :func:`~overlap_desktop.core.text.overlap.keyed_ngram_hashes`.
-        documents: How many annotation texts were hashed (0 when not recorded).
-    """
-
-    tokenizer: str
-    hashes: dict[int, np.ndarray] = field(default_factory=dict)
-    documents: int = 0
-
-    @property
-    def ns(self) -> list[int]:
-        return sorted(self.hashes)
-
-    def counts(self) -> dict[int, int]:
-        """Number of hashes per n."""
-        return {n: int(self.hashes[n].shape[0]) for n in self.ns}
-
-    def decoded_bytes(self) -> int:
-        return 8 * sum(self.counts().values())
 
 
 # --------------------------------------------------------------------------- TEXT_NGRAMS

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from overlap_desktop.core.ingest.orient import orientations_setting, search_orientations
+from overlap_desktop.core.index.search import QUERY_BATCH
+from overlap_desktop.core.ingest.orient import orientations_setting
 from overlap_desktop.core.manifest.vendors import check_signed
 from overlap_desktop.core.match.annotations import (
     annotation_overlap,
@@ -25,21 +26,19 @@ from overlap_desktop.core.match.annotations import (
     index_episode_lookup,
     manifest_episode_lookup,
 )
-from overlap_desktop.core.match.engine import MAX_HITS_PER_FRAME as MAX_HITS_PER_FRAME
-from overlap_desktop.core.match.engine import QUERY_BATCH as QUERY_BATCH
+from overlap_desktop.core.match.engine import IndexCorpus, MemoryCorpus, compare_streams, emit_progress, match_params
 from overlap_desktop.core.match.engine import QueryStream as QueryStream
-from overlap_desktop.core.match.engine import _cap_per_frame as _cap_per_frame
-from overlap_desktop.core.match.engine import _emit, _IndexCorpus, _MemoryCorpus, compare_streams, match_params
+from overlap_desktop.core.match.orientations import search_orientations
 from overlap_desktop.core.match.repeats import fill_repeats
 from overlap_desktop.core.match.results import (
-    _audit_files,
-    _check_ids,
-    _file_results,
-    _load_manifest,
-    _manifest_facts,
-    _manifest_queries,
-    _report,
-    _settings,
+    audit_files,
+    build_report,
+    check_ids,
+    file_results,
+    load_manifest,
+    manifest_facts,
+    manifest_queries,
+    report_settings,
 )
 from overlap_desktop.core.match.results import speed_change as speed_change
 from overlap_desktop.core.match.segments import RawSegment
@@ -53,7 +52,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.manifest.format import Manifest
 
 __all__ = [
-    "MAX_HITS_PER_FRAME",
     "QueryStream",
     "audit_sample",
     "compare",
@@ -85,7 +83,7 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         eval_fields: JSON fields of ``eval_files`` holding the text.
         progress: Receives :class:`Progress` (stages ``search`` then ``match``).
         cancel: Polled between shards and stream pairs.
-        cluster: A Dask scheduler address: search the shards on its workers (core/cluster.py).
+        cluster: A Dask scheduler address: search the shards on its workers (core/index/search.py).
         require_signed: Refuse an unsigned offer, or one whose key differs from the key
             recorded for its vendor (default ``compare.require_signed``).
 
@@ -106,26 +104,26 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
     own = not isinstance(index, _Index)
     idx = index if isinstance(index, _Index) else open_index(index, config=config, create=False)
     try:
-        m, mpath = _load_manifest(manifest, expect_algo=idx.algo_id, expect_prep=idx.prep_id)
-        _check_ids(m, idx.algo_id, idx.prep_id, what="this index", path=mpath)
+        m, mpath = load_manifest(manifest, expect_algo=idx.algo_id, expect_prep=idx.prep_id)
+        check_ids(m, idx.algo_id, idx.prep_id, what="this index", path=mpath)
         check_signed(m, mpath, bool(config["compare.require_signed"] if require_signed is None else require_signed))
         # Before the long footage search, so a bad evaluation file fails fast.
         text_block = None if eval_files is None else annotation_overlap(m, eval_files, fields=eval_fields)
-        queries = _manifest_queries(m)
-        corpus: Any = _IndexCorpus(idx)
+        queries = manifest_queries(m)
+        corpus: Any = IndexCorpus(idx)
         if cluster:
-            from overlap_desktop.core.index.cluster import ClusterCorpus
+            from overlap_desktop.core.index.search import ClusterCorpus
 
             corpus = ClusterCorpus(corpus, cluster)
         # Issue 19: rotated and flipped offers, found by turning the offered codes (core/ingest/orient.py).
         found, corpus = search_orientations(compare_streams, queries, corpus, params, progress=progress, cancel=cancel)
-        files = _file_results(queries, found, corpus, params)
+        files = file_results(queries, found, corpus, params)
         fill_episodes(files, manifest_episode_lookup(m), index_episode_lookup(idx))
-        facts = _manifest_facts(m)
+        facts = manifest_facts(m)
         if mpath:
             facts["path"] = mpath
-        report = _report("compare", files, manifest=facts,
-                         settings=_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
+        report = build_report("compare", files, manifest=facts,
+                         settings=report_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
         # Say how the verdict was reached: which orientations of the offer were searched, and how.
         report.settings["search"]["orientations"] = orientations_setting()
         report.text_overlap = text_block
@@ -167,7 +165,7 @@ def self_dedupe(index: Index | Path | str | None = None, *, config: Config | Non
     own = not isinstance(index, _Index)
     idx = index if isinstance(index, _Index) else open_index(index, config=config, create=False)
     try:
-        corpus = _IndexCorpus(idx)
+        corpus = IndexCorpus(idx)
         queries: list[QueryStream] = []
         sid_by_key = {(fid, key): sid for sid, fid, key in idx.stream_ids()}
         for f, key, fp in idx.streams(paths):
@@ -199,13 +197,13 @@ def self_dedupe(index: Index | Path | str | None = None, *, config: Config | Non
                                    pair_filter=_in_batch(batch, pair_filter),
                                    progress=progress, cancel=cancel)
             found.extend((batch[a], s, seg) for a, s, seg in part)
-        files = _file_results(queries, found, corpus, params)
+        files = file_results(queries, found, corpus, params)
         fill_episodes(files, index_episode_lookup(idx), index_episode_lookup(idx))
         st = idx.stats()
         facts = {"label": f"index {idx.path}", "files": st.get("files_ok"), "hours": st.get("hours"),
                  "algo_id": idx.algo_id, "prep_id": idx.prep_id}
-        return _report("self-dedupe", files, manifest=facts,
-                       settings=_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
+        return build_report("self-dedupe", files, manifest=facts,
+                       settings=report_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
     finally:
         if own:
             idx.close()
@@ -231,29 +229,29 @@ def compare_offers(a: Manifest | Path | str, b: Manifest | Path | str, *, config
 
     config = config if config is not None else load_config()
     params = match_params(config, floor_seconds)
-    ma, pa = _load_manifest(a)
-    mb, pb = _load_manifest(b)
-    _check_ids(mb, ma.algo_id, ma.prep_id, what=f"the first manifest ({pa or ma.label})", path=pb)
+    ma, pa = load_manifest(a)
+    mb, pb = load_manifest(b)
+    check_ids(mb, ma.algo_id, ma.prep_id, what=f"the first manifest ({pa or ma.label})", path=pb)
     required = bool(config["compare.require_signed"] if require_signed is None else require_signed)
     check_signed(ma, pa, required)
     check_signed(mb, pb, required)
-    corpus = _MemoryCorpus([(f.name, s.key, s.fingerprints) for f in mb.files for s in f.streams])
+    corpus = MemoryCorpus([(f.name, s.key, s.fingerprints) for f in mb.files for s in f.streams])
     try:
-        queries = _manifest_queries(ma)
+        queries = manifest_queries(ma)
         found = compare_streams(queries, corpus, params, progress=progress, cancel=cancel)
-        files = _file_results(queries, found, corpus, params)
+        files = file_results(queries, found, corpus, params)
         fill_episodes(files, manifest_episode_lookup(ma), manifest_episode_lookup(mb),
                       owned_word="offer B")
     finally:
         corpus.close()
-    facts = _manifest_facts(ma)
-    other = _manifest_facts(mb)
+    facts = manifest_facts(ma)
+    other = manifest_facts(mb)
     if pa:
         facts["path"] = pa
     if pb:
         other["path"] = pb
-    return _report("compare-offers", files, manifest=facts,
-                   settings=_settings(params, algo=ma.algo_id, prep=ma.prep_id,
+    return build_report("compare-offers", files, manifest=facts,
+                   settings=report_settings(params, algo=ma.algo_id, prep=ma.prep_id,
                                       extra={"other_manifest": other}))
 
 
@@ -274,14 +272,15 @@ def audit_sample(manifest: Manifest | Path | str, sample_dir: Path | str, *, con
         UsageError: the sample folder does not exist or holds no footage.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.index.indexer import fingerprint_file, walk_candidates
+    from overlap_desktop.core.index.fingerprinting import fingerprint_file
+    from overlap_desktop.core.index.walk import walk_candidates
     from overlap_desktop.core.ingest.fingerprint import ALGO_ID, variants_from_config
     from overlap_desktop.core.ingest.prep import PREP_ID
 
     config = config if config is not None else load_config()
     params = match_params(config, floor_seconds)
-    m, mpath = _load_manifest(manifest, expect_algo=ALGO_ID, expect_prep=PREP_ID)
-    _check_ids(m, ALGO_ID, PREP_ID, what="this program", path=mpath)
+    m, mpath = load_manifest(manifest, expect_algo=ALGO_ID, expect_prep=PREP_ID)
+    check_ids(m, ALGO_ID, PREP_ID, what="this program", path=mpath)
     sample_dir = Path(sample_dir)
     if not sample_dir.exists():
         raise UsageError("sample folder does not exist", path=sample_dir)
@@ -296,19 +295,19 @@ def audit_sample(manifest: Manifest | Path | str, sample_dir: Path | str, *, con
         for info, fp in fingerprint_file(p, config=config, variants=variants, cancel=cancel):
             samples.append((str(p), info.key, fp))
             durations[str(p)] = max(durations.get(str(p), 0.0), float(info.duration_s or fp.duration_s))
-        _emit(progress, "fingerprint", k + 1, len(items), "files")
-    corpus = _MemoryCorpus(samples)
+        emit_progress(progress, "fingerprint", k + 1, len(items), "files")
+    corpus = MemoryCorpus(samples)
     try:
-        queries = _manifest_queries(m)
+        queries = manifest_queries(m)
         found = compare_streams(queries, corpus, params, progress=progress, cancel=cancel)
     finally:
         corpus.close()
-    files = _audit_files(samples, durations, queries, found, params)
-    facts = _manifest_facts(m)
+    files = audit_files(samples, durations, queries, found, params)
+    facts = manifest_facts(m)
     if mpath:
         facts["path"] = mpath
-    return _report("audit", files, manifest=facts,
-                   settings=_settings(params, algo=m.algo_id, prep=m.prep_id,
+    return build_report("audit", files, manifest=facts,
+                   settings=report_settings(params, algo=m.algo_id, prep=m.prep_id,
                                       extra={"sample_dir": str(sample_dir)}))
 
 

@@ -13,10 +13,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from overlap_desktop.core.index.search import MAX_HITS_PER_FRAME, QUERY_BATCH, Corpus, cap_per_frame
 from overlap_desktop.core.index.shards import Hits, QueryPlan, Shard, build_shard
 from overlap_desktop.core.match.lines import match_streams
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
@@ -34,21 +35,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.store import Index
 
 __all__ = [
-    "MAX_HITS_PER_FRAME",
-    "QUERY_BATCH",
+    "IndexCorpus",
+    "MemoryCorpus",
     "QueryStream",
     "compare_streams",
+    "emit_progress",
     "match_params",
     "one_trip",
     "query_codes",
 ]
-
-#: can match thousands of corpus frames, and beyond a few dozen they add no evidence.
-MAX_HITS_PER_FRAME = 48
-#: Query codes looked up per pass (bounds memory of the candidate arrays).
-QUERY_BATCH = 250_000
-#: Speed factors within this relative distance of 1 are "normal speed".
-
 
 # --------------------------------------------------------------------------- plumbing
 
@@ -65,17 +60,7 @@ class QueryStream:
     stream_id: int = -1
 
 
-class _Corpus(Protocol):
-    def shards(self) -> Iterator[Shard]: ...
-
-    def fingerprints(self, stream_id: int) -> StreamFingerprints: ...
-
-    def describe(self, stream_id: int) -> tuple[str, str]: ...
-
-    def searched_seconds(self) -> float: ...
-
-
-class _IndexCorpus:
+class IndexCorpus:
     """The owned index as a corpus (shards from :meth:`Index.shards`)."""
 
     def __init__(self, index: Index) -> None:
@@ -105,7 +90,7 @@ class _IndexCorpus:
         return float(self.index.stats().get("hours") or 0.0) * 3600.0
 
 
-class _MemoryCorpus:
+class MemoryCorpus:
     """Streams held in memory (a manifest, fingerprinted sample footage) as a corpus.
 
     One temporary shard is built on disk on first use and removed by :meth:`close`.
@@ -171,22 +156,22 @@ def match_params(config: Config | None = None, floor_seconds: float | None = Non
     return MatchParams(**kw)
 
 
-def _emit(progress: ProgressCallback | None, stage: str, done: float, total: float | None,
+def emit_progress(progress: ProgressCallback | None, stage: str, done: float, total: float | None,
           unit: str, message: str | None = None) -> None:
     if progress is not None:
         progress(Progress(stage=stage, done=done, total=total, unit=unit, message=message))
 
 
-def _collect_hits(codes: np.ndarray, corpus: _Corpus, params: MatchParams,
+def _collect_hits(codes: np.ndarray, corpus: Corpus, params: MatchParams,
                   progress: ProgressCallback | None, cancel: CancelCallback | None) -> Hits:
     """Search every shard, keeping the best seeds per query frame and shard."""
     fan_out = getattr(corpus, "collect_hits", None)
-    if fan_out is not None:  # `compare --cluster`: the same search on Dask workers (core/cluster.py)
+    if fan_out is not None:  # `compare --cluster`: the same search on Dask workers (core/index/search.py)
         return cast(Hits, fan_out(codes, params, progress, cancel))
     parts: list[Hits] = []
     n_shards = 0
     # Probes are cut and sorted once per query batch and chunk layout, not once per shard
-    # (at 10,000 hours there are hundreds of shards; see docs/scale.md).
+    # (at 10,000 hours there are hundreds of shards; see bench/RESULTS.md).
     plans: dict[tuple[int, tuple[tuple[int, int], ...]], QueryPlan] = {}
     for shard in corpus.shards():
         check_cancel(cancel)
@@ -199,10 +184,10 @@ def _collect_hits(codes: np.ndarray, corpus: _Corpus, params: MatchParams,
             h = shard.search(plan, max_distance=params.seed_distance)
             if len(h):
                 h.q_idx = h.q_idx + b0
-                parts.append(_cap_per_frame(h, MAX_HITS_PER_FRAME))
+                parts.append(cap_per_frame(h, MAX_HITS_PER_FRAME))
             check_cancel(cancel)
         n_shards += 1
-        _emit(progress, "search", n_shards, None, "shards")
+        emit_progress(progress, "search", n_shards, None, "shards")
     return Hits.concat(parts)
 
 
@@ -211,13 +196,13 @@ class _OneTrip:
 
     compare's turned pass searches the same shards as the upright pass with other codes;
     searched apart, every shard is mapped (its pages faulted in again) and looked up twice,
-    which cost about a third of the per-shard time at 10,000 hours (docs/scale.md). Here the
+    which cost about a third of the per-shard time at 10,000 hours (bench/RESULTS.md). Here the
     first pass to ask for hits searches the codes of every pass at once and each pass gets its
     own rows back: the same hits in the same order as separate searches, because a hit depends
     only on its query row and the shard, and the shards come in the same order.
     """
 
-    def __init__(self, inner: _Corpus, passes: Sequence[Sequence[QueryStream]]) -> None:
+    def __init__(self, inner: Corpus, passes: Sequence[Sequence[QueryStream]]) -> None:
         self.inner = inner
         prepared = [query_codes(p) for p in passes]
         self.codes = [np.zeros((0, 32), np.uint8) if c is None else c[0] for c in prepared]
@@ -261,9 +246,6 @@ class _TripView:
     def searched_seconds(self) -> float:
         return self.trip.inner.searched_seconds()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.trip.inner, name)
-
 
 def one_trip(corpus: Any, passes: Sequence[Sequence[QueryStream]]) -> list[Any]:
     """One view of ``corpus`` per pass of :func:`compare_streams`, all passes' codes looked up together.
@@ -289,18 +271,6 @@ def _rows(h: Hits, a: int, b: int) -> Hits:
     return Hits(h.q_idx[keep] - a, h.stream_id[keep], h.frame_idx[keep], h.variant_idx[keep], h.distance[keep])
 
 
-def _cap_per_frame(h: Hits, cap: int) -> Hits:
-    """Keep at most ``cap`` hits per query row (hits arrive sorted by row, then distance)."""
-    if len(h) == 0:
-        return h
-    starts = np.flatnonzero(np.r_[True, h.q_idx[1:] != h.q_idx[:-1]])
-    rank = np.arange(len(h)) - np.repeat(starts, np.diff(np.r_[starts, len(h)]))
-    keep = rank < cap
-    if keep.all():
-        return h
-    return Hits(h.q_idx[keep], h.stream_id[keep], h.frame_idx[keep], h.variant_idx[keep], h.distance[keep])
-
-
 def query_codes(queries: Sequence[QueryStream]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The codes searched for a list of query streams: the one place they are prepared.
 
@@ -321,7 +291,7 @@ def query_codes(queries: Sequence[QueryStream]) -> tuple[np.ndarray, np.ndarray,
     return np.ascontiguousarray(np.concatenate(q_codes)), np.concatenate(q_stream), np.concatenate(q_row)
 
 
-def compare_streams(queries: Sequence[QueryStream], corpus: _Corpus, params: MatchParams, *,
+def compare_streams(queries: Sequence[QueryStream], corpus: Corpus, params: MatchParams, *,
                     pair_filter: Callable[[int, int], str] | None = None,
                     progress: ProgressCallback | None = None,
                     cancel: CancelCallback | None = None) -> list[tuple[int, int, RawSegment]]:
@@ -375,6 +345,6 @@ def compare_streams(queries: Sequence[QueryStream], corpus: _Corpus, params: Mat
                              searched_seconds=max(searched, cfp.duration_s))
         out.extend((qi, sid, s) for s in segs)
         if k % 16 == 0:
-            _emit(progress, "match", k + 1, len(groups), "pairs")
-    _emit(progress, "match", len(groups), len(groups), "pairs")
+            emit_progress(progress, "match", k + 1, len(groups), "pairs")
+    emit_progress(progress, "match", len(groups), len(groups), "pairs")
     return out

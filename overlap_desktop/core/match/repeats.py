@@ -5,7 +5,7 @@ slowed to 0.5x, a clip cut twice into different files. None of that is owned, so
 comparison with the library alone would count it as new. Here the offer's streams are
 matched against the same streams with the comparison engine
 (:func:`~overlap_desktop.core.match.engine.compare_streams` over a
-:class:`~overlap_desktop.core.match.engine._MemoryCorpus`), the trivial line of each stream
+:class:`~overlap_desktop.core.match.engine.MemoryCorpus`), the trivial line of each stream
 against itself is dropped, and every repeated stretch is listed once.
 
 Which copy is "the repeat": the one that bills more offered time for the same footage
@@ -96,8 +96,8 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
         evidence); ``corpus_file`` of each is the other offered file.
     """
     # Imported here: compare imports this module to call fill_repeats.
-    from overlap_desktop.core.match.engine import _MemoryCorpus, compare_streams
-    from overlap_desktop.core.match.results import _file_results
+    from overlap_desktop.core.match.engine import MemoryCorpus, compare_streams
+    from overlap_desktop.core.match.results import file_results
 
     qs = list(queries)
 
@@ -114,7 +114,7 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
         if progress is not None:
             progress(dataclasses.replace(p, stage="repeats", message="checking the offer against itself"))
 
-    corpus = _MemoryCorpus([(q.file, q.key, q.fp) for q in qs])
+    corpus = MemoryCorpus([(q.file, q.key, q.fp) for q in qs])
     try:
         found = compare_streams(qs, corpus, params, pair_filter=pair_filter, progress=relay, cancel=cancel)
         # Within one stream a repeat must lie apart from its source: a line whose two spans
@@ -126,7 +126,7 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
         # duplicate from the other direction is then merged by the report's de-duplication.
         oriented = [(qi, sid, s) if _repeat_on_query_side(qi, sid, s) else (sid, qi, _swap(s))
                     for qi, sid, s in found]
-        return _file_results(qs, oriented, corpus, params)
+        return file_results(qs, oriented, corpus, params)
     finally:
         corpus.close()
 

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from overlap_desktop.core.index.search import MAX_HITS_PER_FRAME, Corpus
 from overlap_desktop.core.manifest.vendors import manifest_signature_facts
 from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds, union_seconds_excluding
-from overlap_desktop.core.match.engine import MAX_HITS_PER_FRAME, QueryStream, _Corpus
+from overlap_desktop.core.match.engine import QueryStream
 from overlap_desktop.core.match.evidence import EVIDENCE_ID
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.report.model import FileResult, Report, offered_pieces
@@ -24,7 +25,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.manifest.format import Manifest
 
-__all__ = ["SPEED_TOLERANCE", "speed_change"]
+__all__ = [
+    "SPEED_TOLERANCE",
+    "audit_files",
+    "build_report",
+    "check_ids",
+    "file_results",
+    "load_manifest",
+    "manifest_facts",
+    "manifest_queries",
+    "report_settings",
+    "speed_change",
+]
 
 #: Speed factors within this relative distance of 1 are "normal speed".
 SPEED_TOLERANCE = 0.03
@@ -119,8 +131,8 @@ def _dedupe(segs: list[Segment]) -> list[Segment]:
     return kept
 
 
-def _file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
-                  corpus: _Corpus, params: MatchParams) -> list[FileResult]:
+def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
+                  corpus: Corpus, params: MatchParams) -> list[FileResult]:
     by_file: OrderedDict[str, list[int]] = OrderedDict()
     for i, q in enumerate(queries):
         by_file.setdefault(q.file, []).append(i)
@@ -166,7 +178,7 @@ def _is_weak(s: Segment, params: MatchParams) -> bool:
     return s.chance is not None and s.chance > params.max_chance
 
 
-def _report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
+def build_report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
             settings: dict[str, Any]) -> Report:
     ind_total = sum(union_seconds([(sp.start_s, sp.end_s) for sp in f.indeterminate]) for f in files)
     return Report(
@@ -182,7 +194,7 @@ def _report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
     )
 
 
-def _settings(params: MatchParams, *, algo: str, prep: str, index: Index | None = None,
+def report_settings(params: MatchParams, *, algo: str, prep: str, index: Index | None = None,
               extra: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "algo": algo,
@@ -211,7 +223,7 @@ def _settings(params: MatchParams, *, algo: str, prep: str, index: Index | None 
     return out
 
 
-def _manifest_facts(m: Manifest) -> dict[str, Any]:
+def manifest_facts(m: Manifest) -> dict[str, Any]:
     secs = sum(float(f.duration_s or 0.0) for f in m.files)
     return {
         "label": getattr(m, "label", None),
@@ -228,7 +240,7 @@ def _manifest_facts(m: Manifest) -> dict[str, Any]:
     }
 
 
-def _manifest_queries(m: Manifest) -> list[QueryStream]:
+def manifest_queries(m: Manifest) -> list[QueryStream]:
     out: list[QueryStream] = []
     for f in m.files:
         dur = float(f.duration_s) if f.duration_s is not None else max(
@@ -243,7 +255,7 @@ def _manifest_queries(m: Manifest) -> list[QueryStream]:
     return out
 
 
-def _load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
+def load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
                    expect_prep: str | None = None) -> tuple[Manifest, str | None]:
     if isinstance(manifest, (str, os.PathLike)):
         from overlap_desktop.core.manifest.parse import read_manifest
@@ -253,7 +265,7 @@ def _load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None =
     return manifest, None
 
 
-def _check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None) -> None:
+def check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None) -> None:
     if m.algo_id != algo or m.prep_id != prep:
         raise ManifestError(
             f"incompatible fingerprints: the manifest uses algo {m.algo_id!r} / prep {m.prep_id!r}, "
@@ -261,7 +273,7 @@ def _check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None
             f"normalisation", path=path)
 
 
-def _audit_files(samples: Sequence[tuple[str, str, StreamFingerprints]], durations: dict[str, float],
+def audit_files(samples: Sequence[tuple[str, str, StreamFingerprints]], durations: dict[str, float],
                  queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
                  params: MatchParams) -> list[FileResult]:
     """Per sample file, which of its seconds the manifest covers (``audit_sample``'s answer).

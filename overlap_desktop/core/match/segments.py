@@ -15,7 +15,7 @@ __all__ = ["MatchParams", "RawSegment", "fit_line"]
 
 @dataclass(frozen=True, slots=True)
 class MatchParams:
-    """Thresholds of the matcher (defaults measured on generated footage; see docs/scale.md).
+    """Thresholds of the matcher (defaults measured on generated footage; see bench/RESULTS.md).
 
     Attributes:
         seed_distance: Search radius for seeds (Hamming bits). Unrelated PDQ codes sit

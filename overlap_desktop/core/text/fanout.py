@@ -15,19 +15,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from overlap_desktop.core.engines import engine_for, engine_named, run_each
+from overlap_desktop.core.engines.base import Task as Call
 from overlap_desktop.core.text import scan as _scan
+from overlap_desktop.core.text.ngrams import TOKENIZERS
 from overlap_desktop.core.text.sources import Block, Source, Task, read_task
-from overlap_desktop.core.types import CancelCallback, check_cancel
+from overlap_desktop.core.types import CancelCallback
 from overlap_desktop.errors import InputError, OverlapError
 
 __all__ = ["CHECKPOINT_SCHEMA", "Checkpoint", "ScanState", "SourceResult", "TaskResult", "run_tasks",
-           "scan_task"]
+           "scan_call", "scan_task"]
 
 CHECKPOINT_SCHEMA = "overlap.text-overlap-checkpoint/1"
 
@@ -38,12 +40,15 @@ Hit = tuple[int, int, str, int, str, int]
 
 @dataclass(slots=True)
 class ScanState:
-    """What every worker needs: the tokenizer and the test n-grams."""
+    """What every worker needs: the tokenizer, the test n-grams and the MCAP text reader."""
 
     tokenizer: str
     table: _scan.TestTable
     fields: list[str] | None
     max_occurrences: int
+    #: Reads the strings of an MCAP file (a module-level function of the text stage, which this
+    #: runner does not import); None: MCAP sources are not read.
+    mcap_documents: Callable[[Path], Iterator[Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -80,17 +85,15 @@ def scan_task(task: Task, state: ScanState, *, on_block: Callable[[int], None] |
         task: The task.
         state: Tokenizer and test n-grams.
         on_block: Called with the bytes on disk consumed so far after each block.
-        mcap_documents: Reader for MCAP sources (passed in to keep this module free of it).
+        mcap_documents: Reader for MCAP sources (default: the state's).
     """
-    from overlap_desktop.core.text.overlap import TOKENIZERS
-
     fn = TOKENIZERS[state.tokenizer]
     table = state.table
     res = TaskResult(task.source, task.part, task.size)
     per_gram: dict[tuple[int, int], int] = {}
     lines = 0
     block: Block
-    for block in read_task(task, state.fields, mcap_documents):
+    for block in read_task(task, state.fields, mcap_documents or state.mcap_documents):
         if block.raw is not None:
             try:
                 norm = _scan.normalize_lines(block.raw, state.tokenizer, fn)
@@ -283,28 +286,17 @@ def job_digest(parts: Iterable[bytes | str]) -> str:
 
 # --------------------------------------------------------------------------- runners
 
-_WORKER_STATE: ScanState | None = None
 
+def scan_call(part: Task, state: ScanState, *, task: Call) -> TaskResult:
+    """The engine's work function: :func:`scan_task` on one part, reporting the bytes read so far
+    and polling the run's cancel between blocks."""
 
-def _init_worker(state: ScanState) -> None:
-    # The test tables reach each worker process once, not once per task.
-    global _WORKER_STATE
-    _WORKER_STATE = state
+    def step(done: int) -> None:
+        if task.progress is not None:
+            task.progress(done)
+        task.check()
 
-
-def _mcap_reader() -> Callable[[Path], Iterator[Any]]:
-    from overlap_desktop.core.text.overlap import mcap_documents
-
-    return mcap_documents
-
-
-def _pool_task(task: Task) -> TaskResult:
-    assert _WORKER_STATE is not None
-    return scan_task(task, _WORKER_STATE, mcap_documents=_mcap_reader())
-
-
-def _dask_task(task: Task, state: ScanState) -> TaskResult:
-    return scan_task(task, state, mcap_documents=_mcap_reader())
+    return scan_task(part, state, on_block=step)
 
 
 def run_tasks(tasks: Iterable[Task], state: ScanState, *, workers: int, cluster: str | None,
@@ -314,102 +306,41 @@ def run_tasks(tasks: Iterable[Task], state: ScanState, *, workers: int, cluster:
 
     Args:
         tasks: The tasks (consumed lazily: at most a few per worker are in flight).
-        state: Tokenizer and test n-grams.
+        state: Tokenizer and test n-grams (sent to each worker once).
         workers: Worker processes on this machine (1: in this process). Ignored with ``cluster``.
         cluster: Address of a Dask scheduler (``tcp://host:8786``), or None.
         on_result: Receives each task's result, with the task.
         on_bytes: Receives bytes on disk newly finished (for progress).
         cancel: Polled between blocks/tasks.
     """
-    if cluster:
-        _run_dask(tasks, state, cluster, on_result, on_bytes, cancel)
-        return
-    if workers <= 1:
-        mcap = _mcap_reader()
-        for task in tasks:
-            seen = 0
+    seen: dict[Hashable, int] = {}
 
-            def step(done: int) -> None:
-                nonlocal seen
-                on_bytes(done - seen)
-                seen = done
-                check_cancel(cancel)
+    def read(key: Hashable, done: float) -> None:  # within-task progress, where the engine passes it on
+        on_bytes(int(done) - seen.get(key, 0))
+        seen[key] = int(done)
 
-            r = scan_task(task, state, on_block=step, mcap_documents=mcap)
-            on_bytes(task.size - seen)
-            on_result(r, task)
-        return
-    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(state,)) as pool:
-        pending: dict[Future[TaskResult], Task] = {}
-        try:
+    engine = engine_named(engine_for(cluster=cluster, workers=workers), workers=workers, address=cluster or "",
+                          label="text-scan", on_progress=read, cancel=cancel)
+    try:
+        shared = engine.share(state)
+        by_key: dict[Hashable, Task] = {}
+
+        def calls() -> Iterator[tuple[Hashable, tuple[Any, ...]]]:
             for task in tasks:
-                pending[pool.submit(_pool_task, task)] = task
-                # Bounded look-ahead keeps memory flat however many tasks there are.
-                while len(pending) >= 2 * workers:
-                    _drain(pending, on_result, on_bytes, cancel)
-            while pending:
-                _drain(pending, on_result, on_bytes, cancel)
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            raise
+                by_key[(task.source, task.part)] = task
+                yield (task.source, task.part), (task, shared)
 
-
-def _drain(pending: dict[Future[TaskResult], Task], on_result: Callable[[TaskResult, Task], None],
-           on_bytes: Callable[[int], None], cancel: CancelCallback | None) -> None:
-    done, _ = wait(list(pending), timeout=0.5, return_when=FIRST_COMPLETED)
-    for fut in done:
-        task = pending.pop(fut)
-        r = fut.result()
-        on_bytes(task.size)
-        on_result(r, task)
-    check_cancel(cancel)
-
-
-def _run_dask(tasks: Iterable[Task], state: ScanState, address: str, on_result: Callable[[TaskResult, Task], None],
-              on_bytes: Callable[[int], None], cancel: CancelCallback | None) -> None:
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise InputError("--cluster needs Dask: pip install 'overlap-desktop[cluster]'") from None
-    try:
-        client = Client(address, timeout="20s", set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise InputError(f"cannot reach the Dask scheduler at {address}: {exc}; check the address and that "
-                         f"the scheduler is running") from exc
-    try:
-        nthreads = max(1, sum(client.nthreads().values()))
-        # One copy of the test tables per worker, not one per task.
-        state_f = client.scatter(state, broadcast=True, hash=False)
-        ac = as_completed(loop=client.loop)
-        submitted: dict[Any, Task] = {}  # keyed by dask future keys (str or tuple)
-        it = iter(tasks)
-        inflight = 0
-
-        def submit_more() -> None:
-            nonlocal inflight
-            while inflight < 2 * nthreads:
-                task = next(it, None)
-                if task is None:
-                    return
-                fut = client.submit(_dask_task, task, state_f, pure=False)
-                submitted[fut.key] = task
-                ac.add(fut)
-                inflight += 1
-
-        submit_more()
-        for fut in ac:
-            inflight -= 1
+        for done in run_each(engine, scan_call, calls(), cancel=cancel):
+            task = by_key.pop(done.key)
             try:
-                r = fut.result()
+                r = done.result()
             except OverlapError:
                 raise
             except Exception as exc:  # a worker died repeatedly, or a task could not be run there
-                raise InputError(f"the Dask cluster at {address} could not run a scan task: {exc}") from exc
-            task = submitted.pop(fut.key)
-            on_bytes(task.size)
+                if not cluster:
+                    raise
+                raise InputError(f"the Dask cluster at {cluster} could not run a scan task: {exc}") from exc
+            on_bytes(task.size - seen.pop(done.key, 0))
             on_result(r, task)
-            check_cancel(cancel)
-            submit_more()
     finally:
-        client.close()
+        engine.close()

@@ -19,10 +19,13 @@ from overlap_desktop.errors import InputError, UsageError
 __all__ = [
     "DEFAULT_TOKENIZER",
     "TOKENIZERS",
+    "TokenHasher",
     "check_n_rule",
     "choose_n",
     "keyed_ngram_hashes",
     "ngram_hashes",
+    "ngram_key",
+    "ngram_windows",
     "tokenize",
 ]
 
@@ -99,7 +102,7 @@ def _token_hash(token: str, key: bytes = b"") -> int:
     return int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8, key=key).digest(), "little")
 
 
-class _TokenHasher(dict[str, int]):
+class TokenHasher(dict[str, int]):
     """Per-token 64-bit hashes, cached (vocabularies are small next to text volumes).
 
     A dict with ``__missing__`` so that ``np.fromiter(map(hasher.__getitem__, tokens))``
@@ -118,7 +121,7 @@ class _TokenHasher(dict[str, int]):
         return np.fromiter(map(self.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
 
 
-def _windows(token_hashes: np.ndarray, n: int) -> np.ndarray:
+def ngram_windows(token_hashes: np.ndarray, n: int) -> np.ndarray:
     """Rolling polynomial hash of every window of ``n`` token hashes (uint64, wrapping)."""
     m = token_hashes.shape[0] - n + 1
     if m <= 0:
@@ -132,10 +135,10 @@ def _windows(token_hashes: np.ndarray, n: int) -> np.ndarray:
 
 def ngram_hashes(tokens: Sequence[str], n: int, *, key: bytes = b"") -> np.ndarray:
     """64-bit hashes of every n-gram of ``tokens`` in order (``len(tokens) - n + 1`` values)."""
-    return _windows(_TokenHasher(key)(tokens), n)
+    return ngram_windows(TokenHasher(key)(tokens), n)
 
 
-def _ngram_key(tokenizer: str, n: int) -> bytes:
+def ngram_key(tokenizer: str, n: int) -> bytes:
     # blake2b keys are at most 64 bytes; the key binds the hashes to the tokenizer and n.
     return hashlib.blake2b(f"overlap-text-ngrams/v1/{tokenizer}/{n}".encode(), digest_size=32).digest()
 
@@ -150,7 +153,7 @@ def keyed_ngram_hashes(examples: Iterable[str], *, tokenizer: str = DEFAULT_TOKE
     tok = [tokenize(e, tokenizer) for e in examples]
     out: dict[int, np.ndarray] = {}
     for n in ns:
-        hasher = _TokenHasher(_ngram_key(tokenizer, n))
-        parts = [_windows(hasher(t), n) for t in tok if len(t) >= n]
+        hasher = TokenHasher(ngram_key(tokenizer, n))
+        parts = [ngram_windows(hasher(t), n) for t in tok if len(t) >= n]
         out[n] = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
     return out

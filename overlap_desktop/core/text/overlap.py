@@ -36,13 +36,13 @@ from overlap_desktop.core.text import sources as _sources
 from overlap_desktop.core.text.ngrams import (
     DEFAULT_TOKENIZER,
     TOKENIZERS,
-    _ngram_key,
-    _TokenHasher,
-    _windows,
+    TokenHasher,
     check_n_rule,
     choose_n,
     keyed_ngram_hashes,
     ngram_hashes,
+    ngram_key,
+    ngram_windows,
     tokenize,
 )
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
@@ -376,7 +376,7 @@ def text_overlap(test: Sequence[Path | str] | Sequence[Document], train: Sequenc
     test_norm = _scan.normalize_docs([d.text for d in examples], tokenizer, TOKENIZERS[tokenizer])
     table = _scan.TestTable(test_norm, n)
     sources, skipped = _sources.expand_sources(train)
-    state = _fanout.ScanState(tokenizer, table, list(fields) if fields else None, MAX_OCCURRENCES)
+    state = _fanout.ScanState(tokenizer, table, list(fields) if fields else None, MAX_OCCURRENCES, mcap_documents)
     result = TextOverlapResult(n=n, tokenizer=tokenizer, examples=len(examples),
                                too_short=sum(1 for k in lengths if k < n),
                                example_text=[d.text for d in examples], files=len(sources),
@@ -502,14 +502,14 @@ def check_hashed_overlap(test: Sequence[Path | str] | Sequence[Document], hashed
     want = n
     n = min(hashed, key=lambda k: (abs(k - want), k))
     ref = np.asarray(hashed[n], dtype=np.uint64)
-    hasher = _TokenHasher(_ngram_key(tokenizer, n))
+    hasher = TokenHasher(ngram_key(tokenizer, n))
     result = TextOverlapResult(n=n, tokenizer=tokenizer, examples=len(examples), too_short=0,
                                example_text=[d.text for d in examples])
     for ex, t in enumerate(toks):
         if len(t) < n:
             result.too_short += 1
             continue
-        hs = _windows(hasher(t), n)
+        hs = ngram_windows(hasher(t), n)
         pos = np.searchsorted(ref, hs)
         pos[pos >= ref.shape[0]] = 0
         for p in np.nonzero(ref[pos] == hs)[0].tolist() if ref.size else []:

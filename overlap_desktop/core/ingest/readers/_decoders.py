@@ -23,16 +23,17 @@ if TYPE_CHECKING:
     import av
 
 __all__ = [
-    "COMPRESSED_FORMATS",
-    "RAW_ENCODINGS",
     "AvFrame",
+    "COMPRESSED_FORMATS",
     "ImageError",
+    "RAW_ENCODINGS",
     "RawLayout",
     "VideoDecoder",
     "check_dimensions",
     "compressed_format",
     "compressed_size",
     "compressed_to_rgb",
+    "nbytes",
     "normalize_encoding",
     "raw_to_rgb",
     "validate_raw",
@@ -370,7 +371,7 @@ class AvFrame:
         return self._frame.to_ndarray(format="rgb24", width=width, height=height, **scale_options())
 
 
-def _nbytes(data: Any) -> int:
+def nbytes(data: Any) -> int:
     if isinstance(data, np.ndarray):
         return int(data.nbytes)
     return len(data)
@@ -436,8 +437,8 @@ class VideoDecoder:
         """
         import av
 
-        if _nbytes(data) > self._limits.max_message_bytes:
-            raise ImageError(f"video packet of {_nbytes(data)} bytes is over the limit")
+        if nbytes(data) > self._limits.max_message_bytes:
+            raise ImageError(f"video packet of {nbytes(data)} bytes is over the limit")
         packet = av.Packet(bytes(data))
         packet.pts = int(t_ns)
         packet.dts = int(t_ns)

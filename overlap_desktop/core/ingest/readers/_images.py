@@ -29,11 +29,11 @@ import numpy as np
 from overlap_desktop.core.ingest.readers._decoders import (
     ImageError,
     VideoDecoder,
-    _nbytes,
     check_dimensions,
     compressed_format,
     compressed_size,
     compressed_to_rgb,
+    nbytes,
     normalize_encoding,
     raw_to_rgb,
     validate_raw,
@@ -307,7 +307,7 @@ def image_size(msg: ImageMessage, limits: ReaderLimits) -> tuple[int, int] | Non
     """
     if msg.kind == "raw":
         lay = validate_raw(width=msg.width, height=msg.height, encoding=msg.encoding, step=msg.step,
-                           data_len=_nbytes(msg.data), is_bigendian=msg.bigendian, limits=limits)
+                           data_len=nbytes(msg.data), is_bigendian=msg.bigendian, limits=limits)
         if lay.kind.startswith("bayer_"):
             return lay.width // 2, lay.height // 2
         return lay.width, lay.height
@@ -330,12 +330,12 @@ def frame_for_message(msg: ImageMessage, t_ns: int, *, limits: ReaderLimits,
     """
     if msg.kind == "raw":
         layout = validate_raw(width=msg.width, height=msg.height, encoding=msg.encoding, step=msg.step,
-                              data_len=_nbytes(msg.data), is_bigendian=msg.bigendian, limits=limits)
+                              data_len=nbytes(msg.data), is_bigendian=msg.bigendian, limits=limits)
         data = msg.data
         return LazyImageFrame(t_ns, lambda: raw_to_rgb(data, layout), path=path, describe=describe)
     if msg.kind == "compressed":
-        if _nbytes(msg.data) > limits.max_message_bytes:
-            raise ImageError(f"compressed image of {_nbytes(msg.data)} bytes is over the limit")
+        if nbytes(msg.data) > limits.max_message_bytes:
+            raise ImageError(f"compressed image of {nbytes(msg.data)} bytes is over the limit")
         fmt = compressed_format(msg.data, msg.format)
         size = compressed_size(msg.data, fmt)
         if size is not None:

@@ -22,14 +22,14 @@ from overlap_desktop.core.ingest.readers._images import image_kind
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.errors import MediaError
 
-__all__ = ["MCAP_MAGIC", "McapParseError"]
+__all__ = ["MCAP_MAGIC", "McapParseError", "make_mcap_reader", "mcap_errors", "open_mcap", "reader_and_topics"]
 
 log = logging.getLogger(__name__)
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 
 
-def _mcap_errors() -> tuple[type[BaseException], ...]:
+def mcap_errors() -> tuple[type[BaseException], ...]:
     import zstandard
     from mcap.exceptions import McapError
 
@@ -37,7 +37,7 @@ def _mcap_errors() -> tuple[type[BaseException], ...]:
 
 
 
-class _open:
+class open_mcap:
     """Open a file for reading, turning OS errors into MediaError."""
 
     def __init__(self, path: Path) -> None:
@@ -74,7 +74,7 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 
 
-def _make_reader(fh: Any, limits: ReaderLimits, path: Path, budget: Budget | None = None) -> _McapFile:
+def make_mcap_reader(fh: Any, limits: ReaderLimits, path: Path, budget: Budget | None = None) -> _McapFile:
     """The messages of an MCAP file, chunks decompressed by us under ``budget``.
 
     Raises:
@@ -419,11 +419,11 @@ def _image_topics(reader: _McapFile) -> dict[str, tuple[str, str, str, int | Non
     return out
 
 
-def _reader_and_topics(fh: Any, path: Path, limits: ReaderLimits, budget: Budget | None
+def reader_and_topics(fh: Any, path: Path, limits: ReaderLimits, budget: Budget | None
                        ) -> tuple[_McapFile, dict[str, tuple[str, str, str, int | None]]]:
     """Open the MCAP structure and list its image topics; damage becomes a :class:`MediaError`."""
     try:
-        reader = _make_reader(fh, limits, path, budget)
+        reader = make_mcap_reader(fh, limits, path, budget)
         return reader, _image_topics(reader)
-    except _mcap_errors() as exc:
+    except mcap_errors() as exc:
         raise MediaError(f"corrupt or truncated MCAP file: {exc}", path=path) from exc

@@ -18,7 +18,7 @@ from overlap_desktop.core.ingest.readers._decoders import ImageError
 from overlap_desktop.core.ingest.readers._images import ImageMessage, message_fields
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 
-__all__ = ["ProtobufSchema", "decompress_payload"]
+__all__ = ["ProtobufSchema", "TopicDecoder", "decompress_payload"]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CHUNK = 1 << 20
@@ -234,7 +234,7 @@ def _decoder_for(message_encoding: str, schema: Any) -> Callable[[Any], Any]:
     return fn
 
 
-class _TopicDecoder:
+class TopicDecoder:
     """Decodes the messages of one topic into :class:`ImageMessage`."""
 
     def __init__(self, kind: str, message_encoding: str, schema: Any, limits: ReaderLimits) -> None:

@@ -53,11 +53,11 @@ from overlap_desktop.core.ingest.readers._images import (
 )
 from overlap_desktop.core.ingest.readers._mcap_file import (
     MCAP_MAGIC,
-    _mcap_errors,
-    _open,
-    _reader_and_topics,
+    mcap_errors,
+    open_mcap,
+    reader_and_topics,
 )
-from overlap_desktop.core.ingest.readers._mcap_messages import _TopicDecoder
+from overlap_desktop.core.ingest.readers._mcap_messages import TopicDecoder
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
 
@@ -107,11 +107,11 @@ class McapReader(ConfigurableReader):
     def streams(self, path: Path) -> list[StreamInfo]:
         path = Path(path)
         settings = self.settings()
-        errors = _mcap_errors()
+        errors = mcap_errors()
         problems: list[str] = []
         out: list[StreamInfo] = []
-        with _open(path) as fh:
-            reader, topics = _reader_and_topics(fh, path, settings.limits,
+        with open_mcap(path) as fh:
+            reader, topics = reader_and_topics(fh, path, settings.limits,
                                                 self._budgets.start(path, settings.limits))
             if not topics:
                 raise MediaError("no image topic (sensor_msgs Image/CompressedImage or foxglove "
@@ -139,7 +139,7 @@ class McapReader(ConfigurableReader):
                   count: int | None, settings: ReaderSettings) -> StreamInfo | None:
         first = last = None
         first_msg: ImageMessage | None = None
-        decoder: _TopicDecoder | None = None
+        decoder: TopicDecoder | None = None
         first_problem: ImageError | None = None
         video: VideoDecoder | None = None
         size: tuple[int, int] | None = None
@@ -148,7 +148,7 @@ class McapReader(ConfigurableReader):
             if first is None:
                 first = message
             if decoder is None:
-                decoder = _TopicDecoder(kind, channel.message_encoding, schema, settings.limits)
+                decoder = TopicDecoder(kind, channel.message_encoding, schema, settings.limits)
             try:
                 msg = decoder(message.data)
                 if kind == "video":
@@ -217,10 +217,10 @@ class McapReader(ConfigurableReader):
                cancel: CancelCallback | None = None) -> Iterator[TimedFrame]:
         path = Path(path)
         settings = self.settings()
-        errors = _mcap_errors()
+        errors = mcap_errors()
         topic = stream.key
-        with _open(path) as fh:
-            reader, topics = _reader_and_topics(fh, path, settings.limits,
+        with open_mcap(path) as fh:
+            reader, topics = reader_and_topics(fh, path, settings.limits,
                                                 self._budgets.get(path, settings.limits))
             if topic not in topics:
                 raise MediaError(f"no image topic {topic!r} in this recording", path=path)
@@ -231,14 +231,14 @@ class McapReader(ConfigurableReader):
 
 def _topic_frames(reader: Any, path: Path, topic: str, kind: str, settings: ReaderSettings,
                   cancel: CancelCallback | None, errors: tuple[type[BaseException], ...]) -> Iterator[TimedFrame]:
-    state: dict[str, _TopicDecoder] = {}
+    state: dict[str, TopicDecoder] = {}
 
     def items() -> Iterator[tuple[int, Callable[[], ImageMessage]]]:
         for schema, channel, message in reader.iter_messages(topics=[topic]):
             def decode(schema: Any = schema, channel: Any = channel, data: bytes = message.data) -> ImageMessage:
                 if "decoder" not in state:
                     try:
-                        state["decoder"] = _TopicDecoder(kind, channel.message_encoding, schema, settings.limits)
+                        state["decoder"] = TopicDecoder(kind, channel.message_encoding, schema, settings.limits)
                     except ImageError as exc:  # the topic's schema, not one message: give up on it
                         raise MediaError(f"topic {topic}: {exc}", path=path) from exc
                 return state["decoder"](data)

@@ -362,11 +362,11 @@ def _prevalidate(path: Path, limits: ReaderLimits, budget: Budget) -> None:
         if mode == "file":
             count_stream(budget, f, "zstd", f.name)
         elif storage == "mcap" or f.suffix == ".mcap":
-            from overlap_desktop.core.ingest.readers._mcap_file import McapParseError, _make_reader
+            from overlap_desktop.core.ingest.readers._mcap_file import McapParseError, make_mcap_reader
 
             with open(f, "rb") as fh:
                 try:
-                    _make_reader(fh, limits, f, budget).validate_all()
+                    make_mcap_reader(fh, limits, f, budget).validate_all()
                 except McapParseError as exc:
                     raise MediaError(f"{f.name}: corrupt MCAP data: {exc}", path=path) from exc
 

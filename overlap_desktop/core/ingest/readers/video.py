@@ -56,14 +56,14 @@ _STILL_CODECS = ("mjpeg", "jpegls", "mjpegb")
 #: unless the reader is ``exact``. Deblocking is a fifth to a third of H.264/H.265 decoding;
 #: the block edges it would smooth are far finer than the 64x64 picture PDQ hashes, and the
 #: error it leaves (drifting a little until the next keyframe) costs a few bits per code
-#: (measured on every real file: docs/scale.md, bench/bench_ingest.py exact). Other decoders
+#: (measured on every real file: bench/RESULTS.md, bench/bench_ingest.py exact). Other decoders
 #: (VP9, AV1 through dav1d, MPEG-4) ignore the option or were not measured, so are left alone.
 FAST_DECODE_CODECS = ("h264", "hevc")
 #: Decoders whose sampled frames the indexing reader hands to the fingerprint as luma made by
 #: swscale (``gray``, full range), unless ``exact``: the RGB conversion and PDQ's weighting of
 #: it were over a third of the per-sample cost at 426x240. The two lumas differ by a level or
 #: two (saturated colours clip in RGB; rounding), a few bits per code, measured like the loop
-#: filter (docs/scale.md). Limited to the codecs already approximated, so the others stay exact.
+#: filter (bench/RESULTS.md). Limited to the codecs already approximated, so the others stay exact.
 LUMA_CODECS = FAST_DECODE_CODECS
 
 
@@ -180,7 +180,7 @@ class _PacketFeed:
     skipped too when the frame shown just before it (presentation order) is decoded
     and at most :data:`~overlap_desktop.core.ingest.decode_plan.NEIGHBOUR_MAX_S`
     earlier: the sampler then holds that neighbour over the grid point (a bounded
-    timing error, measured in docs/scale.md).
+    timing error, measured in bench/RESULTS.md).
 
     Attributes:
         failure: The demuxer's error when the stream ended on one (a broken tail).
@@ -291,7 +291,7 @@ class VideoReader:
     :data:`~overlap_desktop.core.ingest.decode_plan.NEIGHBOUR_MAX_S` earlier, and frames
     hand out their luma from the scaler (:data:`LUMA_CODECS`, ``to_luma``). Each costs a
     few bits of PDQ distance against an exact decode (bounded by the tests, measured in
-    docs/scale.md). Without a sampling rate every frame is decoded exactly and gives RGB
+    bench/RESULTS.md). Without a sampling rate every frame is decoded exactly and gives RGB
     only (previews, tools, anything that shows frames).
 
     Args:
