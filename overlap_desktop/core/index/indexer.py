@@ -34,7 +34,17 @@ from overlap_desktop.core.types import (
     Variant,
     check_cancel,
 )
-from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, MediaError, OverlapError, UsageError
+from overlap_desktop.errors import (
+    WRITE_ERRNOS,
+    Cancelled,
+    ConfigError,
+    DiskFullError,
+    MediaError,
+    OverlapError,
+    UsageError,
+    WriteError,
+    write_failure_reason,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
@@ -450,13 +460,21 @@ def _settle_missing(idx: Index, req: _Request, plan: _Plan, summary: IndexSummar
         summary.missing = gone
 
 
-def _disk_full_error(exc: BaseException, summary: IndexSummary, where: Path) -> DiskFullError:
-    """The error for a full disk: each file is its own transaction, so everything finished is kept."""
-    why = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ is not None else exc
-    full = DiskFullError(f"disk full while writing the index ({why}); {summary.indexed} file(s) finished in "
-                         "this run were kept; free some space and run again to continue", path=where)
-    full.summary = summary  # type: ignore[attr-defined]
-    return full
+def _disk_full_error(exc: BaseException, summary: IndexSummary, where: Path) -> WriteError:
+    """The error for a full disk or another failed write (a file-size limit, a quota, a failing
+    disk): each file is its own transaction, so everything finished is kept."""
+    why = exc.__cause__ if isinstance(exc, WriteError) and exc.__cause__ is not None else exc
+    path = getattr(exc, "path", None) or where
+    kept = f"{summary.indexed} file(s) finished in this run were kept"
+    if _full(exc):
+        err: WriteError = DiskFullError(f"disk full while writing the index ({why}); {kept}; free some space and "
+                                        "run again to continue", path=where)
+    else:
+        reason = getattr(exc, "reason", None) or write_failure_reason(getattr(exc, "errno", None), str(why))
+        err = WriteError(f"cannot write the index ({reason}); {kept}; fix the cause and run again to "
+                         "continue", path=path)
+    err.summary = summary  # type: ignore[attr-defined]
+    return err
 
 
 #: With ``index.workers = 0`` (one per core), a run with less new footage than this stays
@@ -485,14 +503,25 @@ def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[in
 
 
 def _disk_full(exc: BaseException) -> bool:
-    """True for "no space left" from SQLite or the OS (shards, lock file)."""
+    """True for a write that failed for a reason outside overlap, from SQLite or the OS
+    (shards, lock file): a full disk, a file-size limit, a quota, a read-only or failing disk."""
+    import apsw
+
+    # WriteError: the index already translated SQLite's error (core/index/db.py).
+    return isinstance(exc, (apsw.FullError, apsw.IOError, WriteError)) or (
+        isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS)
+
+
+def _full(exc: BaseException) -> bool:
+    """True when the failed write was a full disk (or quota), not another write error."""
     import errno
 
     import apsw
 
-    # DiskFullError: the index already translated SQLite's FullError (core/index.py).
-    return isinstance(exc, (apsw.FullError, DiskFullError)) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC,
-                                                                                          errno.EDQUOT))
+    if isinstance(exc, WriteError):
+        return isinstance(exc, DiskFullError)
+    return isinstance(exc, apsw.FullError) or (isinstance(exc, OSError) and exc.errno in (
+        errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)))
 
 
 def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:

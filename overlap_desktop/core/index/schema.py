@@ -147,7 +147,7 @@ def init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool,
         has_meta = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is not None
     except apsw.Error as exc:
-        raise open_error(exc, path / DB_NAME, "cannot read the index database") from exc
+        raise open_error(exc, path / DB_NAME, "cannot read the index database", conn=conn) from exc
     if not has_meta:
         if readonly:
             if not first_row(conn.execute("SELECT COUNT(*) FROM sqlite_master"), "tables")[0]:

@@ -49,6 +49,7 @@ from overlap_desktop.core.index.db import (
     first_row,
     guard_db,
     open_error,
+    system_errno,
     translate_db_error,
 )
 from overlap_desktop.core.index.lock import WriterLock, network_filesystem, wal_support
@@ -308,6 +309,7 @@ def _connect(db_file: Path, *, readonly: bool, create: bool) -> apsw.Connection:
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     if create and not readonly:
         flags |= apsw.SQLITE_OPEN_CREATE
+    conn: apsw.Connection | None = None
     try:
         if readonly and _needs_immutable(db_file):
             # A read-only folder (a backup disk, a read-only mount) without SQLite's -shm
@@ -328,7 +330,7 @@ def _connect(db_file: Path, *, readonly: bool, create: bool) -> apsw.Connection:
             conn.pragma("synchronous", "NORMAL")
         conn.pragma("foreign_keys", "ON")
     except apsw.Error as exc:
-        raise open_error(exc, db_file, "cannot open the index database", readonly=readonly) from exc
+        raise open_error(exc, db_file, "cannot open the index database", readonly=readonly, conn=conn) from exc
     return conn
 
 
@@ -410,8 +412,9 @@ def open_index(path: Path | str | None = None, *, config: Config | None = None, 
         raise IndexError_(f"the index database is damaged (its meta table lacks {exc}); {_DAMAGED_ADVICE}",
                           path=db_file) from exc
     except Exception as exc:
+        errno_ = system_errno(conn)
         conn.close()
-        mapped = translate_db_error(exc, folder)
+        mapped = translate_db_error(exc, folder, system_errno=errno_)
         if mapped is None:
             raise
         raise mapped from exc

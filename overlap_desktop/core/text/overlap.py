@@ -325,7 +325,8 @@ def write_result(result: TextOverlapResult, path: Path) -> None:
     from overlap_desktop.core.fsutil import atomic_write_bytes
 
     data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
-    atomic_write_bytes(path, data.encode("utf-8"), open_message="cannot write the result")
+    atomic_write_bytes(path, data.encode("utf-8"), open_message="cannot write the result",
+                       write_message="cannot write the result")
 
 
 def _examples(test: Sequence[Path | str] | Sequence[Document], fields: Sequence[str] | None) -> list[Document]:
