@@ -299,14 +299,52 @@ def _bag2_metadata(folder: Path) -> dict[str, Any] | None:
     if len(text) > _MAX_METADATA:
         raise MediaError(f"metadata.yaml is over {_MAX_METADATA} bytes; it is not a rosbag2 description",
                          path=folder)
-    try:
-        from ruamel.yaml import YAML
+    from ruamel.yaml import YAML
 
+    try:
+        _check_yaml_shape(YAML(typ="safe").parse(text), folder)
         data = YAML(typ="safe").load(text)
         info = data["rosbag2_bagfile_information"]
+    except MediaError:
+        raise
     except Exception:
         return None
-    return info if isinstance(info, dict) else None
+    if not isinstance(info, dict):
+        return None
+    for key, kind, ok in (("relative_file_paths", "a list of file names",
+                           lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+                          ("compression_mode", "text", lambda v: isinstance(v, str)),
+                          ("storage_identifier", "text", lambda v: isinstance(v, str))):
+        if info.get(key) is not None and not ok(info[key]):
+            raise MediaError(f"metadata.yaml: {key} must be {kind}, not {type(info[key]).__name__}; this is not "
+                             "a rosbag2 description overlap can read", path=folder)
+    return info
+
+
+#: YAML nodes a ``metadata.yaml`` may hold: a real one lists a few per topic and file
+#: (a day-long recording split into 1,000 files and 100 topics holds ~10,000).
+_MAX_METADATA_NODES = 200_000
+
+
+def _check_yaml_shape(events: Any, folder: Path) -> None:
+    """Refuse YAML aliases and more than :data:`_MAX_METADATA_NODES` nodes, from the parser's
+    events, before anything is built.
+
+    An alias (``*name``) repeats an anchored node: nested, a 1.6 KB file describes a list of
+    10^9 file names, which took 1.6 GB and 50 s before this check (issue 36). rosbag2 never
+    writes aliases, so any alias is refused, not expanded.
+    """
+    nodes = 0
+    for event in events:
+        kind = type(event).__name__
+        if kind == "AliasEvent":
+            raise MediaError("metadata.yaml uses a YAML alias (*name); rosbag2 never writes them, and aliases "
+                             "can make a small file describe billions of entries, so it was not read", path=folder)
+        if kind in ("ScalarEvent", "SequenceStartEvent", "MappingStartEvent"):
+            nodes += 1
+            if nodes > _MAX_METADATA_NODES:
+                raise MediaError(f"metadata.yaml holds over {_MAX_METADATA_NODES} entries; this is not a rosbag2 "
+                                 "description overlap can read", path=folder)
 
 
 def _bag2_files(folder: Path, info: dict[str, Any]) -> list[Path]:
