@@ -106,3 +106,108 @@ def test_rosbag2_metadata_of_the_wrong_shape_is_refused_and_an_honest_one_reads(
                            meta.read_text()))
     with pytest.raises(MediaError, match=r"relative_file_paths must be a list of file names, not dict"):
         _bag2_metadata(honest)
+
+
+# --------------------------------------------------------------------------- text-overlap sources
+
+class _Lines:
+    """Example sentences sharing no 13-word run (``_LINE.format(i)``)."""
+
+    @staticmethod
+    def format(i: int) -> str:
+        return " ".join(f"{w}{i}" for w in "robot arm places the red cube on the blue plate near window today".split())
+
+
+_LINE = _Lines()
+
+
+def _zst_of_short_lines(path: Path, total: int) -> Path:
+    """``total`` bytes of two-word lines, zstd-compressed as a stream (never held whole)."""
+    import zstandard
+
+    block = b"ab cd\n" * (1 << 18)
+    with open(path, "wb") as fh, zstandard.ZstdCompressor(level=3).stream_writer(fh) as w:
+        for _ in range(total // len(block)):
+            w.write(block)
+    return path
+
+
+def test_a_compressed_test_file_of_a_billion_bytes_stops_at_the_cap(tmp_path: Path) -> None:
+    """``--test`` from a small .zst of 1.5 GiB of short lines: stopped at the example cap
+    while streaming, exit 4 naming the file and the cap (was: 1.9 GB, MemoryError, internal
+    error); a small compressed test file is still read and matched."""
+    bomb = _zst_of_short_lines(tmp_path / "test.txt.zst", 1536 << 20)
+    assert bomb.stat().st_size < 1_000_000
+    train = tmp_path / "train.txt"
+    train.write_text(_LINE.format(1) + "\n")
+    ran = overlap("text-overlap", "--test", bomb, "--train", train, "-q", cwd=tmp_path)
+    ran.assert_plain()
+    assert ran.code == 4, ran.text
+    assert "test.txt.zst: the test side holds more than 1,000,000 test examples" in ran.err, ran.err
+
+    import zstandard
+
+    small = tmp_path / "small.txt.zst"
+    small.write_bytes(zstandard.ZstdCompressor().compress(
+        "".join(_LINE.format(i) + "\n" for i in range(3)).encode()))
+    ok = overlap("text-overlap", "--test", small, "--train", train, "-q", cwd=tmp_path)
+    assert ok.code == 0, ok.text
+    assert "1 of 3 test examples share an n-gram" in ok.out, ok.out
+
+
+def _parquet(path: Path, **columns: object) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_dictionary_and_view_string_columns_are_read_on_both_sides(tmp_path: Path) -> None:
+    """pandas ``category`` columns (dictionary-encoded strings), large_string and string_view:
+    read as test and as training text (was: "0 of 0 test examples (0.0%)", exit 0; as training
+    data, ignored without a note). A plain string column is read as before."""
+    pa = pytest.importorskip("pyarrow")
+    texts = [_LINE.format(i) for i in range(4)]
+    test = _parquet(tmp_path / "test.parquet", q=pa.array(texts).dictionary_encode(), n=list(range(4)))
+    train = tmp_path / "train"
+    train.mkdir()
+    _parquet(train / "a.parquet", t=pa.array([texts[1]], type=pa.large_string()))
+    _parquet(train / "b.parquet", t=pa.array([texts[2]]).dictionary_encode())
+    if hasattr(pa, "string_view"):
+        _parquet(train / "c.parquet", t=pa.array([texts[3]], type=pa.string_view()))
+    _parquet(train / "d.parquet", t=pa.array(["unrelated words about a kitchen and a dog in the garden"]))
+    ran = overlap("text-overlap", "--test", test, "--train", train, "-q", cwd=tmp_path)
+    ran.assert_plain()
+    want = 3 if hasattr(pa, "string_view") else 2
+    assert ran.code == 0, ran.text
+    assert f"{want} of 4 test examples share an n-gram" in ran.out, ran.out
+
+
+def test_a_parquet_file_without_text_is_an_error_or_a_listed_skip(tmp_path: Path) -> None:
+    """No text column: as the test side, exit 4 naming the columns; in a training folder,
+    listed as skipped with the reason (and the text beside it still scanned); a --fields
+    column that holds numbers is an error, not 0 %."""
+    pytest.importorskip("pyarrow")
+    numbers = _parquet(tmp_path / "numbers.parquet", state=[0.5, 1.5], n=[1, 2])
+    ran = overlap("text-overlap", "--test", numbers, "--train", numbers, "-q", cwd=tmp_path)
+    ran.assert_plain()
+    assert ran.code == 4, ran.text
+    assert "numbers.parquet: no text column to read (columns: state: double, n: int64)" in ran.err, ran.err
+
+    test = tmp_path / "test.txt"
+    test.write_text(_LINE.format(7) + "\n")
+    train = tmp_path / "train"
+    train.mkdir()
+    _parquet(train / "frames.parquet", state=[0.5, 1.5])
+    (train / "tasks.txt").write_text(_LINE.format(7) + "\n")
+    ok = overlap("text-overlap", "--test", test, "--train", train, "-q", cwd=tmp_path)
+    assert ok.code == 0, ok.text
+    assert re.search(r"skipped \S*frames\.parquet: no text column \(columns: state: double\)", ok.out), ok.out
+    assert "1 of 1 test examples share an n-gram" in ok.out, ok.out
+
+    wrong = overlap("text-overlap", "--test", _parquet(tmp_path / "q.parquet", q=["a b"], n=[3]), "--field", "n",
+                    "--train", train, "-q", cwd=tmp_path)
+    wrong.assert_plain()
+    assert wrong.code == 4, wrong.text
+    assert "q.parquet: column n (int64) does not hold text" in wrong.err, wrong.err
