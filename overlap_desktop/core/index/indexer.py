@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.index.parallel import CloseInBackground
 from overlap_desktop.core.index.run import PROGRESS_INTERVAL, IndexRun
-from overlap_desktop.core.index.walk import changed_since, item_stat, sha256_item, utf8_name, walk_candidates
+from overlap_desktop.core.index.walk import (
+    changed_since,
+    item_stat,
+    item_state,
+    sha256_item,
+    utf8_name,
+    walk_candidates,
+)
 from overlap_desktop.core.types import (
     CancelCallback,
     Progress,
@@ -259,6 +266,8 @@ class _Plan:
     sizes: dict[Path, tuple[int, int]]
     unlisted: list[tuple[Path, str]]
     todo: list[Path]
+    #: Each item's identity (inode and change time, :func:`item_state`), "" when it cannot be read.
+    keys: dict[Path, str] = field(default_factory=dict)
 
 
 def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path | str | None = None,
@@ -398,15 +407,17 @@ def _plan(idx: Index, req: _Request, summary: IndexSummary) -> _Plan:
     for folder, why in unlisted:
         summary.failed.append((str(folder), why))
     sizes: dict[Path, tuple[int, int]] = {}
+    keys: dict[Path, str] = {}
     for item, _ in items:
         try:
-            sizes[item] = item_stat(item)
+            size, mtime, keys[item] = item_state(item)
+            sizes[item] = (size, mtime)
         except OSError:
-            sizes[item] = (0, 0)
+            sizes[item], keys[item] = (0, 0), ""
     summary.files_seen = len(items)
     todo = [item for item, reader in items if reader is not None and utf8_name(str(item))
             and idx.file_state(item) != (*sizes[item], "ok", req.settings)]
-    return _Plan(items, sizes, unlisted, todo)
+    return _Plan(items, sizes, unlisted, todo, keys)
 
 
 def _fingerprint_all(run: IndexRun, plan: _Plan, engine: Engine | None, req: _Request) -> None:
@@ -427,10 +438,11 @@ def _fingerprint_all(run: IndexRun, plan: _Plan, engine: Engine | None, req: _Re
         for item, reader in order:
             run.pump(engine, req.cancel)
             size, mtime_ns = plan.sizes[item]
-            if not run.needs_work(item, reader, size, mtime_ns):
+            key = plan.keys.get(item, "")
+            if not run.needs_work(item, reader, size, mtime_ns, key or None, req.cancel):
                 continue
             assert reader is not None  # needs_work refused reader-less items
-            job = FileJob(str(item), reader.name, size, mtime_ns, req.config, req.variants)
+            job = FileJob(str(item), reader.name, size, mtime_ns, req.config, req.variants, stat_key=key)
             run.idx.mark_file(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
             if engine is None:
                 run.serial(job, req.cancel)

@@ -13,7 +13,9 @@ next time a writer opens the index.
 
 Versions: 1 is the first layout. 2 (same tables) adds the bit-plane codes blob (tag 2 in
 :mod:`~overlap_desktop.core.index.blobs`); the bump is what makes an older overlap refuse
-such an index ("made by a newer overlap") instead of failing on an unknown blob tag.
+such an index ("made by a newer overlap") instead of failing on an unknown blob tag. 3 adds
+``files.stat_key`` (inode and change time of what was fingerprinted), so a file replaced by
+another of the same size and modification time is seen as changed (issue 36).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ __all__ = ["DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "SHARD_DIR", "init_or_migra
 log = logging.getLogger(__name__)
 
 #: Version of the database layout; bumped with a migration in :data:`_MIGRATIONS`.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "index.sqlite3"
 LOCK_NAME = "index.lock"
 SHARD_DIR = "shards"
@@ -110,14 +112,20 @@ END;
 # index to itself. `overlap merge` into a new index writes every stream anew, compactly.
 _SCHEMA_V2 = "-- schema 2: codes blobs may use the bit-plane encoding (tag 2); no table changes"
 
+# Schema 3: the identity of what was fingerprinted, "inode:ctime_ns" (a folder: its own inode and
+# the newest change time in it). NULL for rows written before: the resume check then trusts size
+# and mtime as before, and records the identity the next time it sees the file unchanged.
+_SCHEMA_V3 = "ALTER TABLE files ADD COLUMN stat_key TEXT;"
+
 # version -> SQL that upgrades from version-1 to version. v1 is the creation script.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 # Versions whose migration changes no table and whose older rows still decode: an index that
 # lacks only these is read as it is when opened read-only (a library on a read-only disk or a
 # backup, `overlap merge` sources, the status shown at start) instead of being refused as
 # "needs upgrading". Only a writer upgrades it.
-_READABLE_AS_IS = frozenset({2})
+# Schema 3's column is read and written by the writer only.
+_READABLE_AS_IS = frozenset({2, 3})
 
 
 def now_iso() -> str:
