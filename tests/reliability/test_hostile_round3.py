@@ -211,3 +211,33 @@ def test_a_parquet_file_without_text_is_an_error_or_a_listed_skip(tmp_path: Path
     wrong.assert_plain()
     assert wrong.code == 4, wrong.text
     assert "q.parquet: column n (int64) does not hold text" in wrong.err, wrong.err
+
+
+# --------------------------------------------------------------------------- an unfinished index
+
+
+def test_an_index_left_empty_by_a_killed_merge_says_so(tmp_path: Path) -> None:
+    """A merge killed while creating its destination leaves a database without tables. Read
+    an hour later, it says it was never finished and how to remove it (was: "being created by
+    another process? try again", for ever); one created a moment ago may still be in the making."""
+    import os
+    import time
+
+    import apsw
+
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    conn = apsw.Connection(str(dest / "index.sqlite3"))  # what open_index does before the tables
+    conn.pragma("journal_mode", "wal")
+    conn.close()
+    fresh = overlap("files", "--index", dest, cwd=tmp_path)
+    fresh.assert_plain()
+    assert fresh.code == 4 and "the index is empty (being created by another process?); try again" in fresh.err
+    hour_ago = time.time() - 3600
+    os.utime(dest / "index.sqlite3", (hour_ago, hour_ago))
+    ran = overlap("files", "--index", dest, cwd=tmp_path)
+    ran.assert_plain()
+    assert ran.code == 4, ran.text
+    assert re.search(r"index\.sqlite3: this index was never finished: its database is empty \(created 60 min ago "
+                     r"by an `overlap index` or `overlap merge` that was stopped before it wrote anything\); it "
+                     rf"holds no fingerprints, so remove the folder {re.escape(str(dest))} and run", ran.err), ran.err

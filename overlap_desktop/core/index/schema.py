@@ -133,6 +133,32 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
+#: An empty database older than this was not being created: creating the tables takes milliseconds.
+_CREATION_SECONDS = 60.0
+
+
+def _empty_database(path: Path) -> IndexError_:
+    """The error for an index database without tables, opened read-only.
+
+    Another process may have just created the file and not yet its tables; but an empty
+    file that has stayed empty was left by an ``overlap index`` or ``overlap merge`` stopped
+    while creating it (issue 36: "try again" then never helped).
+    """
+    import time
+
+    db = path / DB_NAME
+    try:
+        age = time.time() - db.stat().st_mtime
+    except OSError:
+        age = 0.0
+    if age < _CREATION_SECONDS:
+        return IndexError_("the index is empty (being created by another process?); try again in a moment",
+                           path=db)
+    return IndexError_(f"this index was never finished: its database is empty (created {age / 60:.0f} min ago by "
+                       "an `overlap index` or `overlap merge` that was stopped before it wrote anything); it holds "
+                       f"no fingerprints, so remove the folder {path} and run that command again", path=db)
+
+
 def init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool,
                     current_ids: Callable[[], tuple[str, str]]) -> None:
     """Create the schema in an empty database, or upgrade an older one to :data:`SCHEMA_VERSION`.
@@ -159,9 +185,7 @@ def init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool,
     if not has_meta:
         if readonly:
             if not first_row(conn.execute("SELECT COUNT(*) FROM sqlite_master"), "tables")[0]:
-                # An empty database: another process has just created it and not yet its schema.
-                raise IndexError_("the index is empty (being created by another process?); try again in a "
-                                  "moment", path=path / DB_NAME)
+                raise _empty_database(path)
             raise IndexError_("not an overlap index (no meta table)", path=path / DB_NAME)
         tables = first_row(conn.execute("SELECT COUNT(*) FROM sqlite_master"), "tables")[0]
         if tables:
