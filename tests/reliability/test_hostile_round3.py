@@ -241,3 +241,57 @@ def test_an_index_left_empty_by_a_killed_merge_says_so(tmp_path: Path) -> None:
     assert re.search(r"index\.sqlite3: this index was never finished: its database is empty \(created 60 min ago "
                      r"by an `overlap index` or `overlap merge` that was stopped before it wrote anything\); it "
                      rf"holds no fingerprints, so remove the folder {re.escape(str(dest))} and run", ran.err), ran.err
+
+
+# --------------------------------------------------------------------------- ROS 1 index entries
+
+
+def _ros1_with_index_entries(path: Path, mode: str) -> Path:
+    """Eight images (the fourth 512x512, 786 KB) in one chunk, whose index lists the big one
+    50,000 times more (``dup``) or adds an entry pointing 40 bytes into it (``inside``)."""
+    import numpy as np
+    from rosbags.rosbag1 import Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS1_NOETIC)
+    Image, Header, Time = (ts.types[t] for t in ("sensor_msgs/msg/Image", "std_msgs/msg/Header",
+                                                  "builtin_interfaces/msg/Time"))
+    rng = np.random.default_rng(36)
+    with Writer(path) as w:
+        conn = w.add_connection("/camera/image_raw", "sensor_msgs/msg/Image", typestore=ts)
+        for i in range(8):
+            t = 1_000_000_000 + i * 250_000_000
+            h, wd = (512, 512) if i == 3 else (48, 64)
+            img = Image(header=Header(seq=i, stamp=Time(sec=t // 10**9, nanosec=t % 10**9), frame_id="cam"),
+                        height=h, width=wd, encoding="rgb8", is_bigendian=0, step=wd * 3,
+                        data=rng.integers(0, 255, h * wd * 3, dtype=np.uint8))
+            w.write(conn, t, ts.serialize_ros1(img, "sensor_msgs/msg/Image"))
+            if i == 3:
+                entries = w.chunks[-1].connections[conn.id]  # the writer's index of the open chunk
+                t3, offset = entries[-1]
+                entries.extend([(t3, offset)] * 50_000 if mode == "dup" else [(t3 + 1, offset + 40)])
+    return path
+
+
+def test_overlapping_ros1_index_entries(tmp_path: Path) -> None:
+    """ROS 1 index entries that overlap: one message listed 50,000 times is read once (all
+    eight images, no 39 GB of copies; indexed, exit 0); an entry pointing inside another
+    message is refused as corrupt data naming the topic (was: "cannot decode (ReaderError:
+    ...)", the bag reader's own words)."""
+    pytest.importorskip("rosbags")
+    from overlap_desktop.core.ingest.readers.rosbag import RosbagReader
+
+    dup = _ros1_with_index_entries(tmp_path / "dup.bag", "dup")
+    reader = RosbagReader()
+    (stream,) = reader.streams(dup)
+    times = [f.t_ns for f in reader.frames(dup, stream)]
+    assert len(times) == len(set(times)) == 8
+    ran = overlap("index", dup, "--index", tmp_path / "idx1", "-q", cwd=tmp_path)
+    ran.assert_plain()
+    assert ran.code == 0 and "Indexed 1 file(s)" in ran.out, ran.text
+
+    inside = _ros1_with_index_entries(tmp_path / "inside.bag", "inside")
+    ran = overlap("index", inside, "--index", tmp_path / "idx2", "-q", cwd=tmp_path)
+    ran.assert_plain()
+    assert ran.code == 4, ran.text
+    assert "inside.bag: corrupt recording data in topic /camera/image_raw after 4 images" in ran.text, ran.text

@@ -106,8 +106,13 @@ def _rosbags_sqlite_dialect() -> Iterator[None]:
 def _rosbags_errors() -> tuple[type[BaseException], ...]:
     _anyreader()  # the missing-extra message comes first
     from rosbags.highlevel import AnyReaderError
+    from rosbags.rosbag1 import ReaderError as Ros1ReaderError
+    from rosbags.rosbag2 import ReaderError as Ros2ReaderError
 
-    return (AnyReaderError, OSError, EOFError, ValueError, KeyError, AssertionError)
+    # The bag readers' own errors reach us directly from messages() (an index entry pointing
+    # where no record starts, say), not wrapped in AnyReaderError.
+    return (AnyReaderError, Ros1ReaderError, Ros2ReaderError, OSError, EOFError, ValueError, KeyError,
+            AssertionError)
 
 
 class RosbagReader(ConfigurableReader):
