@@ -295,3 +295,47 @@ def test_overlapping_ros1_index_entries(tmp_path: Path) -> None:
     ran.assert_plain()
     assert ran.code == 4, ran.text
     assert "inside.bag: corrupt recording data in topic /camera/image_raw after 4 images" in ran.text, ran.text
+
+
+# --------------------------------------------------------------------------- rosbag2: MCAP inside file compression
+
+
+def _file_compressed_mcap_bag(folder: Path, bomb: bool) -> Path:
+    """A rosbag2 folder (MCAP storage, ``compression_mode: file``): an honest one, or one whose
+    MCAP hides 4 GiB of zeros in a chunk declaring 1 KiB (its .mcap.zstd is ~130 KB)."""
+    import zstandard
+
+    import tests.reliability.hostile_recordings as H
+    from tests.fixtures_recordings import footage, write_rosbag2
+
+    write_rosbag2(folder, footage(seconds=0.5), storage="mcap", with_jpeg=False)
+    (data,) = folder.glob("*.mcap")
+    if bomb:
+        hidden = H.zstd_zeros(64 << 20, declare_size=False) * 64
+        H.write_mcap(data, [H.Chunk("zstd", hidden, 1024)], profile="ros2")
+    packed = data.with_name(data.name + ".zstd")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(data.read_bytes()))
+    data.unlink()
+    meta = folder / "metadata.yaml"
+    text = meta.read_text().replace("compression_format: ''", "compression_format: zstd")
+    text = text.replace("compression_mode: ''", "compression_mode: FILE")
+    meta.write_text(text.replace(f"- {data.name}", f"- {packed.name}").replace(f"path: {data.name}",
+                                                                              f"path: {packed.name}"))
+    return folder
+
+
+def test_mcap_chunks_inside_a_file_compressed_rosbag2_are_checked_per_chunk(tmp_path: Path) -> None:
+    """The whole-file measure passes (the unpacked MCAP is ~130 KB); the chunk inside it that
+    expands to 4 GiB is refused at the chunk's own bound, before rosbags unpacks anything (was:
+    rosbags decompressed it unchecked). The honest bag of the same shape is indexed."""
+    pytest.importorskip("rosbags")
+    bomb = _file_compressed_mcap_bag(tmp_path / "bomb_bag2", bomb=True)
+    ran = overlap("index", bomb, "--index", tmp_path / "idx1", "-q", cwd=tmp_path)
+    ran.assert_plain()
+    assert ran.code == 4, ran.text
+    assert re.search(r"bomb_bag2: .*corrupt compressed data in (a|the) chunk.*expands past the 1024 bytes it "
+                     r"declares", ran.text), ran.text
+    honest = _file_compressed_mcap_bag(tmp_path / "honest_bag2", bomb=False)
+    ok = overlap("index", honest, "--index", tmp_path / "idx2", "-q", cwd=tmp_path)
+    ok.assert_plain()
+    assert ok.code == 0 and "Indexed 1 file(s)" in ok.out, ok.text

@@ -402,16 +402,36 @@ def _prevalidate(path: Path, limits: ReaderLimits, budget: Budget) -> None:
         if not stat.S_ISREG(st.st_mode):
             raise MediaError(f"{f.name}: {file_kind(st.st_mode)} is not a regular file; only regular files "
                              "are read", path=path)
-        if mode == "file":
-            count_stream(budget, f, "zstd", f.name)
-        elif storage == "mcap" or f.suffix == ".mcap":
-            from overlap_desktop.core.ingest.readers._mcap_file import McapParseError, _make_reader
+        is_mcap = storage == "mcap" or f.suffix == ".mcap" or f.name.endswith(".mcap.zstd")
+        if mode == "file" and is_mcap:
+            # rosbags unpacks the file to disk, then decompresses its MCAP chunks unchecked:
+            # unpack it ourselves (bounded by the budget), then check every chunk inside too,
+            # each against the chunk cap and the unpacked file's own total.
+            import tempfile
 
+            with tempfile.TemporaryFile() as unpacked:
+                size = count_stream(budget, f, "zstd", f.name, sink=unpacked)
+                unpacked.seek(0)
+                _validate_mcap(unpacked, limits, f, Budget(f, limits, size), path)
+        elif mode == "file":
+            count_stream(budget, f, "zstd", f.name)
+        elif is_mcap:
             with open(f, "rb") as fh:
-                try:
-                    _make_reader(fh, limits, f, budget).validate_all()
-                except McapParseError as exc:
-                    raise MediaError(f"{f.name}: corrupt MCAP data: {exc}", path=path) from exc
+                _validate_mcap(fh, limits, f, budget, path)
+
+
+def _validate_mcap(fh: Any, limits: ReaderLimits, f: Path, budget: Budget, path: Path) -> None:
+    """Decompress and walk every chunk of an MCAP data file under ``budget`` and the caps.
+
+    Raises:
+        MediaError: a cap is passed, or the data is corrupt.
+    """
+    from overlap_desktop.core.ingest.readers._mcap_file import McapParseError, _make_reader
+
+    try:
+        _make_reader(fh, limits, f, budget).validate_all()
+    except McapParseError as exc:
+        raise MediaError(f"{f.name}: corrupt MCAP data: {exc}", path=path) from exc
 
 
 def _bound_decompression(reader: Any, budget: Budget) -> None:
