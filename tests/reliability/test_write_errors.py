@@ -66,12 +66,23 @@ def test_opening_an_index_under_a_tiny_limit_names_the_limit(small_corpus: Path,
     assert re.search(_FILE_TOO_LARGE, ran.err), ran.err
 
 
-def test_merge_under_a_file_size_limit_is_a_plain_error(lab21: Lab, tmp_path: Path) -> None:
-    lab = copy_lab(lab21, tmp_path / "lab")
-    ran = overlap("merge", lab.index, "--index", tmp_path / "dest", "-q", cwd=tmp_path, fsize=70_000)
+def test_merge_under_a_file_size_limit_is_a_plain_error(small_corpus: Path, tmp_path: Path) -> None:
+    """``merge`` of five clips into an existing destination (61 KB empty) under a 64 KB limit:
+    the limit is met while merging; exit 2 naming the destination, the cause and what was kept."""
+    from overlap_desktop.config import load_config
+    from overlap_desktop.core.index.indexer import index_paths
+    from overlap_desktop.core.index.store import open_index
+
+    cfg = load_config({"index.path": str(tmp_path / "src")}, cwd=tmp_path, environ={},
+                      user_file=tmp_path / "none.toml")
+    assert index_paths([small_corpus], config=cfg).indexed == 5
+    open_index(tmp_path / "dest").close()
+    ran = overlap("merge", tmp_path / "src", "--index", tmp_path / "dest", "-q", cwd=tmp_path, fsize=64_000)
     ran.assert_plain()
     assert ran.code == 2, ran.text
-    assert re.search(rf"dest: cannot write while merging into this index \({_FILE_TOO_LARGE}", ran.err), ran.err
+    assert re.search(rf"dest: cannot write while merging into this index \({_FILE_TOO_LARGE}.*the \d+ file\(s\) "
+                     r"merged before were kept; fix the cause and run the same merge again", ran.err), ran.err
+    assert _integrity(tmp_path / "dest") == "ok"
 
 
 @pytest.mark.parametrize(("fsize", "names"), [(4_000, r"overlap-corpus-\w+: cannot write the temporary search "
