@@ -206,6 +206,13 @@ def test_a_parquet_file_without_text_is_an_error_or_a_listed_skip(tmp_path: Path
     assert re.search(r"skipped \S*frames\.parquet: no text column \(columns: state: double\)", ok.out), ok.out
     assert "1 of 1 test examples share an n-gram" in ok.out, ok.out
 
+    from overlap_desktop.core.text.overlap import text_overlap
+    from overlap_desktop.errors import InputError
+
+    (tmp_path / "blank.txt").write_text("\n  \n")
+    with pytest.raises(InputError, match=r"blank\.txt: no test examples in this file"):
+        text_overlap([tmp_path / "blank.txt"], [train], workers=1)
+
     wrong = overlap("text-overlap", "--test", _parquet(tmp_path / "q.parquet", q=["a b"], n=[3]), "--field", "n",
                     "--train", train, "-q", cwd=tmp_path)
     wrong.assert_plain()
