@@ -54,12 +54,17 @@ def _row(index: Path, path: Path) -> tuple[str, str | None]:
         return f.status, f.sha256
 
 
+@pytest.mark.parametrize("remote", [False, True], ids=["checked-by-the-worker", "checked-by-the-writer"])
 def test_a_file_swapped_while_indexed_is_refused_then_redone(small_corpus: Path, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                                             monkeypatch: pytest.MonkeyPatch, remote: bool) -> None:
     """Swapped mid-decode (the decoder and the hasher hold the old file open): refused, never
     recorded as ok with the digest of bytes no longer there (was: ok, old digest); the next
-    run fingerprints the new bytes."""
+    run fingerprints the new bytes. With jobs marked remote (as on a cluster, whose workers
+    do not compare inodes) the writer's own check before recording refuses it."""
+    import functools
+
     import overlap_desktop.core.index.indexer as indexer_mod
+    import overlap_desktop.core.index.parallel as parallel_mod
     from overlap_desktop.config import load_config
     from overlap_desktop.core.index.indexer import index_paths
 
@@ -84,6 +89,8 @@ def test_a_file_swapped_while_indexed_is_refused_then_redone(small_corpus: Path,
         return real(path, reader, on_fraction=fraction, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(indexer_mod, "_fingerprint_item", fingerprint)
+    if remote:
+        monkeypatch.setattr(parallel_mod, "FileJob", functools.partial(parallel_mod.FileJob, remote=True))
     summary = index_paths([folder], config=cfg)
     assert swapped
     assert [(Path(p).name, why) for p, why in summary.failed] == [

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from overlap_desktop.core.index.walk import sha256_item, utf8_name
+from overlap_desktop.core.index.walk import changed_since, sha256_item, utf8_name
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import Cancelled
 
@@ -124,6 +124,12 @@ class IndexRun:
             self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
             return
         self.summary.warnings.extend(outcome.warnings)
+        if outcome.streams is not None and job.stat_key:
+            # Last look before recording, on the writer's own file system (a cluster worker's
+            # mount may number inodes otherwise, so only this check can see a swap there).
+            changed = changed_since(Path(job.path), job.size, job.mtime_ns, job.stat_key)
+            if changed is not None:
+                outcome.streams, outcome.sha256, outcome.error = None, None, changed
         if outcome.streams is None:
             reason = outcome.error or "no frames"
             self.idx.record_failure(job.path, size=job.size, mtime_ns=job.mtime_ns, error=reason,
