@@ -47,6 +47,9 @@ _EXPORTS: dict[str, str] = {
     "IndexError_": "overlap_desktop.errors",
     "IndexBusyError": "overlap_desktop.errors",
     "DiskFullError": "overlap_desktop.errors",
+    "WriteError": "overlap_desktop.errors",
+    "WRITE_ERRNOS": "overlap_desktop.errors",
+    "write_failure_reason": "overlap_desktop.errors",
     "MissingDependencyError": "overlap_desktop.errors",
     "CheckFailed": "overlap_desktop.errors",
     "Cancelled": "overlap_desktop.errors",
@@ -325,6 +328,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         Variant,
     )
     from overlap_desktop.errors import (
+        WRITE_ERRNOS,
         Cancelled,
         CheckFailed,
         ConfigError,
@@ -338,6 +342,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MissingDependencyError,
         OverlapError,
         UsageError,
+        WriteError,
+        write_failure_reason,
     )
     from overlap_desktop.paths import default_index_dir, user_config_file
     from overlap_desktop.services.demo import default_demo_dir, run_demo

@@ -353,6 +353,10 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+#: Deepest table nesting a settings file may use (settings need two: ``[index]`` + key).
+MAX_TABLE_DEPTH = 4
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     """The settings of one toml file as ``{dotted key: raw value}`` (``{}`` when absent).
 
@@ -386,13 +390,19 @@ def _read_toml(path: Path) -> dict[str, Any]:
     sections = {k.split(".", 1)[0] for k in SETTINGS}
     flat: dict[str, Any] = {}
 
-    def walk(prefix: str, d: Mapping[str, Any]) -> None:
+    def walk(prefix: str, d: Mapping[str, Any], depth: int = 1) -> None:
         for k, v in d.items():
             key = f"{prefix}.{k}" if prefix else k
             if isinstance(v, Mapping):
                 if key in SETTINGS:
                     raise ConfigError(f"{key} must be a value, not a table", path=path)
-                walk(key, v)
+                if depth >= MAX_TABLE_DEPTH:
+                    # `[t.t.t....]` with a thousand parts would recurse a thousand deep (issue 36).
+                    shown = key if len(key) <= 60 else key[:57] + "..."
+                    raise ConfigError(f"table [{shown}] is nested more than {MAX_TABLE_DEPTH} levels deep; overlap's "
+                                      "settings are [section] tables of `key = value` lines; fix or remove it",
+                                      path=path)
+                walk(key, v, depth + 1)
             elif not prefix and key in sections:
                 # `index = 5` or `[[index]]`: the user meant settings, none of which apply.
                 raise ConfigError(f"{key!r} must be a table of settings ([{key}] followed by lines like "
@@ -449,7 +459,7 @@ def load_config(overrides: Mapping[str, Any] | None = None, *, cwd: Path | None 
         for name, layer in layers:
             if key in layer:
                 try:
-                    value = setting.parse(layer[key])
+                    value = _parse_layer(setting, layer[key], from_file=name in ("user config", "./overlap.toml"))
                 except (TypeError, ValueError, OverflowError) as exc:
                     where = {"environment": setting.env, "user config": str(user_path),
                              "./overlap.toml": str(local_path)}.get(name, "command line")
@@ -462,6 +472,19 @@ def load_config(overrides: Mapping[str, Any] | None = None, *, cwd: Path | None 
                     f"{name} ({user_path if name == 'user config' else local_path})")
         values[key] = SettingValue(key, value, source)
     return Config(values)
+
+
+def _parse_layer(setting: Setting, raw: Any, *, from_file: bool) -> Any:
+    """``setting.parse(raw)``; an on/off setting in a toml file must be a TOML boolean.
+
+    ``anonymize_paths = "yes"`` (or ``1``, ``"off"``) was accepted silently: a typo such
+    as ``"flase"`` is refused, but ``"no"`` quoted in a file would have meant something
+    the user may not have meant. Environment variables are text, so there the usual
+    words (1/0, true/false, yes/no, on/off) stay accepted.
+    """
+    if from_file and setting.parse is _bool and not isinstance(raw, bool):
+        raise ValueError("must be true or false (a TOML boolean, without quotes)")
+    return setting.parse(raw)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -8,6 +8,7 @@ for a person. Anything else escaping to the CLI is a bug and exits with
 
 from __future__ import annotations
 
+import errno
 import os
 from enum import IntEnum
 
@@ -25,6 +26,9 @@ __all__ = [
     "MissingDependencyError",
     "OverlapError",
     "UsageError",
+    "WRITE_ERRNOS",
+    "WriteError",
+    "write_failure_reason",
 ]
 
 
@@ -104,10 +108,17 @@ class IndexBusyError(OverlapError):
     exit_code = ExitCode.USAGE
 
 
-class DiskFullError(OverlapError):
-    """The disk holding the index (or an output file) is full; finished work is kept."""
+class WriteError(OverlapError):
+    """A file could not be written: a full disk, a file-size limit (``EFBIG`` from
+    ``ulimit -f``), a disk quota, a read-only or failing disk. Finished work is kept; the
+    fix is outside overlap (free space, raise the limit), so the exit status is 2 like a
+    busy index, not 4 (nothing the user gave was refused)."""
 
     exit_code = ExitCode.USAGE
+
+
+class DiskFullError(WriteError):
+    """The disk holding the index (or an output file) is full; finished work is kept."""
 
 
 class MissingDependencyError(OverlapError):
@@ -129,3 +140,28 @@ class Cancelled(OverlapError):
 
     def __init__(self, message: str = "cancelled; finished work was kept", **kw: object) -> None:
         super().__init__(message, **kw)  # type: ignore[arg-type]
+
+
+#: Plain words for the errors a write can meet, with what to do (``os.strerror`` says
+#: only "File too large", which does not tell a user that a limit of theirs is the cause).
+_WRITE_REASONS: dict[int, str] = {
+    errno.ENOSPC: "no space left on the disk",
+    errno.EFBIG: ("file too large: a file-size limit applies to this process (ulimit -f) or the file system "
+                  "cannot hold a file this big"),
+    errno.EROFS: "the disk is read-only",
+    errno.EIO: "input/output error (a failing disk, or a drive or share that was disconnected)",
+}
+if hasattr(errno, "EDQUOT"):
+    _WRITE_REASONS[errno.EDQUOT] = "disk quota exceeded (your share of this disk is used up)"
+
+#: errno values that mean "this write failed for a reason outside overlap".
+WRITE_ERRNOS = frozenset(_WRITE_REASONS)
+
+
+def write_failure_reason(code: int | None, fallback: str = "") -> str:
+    """Why a write failed, in plain words, from its ``errno`` (``fallback`` when unknown)."""
+    if code and code in _WRITE_REASONS:
+        return _WRITE_REASONS[code]
+    if code:
+        return os.strerror(code)
+    return fallback or "write failed"

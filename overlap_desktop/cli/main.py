@@ -114,16 +114,49 @@ def main(argv: Sequence[str] | None = None) -> int:
             ctx.note(safe_terminal(exc.detail))
         ctx.flush()
         return int(exc.exit_code)
-    except Exception:  # a bug: say so plainly, keep the traceback for --verbose
+    except Exception as exc:
+        failed_write = _write_failure(exc)
+        if failed_write is not None:
+            # A full disk, a file-size limit or a failing disk met by code that did not
+            # translate it: still a plain error naming the file, never "internal error".
+            from overlap_desktop.cli.framework import safe_terminal
+
+            ctx.note(f"overlap {cmd.name}: error: {safe_terminal(failed_write)}")
+            if ctx.verbose:
+                traceback.print_exc(file=ctx.err)
+            ctx.flush()
+            return int(failed_write.exit_code)
+        # a bug: say so plainly, keep the traceback for --verbose
         ctx.note(f"overlap {cmd.name}: internal error (this is a bug; rerun with --verbose for details)")
         if ctx.verbose:
             traceback.print_exc(file=ctx.err)
         return int(ExitCode.INTERNAL)
 
 
+def _write_failure(exc: BaseException) -> OverlapError | None:
+    """The plain error for a write that failed outside overlap (an OS error whose errno
+    means no space, a file-size limit, a quota or a failing disk; SQLite's I/O and
+    disk-full errors), or None for anything else (a bug)."""
+    from overlap_desktop.api import WRITE_ERRNOS, WriteError, write_failure_reason
+
+    if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:
+        return WriteError(f"cannot write: {write_failure_reason(exc.errno)}", path=exc.filename or None)
+    # SQLite's errors by name: the shell does not import the database library itself.
+    if type(exc).__module__ == "apsw" and type(exc).__name__ in ("IOError", "FullError"):
+        return WriteError(f"cannot write the index database or a file beside it (SQLite: {exc}); check the free "
+                          "space and file-size limits of the index's disk, then run again")
+    return None
+
+
 def run() -> None:
     """Console-script entry point."""
     __import__("multiprocessing").freeze_support()  # frozen bundle: a worker process starts here (issue 18)
+    import signal
+
+    if hasattr(signal, "SIGXFSZ"):
+        # Under a file-size limit (ulimit -f) a write past it would kill the process without a
+        # word; ignored, the write fails with EFBIG and the user reads which file and why.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     sys.exit(main())
 
 

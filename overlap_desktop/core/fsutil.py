@@ -11,10 +11,32 @@ import uuid
 from pathlib import Path
 from typing import BinaryIO
 
-from overlap_desktop.errors import InputError, OverlapError
+from overlap_desktop.errors import (
+    WRITE_ERRNOS,
+    DiskFullError,
+    InputError,
+    OverlapError,
+    WriteError,
+    write_failure_reason,
+)
 
 __all__ = ["STALE_TEMP_SECONDS", "NotRegularFileError", "atomic_write_bytes", "file_kind", "is_regular_file",
-           "open_regular", "read_regular"]
+           "open_regular", "os_write_error", "read_regular"]
+
+
+def os_write_error(exc: OSError, path: str | os.PathLike[str], prefix: str,
+                   error_type: type[OverlapError] = InputError) -> OverlapError:
+    """The error for an OS failure while writing ``path``.
+
+    A full disk, a file-size limit (``EFBIG``), a quota, a read-only or failing disk is a
+    :class:`~overlap_desktop.errors.WriteError` (exit 2, the reason in plain words);
+    anything else (permission denied, a missing folder) keeps the caller's ``error_type``.
+    """
+    if exc.errno in WRITE_ERRNOS:
+        full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+        cls = DiskFullError if full else WriteError
+        return cls(f"{prefix}: {write_failure_reason(exc.errno)}", path=path)
+    return error_type(f"{prefix}: {exc.strerror or exc}", path=path)
 
 #: A temporary file of a killed writer older than this is removed by the next successful
 #: write to the same destination (younger ones may belong to a writer still running).
@@ -47,8 +69,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
         The destination path.
 
     Raises:
-        OverlapError: of type ``error_type``, naming ``path`` and the OS's reason; the
-            temporary file is removed and ``path`` is left as it was.
+        OverlapError: of type ``error_type``, naming ``path`` and the OS's reason, or a
+            :class:`~overlap_desktop.errors.WriteError` for a full disk, a file-size limit,
+            a quota or a failing disk (:func:`os_write_error`); the temporary file is
+            removed and ``path`` is left as it was.
     """
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
@@ -58,7 +82,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
             folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
     except OSError as exc:
-        raise error_type(f"{open_message}: {exc.strerror or exc}", path=path) from exc
+        raise os_write_error(exc, path, open_message, error_type) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -71,7 +95,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *,
         except OSError:
             pass
         if isinstance(exc, OSError):
-            raise error_type(f"{write_message}: {exc.strerror or exc}", path=path) from exc
+            raise os_write_error(exc, path, write_message, error_type) from exc
         raise
     _remove_stale_temps(folder, path.name)
     # The rename is durable only once the directory entry is; opening a folder fails on Windows.

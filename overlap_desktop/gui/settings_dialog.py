@@ -113,10 +113,10 @@ def write_user_config(values: dict[str, Any], path: Path | None = None) -> Path:
             lines.append(f"[{table}]")
         for name, v in entries.items():
             lines.append(f"{name} = {_toml_value(v)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # Atomic, and a full disk or a file-size limit is a plain error naming the file (no .tmp left).
+    api.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"), error_type=api.ConfigError,
+                           open_message="cannot save the settings", write_message="cannot save the settings",
+                           make_parents=True)
     return path
 
 

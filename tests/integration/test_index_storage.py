@@ -52,7 +52,8 @@ def add(idx: Index, path: Path, seed: int, **kw: object) -> int:
 
 def test_round_trip_and_metadata(tmp_path: Path) -> None:
     with open_index(tmp_path / "ix") as idx:
-        assert idx.schema_version == 2 and idx.algo_id == "test-algo" and len(idx.identity) == 36
+        assert idx.schema_version == schema_mod.SCHEMA_VERSION and idx.algo_id == "test-algo"
+        assert len(idx.identity) == 36
         fid = add(idx, tmp_path / "a.mp4", 1)
         (f,) = idx.files()
         assert f.id == fid and f.status == "ok" and f.streams == ["v:0"] and f.reader == "fake"
@@ -272,12 +273,13 @@ def test_wal_support_on_local_disk(tmp_path: Path) -> None:
 def test_migrations_upgrade_older_indexes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with open_index(tmp_path / "ix") as idx:
         add(idx, tmp_path / "a.mp4", 1)
-    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 3)
-    monkeypatch.setitem(schema_mod._MIGRATIONS, 3, "ALTER TABLE files ADD COLUMN note TEXT;")
+    future = schema_mod.SCHEMA_VERSION + 1
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", future)
+    monkeypatch.setitem(schema_mod._MIGRATIONS, future, "ALTER TABLE files ADD COLUMN note TEXT;")
     with pytest.raises(IndexError_, match="needs upgrading"):  # a table change: readers must wait
         open_index(tmp_path / "ix", readonly=True)
     with open_index(tmp_path / "ix") as idx:
-        assert idx.schema_version == 3
+        assert idx.schema_version == future
         assert "note" in [r[1] for r in idx._db.execute("PRAGMA table_info(files)")]
         assert [f.status for f in idx.files()] == ["ok"]  # data survives the upgrade
 
@@ -325,8 +327,8 @@ def test_schema_1_index_reads_as_is_then_migrates_on_write(tmp_path: Path, monke
         assert sum(len(s) for s in idx.shards()) == seed_codes(idx) == 2 * 10 * 3  # served unsealed from memory
     # A writer upgrades; the old blobs stay as they are and still read; new streams get tag 2.
     with open_index(tmp_path / "ix") as idx:
-        assert idx.schema_version == 2
-        assert dict(idx._db.execute("SELECT key, value FROM meta"))["schema_version"] == "2"
+        assert idx.schema_version == schema_mod.SCHEMA_VERSION
+        assert dict(idx._db.execute("SELECT key, value FROM meta"))["schema_version"] == str(idx.schema_version)
         add(idx, tmp_path / "b.mp4", 3)
         tags = dict(idx._db.execute("SELECT f.path, substr(s.codes, 1, 1) FROM streams s JOIN files f "
                                     "ON f.id = s.file_id"))
@@ -337,9 +339,10 @@ def test_schema_1_index_reads_as_is_then_migrates_on_write(tmp_path: Path, monke
         assert all(np.array_equal(got[k], want[k]) for k in want)
         assert idx.seal() >= 1 and sum(len(s) for s in idx.shards()) == seed_codes(idx) == 3 * 10 * 3
     # Overlap with schema 1 refuses the upgraded index with its usual message, reader or writer.
+    current = schema_mod.SCHEMA_VERSION
     monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 1)
     for readonly in (True, False):
-        with pytest.raises(IndexError_, match="schema version 2, made by a newer overlap"):
+        with pytest.raises(IndexError_, match=f"schema version {current}, made by a newer overlap"):
             open_index(tmp_path / "ix", readonly=readonly)
 
 
@@ -358,7 +361,7 @@ def test_overlap_index_upgrades_a_schema_1_index(clip_folder: Path, tmp_path: Pa
         old = codes_by_path(idx)["a.mp4"]
     assert main(["index", str(clip_folder), "--index", str(ix), "-q"]) == 0
     with open_index(ix, readonly=True) as idx:
-        assert idx.schema_version == 2 and [f.status for f in idx.files()] == ["ok"] * 3
+        assert idx.schema_version == schema_mod.SCHEMA_VERSION and [f.status for f in idx.files()] == ["ok"] * 3
         tags = sorted(t for (t,) in idx._db.execute("SELECT substr(codes, 1, 1) FROM streams"))
         assert tags == [b"\x00", b"\x02", b"\x02"]  # a.mp4 unchanged, so not fingerprinted again
         got = codes_by_path(idx)
@@ -390,7 +393,7 @@ def test_merge_reads_a_schema_1_source_and_writes_bit_planes(tmp_path: Path,
     with open_index(tmp_path / "ix", readonly=True) as src:
         assert src.schema_version == 1  # a merge source is only read, never upgraded
     with open_index(tmp_path / "merged", readonly=True) as idx:
-        assert idx.schema_version == 2
+        assert idx.schema_version == schema_mod.SCHEMA_VERSION
         assert [t for (t,) in idx._db.execute("SELECT substr(codes, 1, 1) FROM streams")] == [b"\x02"] * 2
         got = codes_by_path(idx)
         assert np.array_equal(got["a.mp4"], fake_fp(1).codes) and np.array_equal(got["still.mp4"], still_fp(2).codes)

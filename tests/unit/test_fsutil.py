@@ -31,12 +31,34 @@ def test_errors_keep_the_callers_type_and_message(tmp_path: Path, monkeypatch: p
     p.write_bytes(b"old")
 
     def boom(src: object, dst: object) -> None:
-        raise OSError(28, "No space left on device")
+        raise OSError(13, "Permission denied")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(InputError, match="cannot write: No space left on device"):
+    with pytest.raises(InputError, match="cannot write: Permission denied"):
         atomic_write_bytes(p, b"new")
     assert p.read_bytes() == b"old" and sorted(x.name for x in tmp_path.iterdir()) == ["keep.json"]
+
+
+def test_write_failures_outside_overlap_are_write_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk, a file-size limit, a quota, a failing disk: exit 2 with the cause in plain
+    words, whatever the caller's error type (issue 36); the old file is kept, no temporary left."""
+    import errno
+
+    from overlap_desktop.errors import DiskFullError, ExitCode, WriteError
+
+    p = tmp_path / "keep.json"
+    p.write_bytes(b"old")
+    for code, cls, words in ((errno.ENOSPC, DiskFullError, "no space left on the disk"),
+                             (errno.EFBIG, WriteError, "file too large: a file-size limit"),
+                             (errno.EIO, WriteError, "input/output error")):
+        def boom(src: object, dst: object, _code: int = code) -> None:
+            raise OSError(_code, os.strerror(_code))
+
+        monkeypatch.setattr(os, "replace", boom)
+        with pytest.raises(cls, match=f"cannot write manifest: {words}") as info:
+            atomic_write_bytes(p, b"new", error_type=ManifestError, write_message="cannot write manifest")
+        assert info.value.exit_code == ExitCode.USAGE
+        assert p.read_bytes() == b"old" and sorted(x.name for x in tmp_path.iterdir()) == ["keep.json"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")

@@ -98,6 +98,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"{result.too_short} test examples are shorter than n and could not be checked.")
     if result.skipped_files:
         ctx.print(f"{result.skipped_files} files in the training folders were skipped (not text, JSON or Parquet).")
+    for path, why in result.skipped_sources:
+        ctx.print(f"skipped {api.safe_text(path)}: {api.safe_text(why)}")
     if result.sources:
         ctx.print(f"Matches are in {len(result.sources)} of {result.files} training files:")
         ranked = sorted(result.sources, key=lambda s: (-s.examples, -s.occurrences, s.source))

@@ -10,6 +10,7 @@ methods.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ __all__ = [
     "apply_bestpractice",
     "guard_db",
     "open_error",
+    "system_errno",
     "translate_db_error",
 ]
 
@@ -69,22 +71,28 @@ DAMAGED_ADVICE = ("restore the index folder from a backup, or move it away and r
                    "footage again (a new index is built; fingerprints are recomputed)")
 #: What to do about damaged search shards: they are derived data, rebuilt from the database.
 SHARD_REPAIR_ADVICE = "run `overlap index --rebuild-shards` to rebuild them from the index database"
+#: errno values of a full disk (a quota is one too: the user's share of it is full).
+_FULL_ERRNOS = frozenset(e for e in (getattr(errno, "ENOSPC", None), getattr(errno, "EDQUOT", None)) if e)
 _BUSY_MESSAGE = ("another copy of overlap is using this index right now (SQLite: {exc}); wait for it to "
                  "finish or close it, then try again")
 
 
-def translate_db_error(exc: BaseException, path: Path, *, decoding: bool = True) -> BaseException | None:
+def translate_db_error(exc: BaseException, path: Path, *, decoding: bool = True,
+                       system_errno: int = 0) -> BaseException | None:
     """The user-facing error for an exception raised while using the index database, or
     ``None`` when it is not about the database (a bug, a cancel: let it through).
 
     Flipped bits surface in many shapes (SQLite's "malformed" or "not a database",
     text that is no longer UTF-8, a compressed blob that no longer decompresses); each
     says the database is damaged and what to do. A lock timeout says another copy is
-    using the index, never that the file is not an index.
+    using the index, never that the file is not an index. A write that fails for another
+    reason (a file-size limit, a quota, a failing disk: SQLite's "disk I/O error") names
+    the database and the operating system's reason (``system_errno``: the connection's
+    last OS error, which SQLite keeps apart from its own message).
     """
     import apsw
 
-    from overlap_desktop.errors import DiskFullError
+    from overlap_desktop.errors import WRITE_ERRNOS, DiskFullError, WriteError, write_failure_reason
 
     if isinstance(exc, OverlapError):
         return None
@@ -94,6 +102,16 @@ def translate_db_error(exc: BaseException, path: Path, *, decoding: bool = True)
     if isinstance(exc, apsw.FullError):
         return DiskFullError(f"disk full while writing the index ({exc}); finished work was kept; free some "
                              "space and run again", path=path)
+    if isinstance(exc, apsw.IOError) or (isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS):
+        code = exc.errno if isinstance(exc, OSError) else system_errno
+        where = Path(exc.filename) if isinstance(exc, OSError) and exc.filename else db
+        cls = DiskFullError if code in _FULL_ERRNOS else WriteError
+        what = "cannot write the index" if code in WRITE_ERRNOS and code != errno.EIO else \
+            "input/output error on the index"
+        reason = f"{write_failure_reason(code, str(exc))}; {'SQLite' if isinstance(exc, apsw.Error) else 'OS'}: {exc}"
+        err = cls(f"{what} ({reason}); finished work was kept; fix the cause and run again", path=where)
+        err.reason = reason  # type: ignore[attr-defined]  # for callers that word their own message
+        return err
     damaged: tuple[type[BaseException], ...] = (apsw.CorruptError, apsw.NotADBError, UnicodeDecodeError,
                                                 json.JSONDecodeError)
     try:
@@ -118,11 +136,11 @@ def guard_db(method: Any, *, decoding: bool = True) -> Any:
     import inspect
 
     @contextlib.contextmanager
-    def translated(path: Path) -> Iterator[None]:
+    def translated(path: Path, conn: Any) -> Iterator[None]:
         try:
             yield
         except Exception as exc:
-            mapped = translate_db_error(exc, path, decoding=decoding)
+            mapped = translate_db_error(exc, path, decoding=decoding, system_errno=system_errno(conn))
             if mapped is None:
                 raise
             raise mapped from exc
@@ -130,25 +148,34 @@ def guard_db(method: Any, *, decoding: bool = True) -> Any:
     if inspect.isgeneratorfunction(method):
         @functools.wraps(method)
         def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with translated(self.path):
+            with translated(self.path, self._db):
                 yield from method(self, *args, **kwargs)
 
         return gen
 
     @functools.wraps(method)
     def plain(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with translated(self.path):
+        with translated(self.path, self._db):
             return method(self, *args, **kwargs)
 
     return plain
 
 
-def open_error(exc: BaseException, db_file: Path, what: str, *, readonly: bool = True) -> OverlapError:
+def system_errno(conn: Any) -> int:
+    """The errno of the connection's last failed OS call (0 when unknown or closed)."""
+    try:
+        return int(getattr(conn, "system_errno", 0) or 0)
+    except Exception:  # a closed connection raises
+        return 0
+
+
+def open_error(exc: BaseException, db_file: Path, what: str, *, readonly: bool = True,
+               conn: Any = None) -> OverlapError:
     """A clear error for a failure while opening the database: a lock timeout is another
     copy at work, damage is damage, a read-only folder is named as such."""
     import apsw
 
-    mapped = translate_db_error(exc, db_file.parent)
+    mapped = translate_db_error(exc, db_file.parent, system_errno=system_errno(conn))
     if mapped is not None:
         return mapped  # type: ignore[return-value]
     if isinstance(exc, (apsw.CantOpenError, apsw.ReadOnlyError)) and not os.access(db_file.parent, os.W_OK):

@@ -199,6 +199,9 @@ class FileJob:
     config: Config
     variants: tuple[Variant, ...]
     remote: bool = False
+    #: The item's identity seen by the writer (:func:`~overlap_desktop.core.index.walk.item_state`);
+    #: checked after fingerprinting on the writer's machine.
+    stat_key: str = ""
 
 
 @dataclass
@@ -294,10 +297,11 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: Can
         out.streams, out.error = None, describe_failure(sha_error[0])
         return out
     out.sha256 = sha[0]
-    changed = changed_since(path, job.size, job.mtime_ns)
+    # Inode numbers are the writer's file system's: a cluster worker's mount may number them otherwise.
+    changed = changed_since(path, job.size, job.mtime_ns, None if job.remote else job.stat_key or None)
     if changed is not None:
         # Fingerprints and hash would describe a mix of old and new bytes: refuse the file
-        # now; the next run sees a different size/mtime and does it again.
+        # now; the next run sees a different size/mtime (or identity) and does it again.
         out.streams, out.sha256, out.error = None, None, changed
     return out
 

@@ -19,16 +19,24 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from overlap_desktop.core.engines.base import CloseInBackground
 from overlap_desktop.core.index.fingerprinting import FileJob, fingerprint_settings
 from overlap_desktop.core.index.run import PROGRESS_INTERVAL, IndexRun, IndexSummary
-from overlap_desktop.core.index.walk import item_stat, utf8_name, walk_candidates
+from overlap_desktop.core.index.walk import item_state, utf8_name, walk_candidates
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, Variant
-from overlap_desktop.errors import Cancelled, ConfigError, DiskFullError, UsageError
+from overlap_desktop.errors import (
+    WRITE_ERRNOS,
+    Cancelled,
+    ConfigError,
+    DiskFullError,
+    UsageError,
+    WriteError,
+    write_failure_reason,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
@@ -66,6 +74,8 @@ class _Plan:
     sizes: dict[Path, tuple[int, int]]
     unlisted: list[tuple[Path, str]]
     todo: list[Path]
+    #: Each item's identity (inode and change time, :func:`item_state`), "" when it cannot be read.
+    keys: dict[Path, str] = field(default_factory=dict)
 
 
 def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path | str | None = None,
@@ -206,15 +216,17 @@ def _plan(idx: Index, req: _Request, summary: IndexSummary) -> _Plan:
     for folder, why in unlisted:
         summary.failed.append((str(folder), why))
     sizes: dict[Path, tuple[int, int]] = {}
+    keys: dict[Path, str] = {}
     for item, _ in items:
         try:
-            sizes[item] = item_stat(item)
+            size, mtime, keys[item] = item_state(item)
+            sizes[item] = (size, mtime)
         except OSError:
-            sizes[item] = (0, 0)
+            sizes[item], keys[item] = (0, 0), ""
     summary.files_seen = len(items)
     todo = [item for item, reader in items if reader is not None and utf8_name(str(item))
             and idx.file_state(item) != (*sizes[item], "ok", req.settings)]
-    return _Plan(items, sizes, unlisted, todo)
+    return _Plan(items, sizes, unlisted, todo, keys)
 
 
 def _fingerprint_all(run: IndexRun, plan: _Plan, engine: FileEngine | None, req: _Request) -> None:
@@ -233,10 +245,11 @@ def _fingerprint_all(run: IndexRun, plan: _Plan, engine: FileEngine | None, req:
         for item, reader in order:
             run.pump(engine, req.cancel)
             size, mtime_ns = plan.sizes[item]
-            if not run.needs_work(item, reader, size, mtime_ns):
+            key = plan.keys.get(item, "")
+            if not run.needs_work(item, reader, size, mtime_ns, key or None, req.cancel):
                 continue
             assert reader is not None  # needs_work refused reader-less items
-            job = FileJob(str(item), reader.name, size, mtime_ns, req.config, req.variants)
+            job = FileJob(str(item), reader.name, size, mtime_ns, req.config, req.variants, stat_key=key)
             run.idx.mark_file(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
             if engine is None:
                 run.serial(job, req.cancel)
@@ -266,13 +279,21 @@ def _settle_missing(idx: Index, req: _Request, plan: _Plan, summary: IndexSummar
         summary.missing = gone
 
 
-def _disk_full_error(exc: BaseException, summary: IndexSummary, where: Path) -> DiskFullError:
-    """The error for a full disk: each file is its own transaction, so everything finished is kept."""
-    why = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ is not None else exc
-    full = DiskFullError(f"disk full while writing the index ({why}); {summary.indexed} file(s) finished in "
-                         "this run were kept; free some space and run again to continue", path=where)
-    full.summary = summary  # type: ignore[attr-defined]
-    return full
+def _disk_full_error(exc: BaseException, summary: IndexSummary, where: Path) -> WriteError:
+    """The error for a full disk or another failed write (a file-size limit, a quota, a failing
+    disk): each file is its own transaction, so everything finished is kept."""
+    why = exc.__cause__ if isinstance(exc, WriteError) and exc.__cause__ is not None else exc
+    path = getattr(exc, "path", None) or where
+    kept = f"{summary.indexed} file(s) finished in this run were kept"
+    if _full(exc):
+        err: WriteError = DiskFullError(f"disk full while writing the index ({why}); {kept}; free some space and "
+                                        "run again to continue", path=where)
+    else:
+        reason = getattr(exc, "reason", None) or write_failure_reason(getattr(exc, "errno", None), str(why))
+        err = WriteError(f"cannot write the index ({reason}); {kept}; fix the cause and run again to "
+                         "continue", path=path)
+    err.summary = summary  # type: ignore[attr-defined]
+    return err
 
 
 #: With ``index.workers = 0`` (one per core), a run with less new footage than this stays
@@ -299,14 +320,25 @@ def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[in
 
 
 def _disk_full(exc: BaseException) -> bool:
-    """True for "no space left" from SQLite or the OS (shards, lock file)."""
+    """True for a write that failed for a reason outside overlap, from SQLite or the OS
+    (shards, lock file): a full disk, a file-size limit, a quota, a read-only or failing disk."""
+    import apsw
+
+    # WriteError: the index already translated SQLite's error (core/index/db.py).
+    return isinstance(exc, (apsw.FullError, apsw.IOError, WriteError)) or (
+        isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS)
+
+
+def _full(exc: BaseException) -> bool:
+    """True when the failed write was a full disk (or quota), not another write error."""
     import errno
 
     import apsw
 
-    # DiskFullError: the index already translated SQLite's FullError (core/index.py).
-    return isinstance(exc, (apsw.FullError, DiskFullError)) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC,
-                                                                                          errno.EDQUOT))
+    if isinstance(exc, WriteError):
+        return isinstance(exc, DiskFullError)
+    return isinstance(exc, apsw.FullError) or (isinstance(exc, OSError) and exc.errno in (
+        errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)))
 
 
 def _refuse_empty_roots(idx: Index, roots: Sequence[Path]) -> None:

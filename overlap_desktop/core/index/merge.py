@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
-from overlap_desktop.errors import DiskFullError, IndexError_, UsageError
+from overlap_desktop.errors import (
+    WRITE_ERRNOS,
+    DiskFullError,
+    IndexError_,
+    UsageError,
+    WriteError,
+    write_failure_reason,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
@@ -181,11 +188,18 @@ def merge_indexes(sources: Sequence[Index | Path | str], dest: Index | Path | st
         except Exception as exc:
             if not _disk_full(exc):
                 raise
-            why = exc.__cause__ if isinstance(exc, DiskFullError) and exc.__cause__ is not None else exc
-            full = DiskFullError(
-                f"disk full while merging into this index ({why}); the {summary.merged} file(s) merged before "
-                "the disk filled were kept; free some space and run the same merge again (files already "
-                "merged are recognised and skipped)", path=target.path)
+            why = exc.__cause__ if isinstance(exc, WriteError) and exc.__cause__ is not None else exc
+            if _only_full(exc):
+                full: WriteError = DiskFullError(
+                    f"disk full while merging into this index ({why}); the {summary.merged} file(s) merged "
+                    "before the disk filled were kept; free some space and run the same merge again (files "
+                    "already merged are recognised and skipped)", path=target.path)
+            else:
+                reason = getattr(exc, "reason", None) or write_failure_reason(getattr(exc, "errno", None), str(why))
+                full = WriteError(
+                    f"cannot write while merging into this index ({reason}); the {summary.merged} file(s) "
+                    "merged before were kept; fix the cause and run the same merge again (files already "
+                    "merged are recognised and skipped)", path=target.path)
             full.summary = summary  # type: ignore[attr-defined]
             raise full from exc
     finally:
@@ -196,11 +210,23 @@ def merge_indexes(sources: Sequence[Index | Path | str], dest: Index | Path | st
 def _disk_full(exc: BaseException) -> bool:
     """True for every shape a full disk takes while merging: the index's own error, SQLite's
     ``FullError`` (from a statement outside a guarded method) and ``ENOSPC`` from shard files."""
+
+    import apsw
+
+    # Any failed write (a file-size limit, a quota, a failing disk) is reported the same way.
+    return isinstance(exc, (WriteError, apsw.FullError, apsw.IOError)) or (
+        isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS)
+
+
+def _only_full(exc: BaseException) -> bool:
+    """True when the failed write was a full disk (or quota)."""
     import errno
 
     import apsw
 
-    return isinstance(exc, (DiskFullError, apsw.FullError)) or (
+    if isinstance(exc, WriteError):
+        return isinstance(exc, DiskFullError)
+    return isinstance(exc, apsw.FullError) or (
         isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT))
 
 

@@ -9,13 +9,14 @@ file back to ``pending`` so the next run does it again.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.core.index.walk import utf8_name
+from overlap_desktop.core.index.walk import changed_since, sha256_item, utf8_name
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import Cancelled
 
@@ -83,6 +84,17 @@ class IndexSummary:
         }
 
 
+class _CancelEvent(threading.Event):
+    """A stop event for :func:`sha256_item` that is set once ``cancel()`` turns true."""
+
+    def __init__(self, cancel: CancelCallback | None) -> None:
+        super().__init__()
+        self._cancel = cancel
+
+    def is_set(self) -> bool:
+        return bool(self._cancel is not None and self._cancel())
+
+
 class IndexRun:
     """The writer's side of one indexing run: checks, commits and progress, for every engine."""
 
@@ -109,8 +121,13 @@ class IndexRun:
         self.summary.failed.append((path, reason))
         self._finish(path, size, f"failed: {reason}")
 
-    def needs_work(self, item: Path, reader: Reader | None, size: int, mtime_ns: int) -> bool:
-        """False (after reporting it) for an item refused outright or unchanged since it was indexed."""
+    def needs_work(self, item: Path, reader: Reader | None, size: int, mtime_ns: int,
+                   stat_key: str | None = None, cancel: CancelCallback | None = None) -> bool:
+        """False (after reporting it) for an item refused outright or unchanged since it was indexed.
+
+        Unchanged means the same size, mtime and settings and, given ``stat_key``, the same
+        file (:meth:`_same_item`).
+        """
         spath = str(item)
         if reader is None:
             self._fail(spath, size, "no reader supports this kind of file")
@@ -120,10 +137,35 @@ class IndexRun:
             self._fail(spath, size, "file name is not valid UTF-8 and cannot be stored in the index; "
                                     "rename the file")
             return False
-        if self.idx.file_state(item) == (size, mtime_ns, "ok", self.settings):
+        if self.idx.file_state(item) == (size, mtime_ns, "ok", self.settings) and (
+                stat_key is None or self._same_item(item, stat_key, cancel)):
             self.summary.skipped += 1
             self._finish(spath, size, "unchanged")
             return False
+        return True
+
+    def _same_item(self, item: Path, stat_key: str, cancel: CancelCallback | None) -> bool:
+        """True when the indexed row still describes the file at ``item``.
+
+        A file replaced by another of the same size and modification time has another inode
+        or change time (issue 36). Another identity alone is not proof of other bytes (a
+        library restored from a backup or copied to a new disk gets new inodes), so the
+        bytes are hashed and compared with the stored SHA-256: far cheaper than decoding.
+        Rows written before schema 3 carry no identity; size and mtime are trusted as before
+        and the identity is recorded from now on.
+        """
+        stored, sha = self.idx.file_identity(item)
+        if stored == stat_key:
+            return True
+        if stored is not None:
+            try:
+                now = sha256_item(item, _CancelEvent(cancel))
+            except OSError:
+                return False  # fingerprinting it reports why it cannot be read
+            check_cancel(cancel)  # a cancelled hash stopped early: its digest means nothing
+            if now != sha:
+                return False
+        self.idx.set_stat_key(item, stat_key)
         return True
 
     def commit(self, job: FileJob, outcome: FileOutcome) -> None:
@@ -135,6 +177,12 @@ class IndexRun:
             self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
             return
         self.summary.warnings.extend(outcome.warnings)
+        if outcome.streams is not None and job.stat_key:
+            # Last look before recording, on the writer's own file system (a cluster worker's
+            # mount may number inodes otherwise, so only this check can see a swap there).
+            changed = changed_since(Path(job.path), job.size, job.mtime_ns, job.stat_key)
+            if changed is not None:
+                outcome.streams, outcome.sha256, outcome.error = None, None, changed
         if outcome.streams is None:
             reason = outcome.error or "no frames"
             self.idx.record_failure(job.path, size=job.size, mtime_ns=job.mtime_ns, error=reason,
@@ -143,7 +191,8 @@ class IndexRun:
             return
         streams = outcome.streams
         self.idx.record_file(job.path, size=job.size, mtime_ns=job.mtime_ns, sha256=str(outcome.sha256),
-                             reader=job.reader, streams=streams, settings=self.settings, indexed_at=now_iso())
+                             reader=job.reader, streams=streams, settings=self.settings, indexed_at=now_iso(),
+                             stat_key=job.stat_key or None)
         dur = max((fp.duration_s for _, fp in streams), default=0.0)
         ind = sum(sum(s.duration_s for s in fp.indeterminate) for _, fp in streams)
         s = self.summary

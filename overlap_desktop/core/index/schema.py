@@ -13,7 +13,9 @@ next time a writer opens the index.
 
 Versions: 1 is the first layout. 2 (same tables) adds the bit-plane codes blob (tag 2 in
 :mod:`~overlap_desktop.core.index.blobs`); the bump is what makes an older overlap refuse
-such an index ("made by a newer overlap") instead of failing on an unknown blob tag.
+such an index ("made by a newer overlap") instead of failing on an unknown blob tag. 3 adds
+``files.stat_key`` (inode and change time of what was fingerprinted), so a file replaced by
+another of the same size and modification time is seen as changed (issue 36).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ __all__ = ["LOCK_NAME", "SCHEMA_VERSION", "SHARD_DIR", "init_or_migrate", "now_i
 log = logging.getLogger(__name__)
 
 #: Version of the database layout; bumped with a migration in :data:`_MIGRATIONS`.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 LOCK_NAME = "index.lock"
 SHARD_DIR = "shards"
 
@@ -110,19 +112,51 @@ END;
 # index to itself. `overlap merge` into a new index writes every stream anew, compactly.
 _SCHEMA_V2 = "-- schema 2: codes blobs may use the bit-plane encoding (tag 2); no table changes"
 
+# Schema 3: the identity of what was fingerprinted, "inode:ctime_ns" (a folder: its own inode and
+# the newest change time in it). NULL for rows written before: the resume check then trusts size
+# and mtime as before, and records the identity the next time it sees the file unchanged.
+_SCHEMA_V3 = "ALTER TABLE files ADD COLUMN stat_key TEXT;"
+
 # version -> SQL that upgrades from version-1 to version. v1 is the creation script.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 # Versions whose migration changes no table and whose older rows still decode: an index that
 # lacks only these is read as it is when opened read-only (a library on a read-only disk or a
 # backup, `overlap merge` sources, the status shown at start) instead of being refused as
 # "needs upgrading". Only a writer upgrades it.
-_READABLE_AS_IS = frozenset({2})
+# Schema 3's column is read and written by the writer only.
+_READABLE_AS_IS = frozenset({2, 3})
 
 
 def now_iso() -> str:
     """The current UTC time as ISO text to the second (``indexed_at``, ``created``)."""
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+#: An empty database older than this was not being created: creating the tables takes milliseconds.
+_CREATION_SECONDS = 60.0
+
+
+def _empty_database(path: Path) -> IndexError_:
+    """The error for an index database without tables, opened read-only.
+
+    Another process may have just created the file and not yet its tables; but an empty
+    file that has stayed empty was left by an ``overlap index`` or ``overlap merge`` stopped
+    while creating it (issue 36: "try again" then never helped).
+    """
+    import time
+
+    db = path / DB_NAME
+    try:
+        age = time.time() - db.stat().st_mtime
+    except OSError:
+        age = 0.0
+    if age < _CREATION_SECONDS:
+        return IndexError_("the index is empty (being created by another process?); try again in a moment",
+                           path=db)
+    return IndexError_(f"this index was never finished: its database is empty (created {age / 60:.0f} min ago by "
+                       "an `overlap index` or `overlap merge` that was stopped before it wrote anything); it holds "
+                       f"no fingerprints, so remove the folder {path} and run that command again", path=db)
 
 
 def init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool,
@@ -146,13 +180,11 @@ def init_or_migrate(conn: apsw.Connection, path: Path, *, readonly: bool,
         has_meta = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is not None
     except apsw.Error as exc:
-        raise open_error(exc, path / DB_NAME, "cannot read the index database") from exc
+        raise open_error(exc, path / DB_NAME, "cannot read the index database", conn=conn) from exc
     if not has_meta:
         if readonly:
             if not first_row(conn.execute("SELECT COUNT(*) FROM sqlite_master"), "tables")[0]:
-                # An empty database: another process has just created it and not yet its schema.
-                raise IndexError_("the index is empty (being created by another process?); try again in a "
-                                  "moment", path=path / DB_NAME)
+                raise _empty_database(path)
             raise IndexError_("not an overlap index (no meta table)", path=path / DB_NAME)
         tables = first_row(conn.execute("SELECT COUNT(*) FROM sqlite_master"), "tables")[0]
         if tables:

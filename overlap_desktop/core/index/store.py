@@ -50,6 +50,7 @@ from overlap_desktop.core.index.db import (
     first_row,
     guard_db,
     open_error,
+    system_errno,
     translate_db_error,
 )
 from overlap_desktop.core.index.lock import WriterLock, network_filesystem, wal_support
@@ -78,6 +79,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: The schema that added ``files.stat_key`` (an index opened at an older one, read-only, lacks it).
+_STAT_KEY_SCHEMA = 3
 #: Milliseconds a connection waits for another one's lock before giving up.
 BUSY_TIMEOUT_MS = 10_000
 
@@ -238,11 +241,12 @@ class Index(IndexReader, ShardSet):
     def record_file(self, path: str | os.PathLike[str], *, size: int, mtime_ns: int, sha256: str,
                     reader: str | None, streams: Sequence[tuple[StreamInfo, StreamFingerprints]],
                     settings: str | None = None, provenance: str | None = None,
-                    indexed_at: str | None = None) -> int:
+                    indexed_at: str | None = None, stat_key: str | None = None) -> int:
         """Store a file's fingerprints in one transaction (replacing any earlier ones).
 
         Also the entry point for merging another index (``provenance`` says where the
-        row came from). Returns the file id.
+        row came from). ``stat_key`` is the identity of what was fingerprinted
+        (:func:`~overlap_desktop.core.index.walk.item_state`). Returns the file id.
         """
         self._require_writer()
         p = norm_path(path) if provenance is None else str(path)
@@ -270,6 +274,8 @@ class Index(IndexReader, ShardSet):
                 "provenance = ? WHERE id = ?",
                 (int(size), int(mtime_ns), sha256, duration, reader, settings, fps, indeterminate,
                  indexed_at or now_iso(), provenance, fid))
+            if self.schema_version >= _STAT_KEY_SCHEMA:
+                self._db.execute("UPDATE files SET stat_key = ? WHERE id = ?", (stat_key, fid))
         return fid
 
     def file_state(self, path: str | os.PathLike[str]) -> tuple[int, int, str, str | None] | None:
@@ -277,6 +283,23 @@ class Index(IndexReader, ShardSet):
         row = self._db.execute("SELECT size, mtime_ns, status, settings FROM files WHERE path = ?",
                                (norm_path(path),)).fetchone()
         return None if row is None else (int(row[0]), int(row[1]), str(row[2]), row[3])
+
+    def file_identity(self, path: str | os.PathLike[str]) -> tuple[str | None, str | None]:
+        """``(stat_key, sha256)`` of a file row (``(None, None)`` without one), for the resume
+        check: a file whose size and mtime match but whose identity does not was replaced."""
+        if self.schema_version < _STAT_KEY_SCHEMA:
+            return None, None
+        row = self._db.execute("SELECT stat_key, sha256 FROM files WHERE path = ?", (norm_path(path),)).fetchone()
+        return (None, None) if row is None else (row[0], row[1])
+
+    def set_stat_key(self, path: str | os.PathLike[str], stat_key: str) -> None:
+        """Record the identity of an unchanged file (rows from before schema 3, a file whose
+        bytes were found identical under another inode)."""
+        self._require_writer()
+        if self.schema_version < _STAT_KEY_SCHEMA:
+            return
+        with self._db:
+            self._db.execute("UPDATE files SET stat_key = ? WHERE path = ?", (stat_key, norm_path(path)))
 
     def remove_files(self, paths: Iterable[str | os.PathLike[str]]) -> int:
         """Forget files (their fingerprints; shards covering them become stale). Returns the count."""
@@ -292,9 +315,10 @@ class Index(IndexReader, ShardSet):
 
 
 for _name in ("check_compatible", "files", "file", "streams", "stream_ids", "stream_fingerprints",
-              "stream_info", "stream_details", "stats", "file_state", "seal", "shards", "rebuild_shards"):
+              "stream_info", "stream_details", "stats", "file_state", "file_identity", "seal", "shards",
+              "rebuild_shards"):
     setattr(Index, _name, guard_db(getattr(Index, _name)))
-for _name in ("mark_file", "record_failure", "record_file", "remove_files", "_recover_after_crash"):
+for _name in ("mark_file", "record_failure", "record_file", "set_stat_key", "remove_files", "_recover_after_crash"):
     setattr(Index, _name, guard_db(getattr(Index, _name), decoding=False))
 del _name
 
@@ -309,6 +333,7 @@ def _connect(db_file: Path, *, readonly: bool, create: bool) -> apsw.Connection:
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     if create and not readonly:
         flags |= apsw.SQLITE_OPEN_CREATE
+    conn: apsw.Connection | None = None
     try:
         if readonly and _needs_immutable(db_file):
             # A read-only folder (a backup disk, a read-only mount) without SQLite's -shm
@@ -329,7 +354,7 @@ def _connect(db_file: Path, *, readonly: bool, create: bool) -> apsw.Connection:
             conn.pragma("synchronous", "NORMAL")
         conn.pragma("foreign_keys", "ON")
     except apsw.Error as exc:
-        raise open_error(exc, db_file, "cannot open the index database", readonly=readonly) from exc
+        raise open_error(exc, db_file, "cannot open the index database", readonly=readonly, conn=conn) from exc
     return conn
 
 
@@ -411,8 +436,9 @@ def open_index(path: Path | str | None = None, *, config: Config | None = None, 
         raise IndexError_(f"the index database is damaged (its meta table lacks {exc}); {DAMAGED_ADVICE}",
                           path=db_file) from exc
     except Exception as exc:
+        errno_ = system_errno(conn)
         conn.close()
-        mapped = translate_db_error(exc, folder)
+        mapped = translate_db_error(exc, folder, system_errno=errno_)
         if mapped is None:
             raise
         raise mapped from exc

@@ -23,7 +23,8 @@ from overlap_desktop.errors import MediaError, UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.ingest.readers.base import Reader
 
-__all__ = ["SYSTEM_NAMES", "changed_since", "item_stat", "sha256_item", "utf8_name", "walk_candidates"]
+__all__ = ["SYSTEM_NAMES", "changed_since", "item_stat", "item_state", "sha256_item", "utf8_name",
+           "walk_candidates"]
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +135,24 @@ def walk_candidates(paths: Iterable[str | os.PathLike[str]], *, exclude: Sequenc
 
 def item_stat(path: Path) -> tuple[int, int]:
     """``(size, mtime_ns)``; for a folder: total bytes and newest modification."""
+    size, mtime, _ = item_state(path)
+    return size, mtime
+
+
+def item_state(path: Path) -> tuple[int, int, str]:
+    """``(size, mtime_ns, stat_key)``: :func:`item_stat` plus what the item *is*.
+
+    ``stat_key`` is ``"inode:ctime_ns"``; for a folder, the folder's inode and the newest
+    change time of anything in it. Size and mtime can be copied onto another file
+    (``truncate -s SIZE``, ``touch -r``); a renamed-in replacement has another inode, and
+    its change time is set by the kernel to when it happened, which no user call can set
+    back. The device number is left out on purpose: it changes when a removable disk is
+    mounted again, which must not make a library look changed.
+    """
     st = path.stat()
     if not stat.S_ISDIR(st.st_mode):
-        return st.st_size, st.st_mtime_ns
-    size, mtime = 0, st.st_mtime_ns
+        return st.st_size, st.st_mtime_ns, f"{st.st_ino}:{st.st_ctime_ns}"
+    size, mtime, ctime = 0, st.st_mtime_ns, st.st_ctime_ns
     for dirpath, dirnames, names in os.walk(path):
         dirnames.sort()
         for n in names:
@@ -147,7 +162,8 @@ def item_stat(path: Path) -> tuple[int, int]:
                 continue
             size += s.st_size
             mtime = max(mtime, s.st_mtime_ns)
-    return size, mtime
+            ctime = max(ctime, s.st_ctime_ns)
+    return size, mtime, f"{st.st_ino}:{ctime}"
 
 
 def _sha256_file(path: str, stop: threading.Event) -> str:
@@ -186,15 +202,20 @@ def sha256_item(path: Path, stop: threading.Event | None = None) -> str:
     return h.hexdigest()
 
 
-def changed_since(item: Path, size: int, mtime_ns: int) -> str | None:
-    """Why ``item`` no longer matches the size and mtime seen before it was read, or None."""
+def changed_since(item: Path, size: int, mtime_ns: int, stat_key: str | None = None) -> str | None:
+    """Why ``item`` no longer matches the size and mtime (and ``stat_key``, when given: see
+    :func:`item_state`) seen before it was read, or None."""
     try:
-        now = item_stat(item)
+        now = item_state(item)
     except OSError:
         return "disappeared while being indexed (deleted or moved)"
-    if now != (size, mtime_ns):
+    if now[:2] != (size, mtime_ns):
         return ("changed while being indexed (size or modification time differ); run the index again "
                 "once it is complete")
+    if stat_key and now[2] != stat_key:
+        # Same size and mtime, another file: what was read may be the old bytes or the new.
+        return ("replaced while being indexed (same size and modification time, but another file: its inode "
+                "or change time differ); run the index again once it is complete")
     return None
 
 

@@ -114,8 +114,16 @@ class MemoryCorpus:
                 v_l.append(np.tile(np.arange(v, dtype=np.int16), rows.size))
                 sid_l.append(np.full(rows.size * v, sid, np.int64))
             if codes_l:
-                build_shard(Path(self._tmp.name) / "shard", np.concatenate(codes_l), np.concatenate(sid_l),
-                            np.concatenate(f_l), np.concatenate(v_l))
+                try:
+                    build_shard(Path(self._tmp.name) / "shard", np.concatenate(codes_l), np.concatenate(sid_l),
+                                np.concatenate(f_l), np.concatenate(v_l))
+                except OSError as exc:
+                    # The temporary search table of an offer (a full temp disk, a file-size limit).
+                    from overlap_desktop.core.fsutil import os_write_error
+
+                    raise os_write_error(exc, self._tmp.name, "cannot write the temporary search table of "
+                                         "this comparison (in the system's temporary folder; set TMPDIR "
+                                         "to use another disk)") from exc
         shard_dir = Path(self._tmp.name) / "shard"
         if shard_dir.exists():
             shard = Shard.open(shard_dir)

@@ -12,6 +12,7 @@ short by a crash is ignored (that source is rescanned).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ from typing import Any
 
 from overlap_desktop.core.engines import engine_for, engine_named, run_each
 from overlap_desktop.core.engines.base import Task as Call
+from overlap_desktop.core.fsutil import os_write_error
 from overlap_desktop.core.text import scan as _scan
 from overlap_desktop.core.text.ngrams import TOKENIZERS
 from overlap_desktop.core.text.sources import Block, Source, Task, read_task
@@ -237,9 +239,9 @@ class Checkpoint:
 
     def open(self) -> None:
         """Start writing: keep the loaded records (rewritten), drop anything else."""
+        tmp = self.path.with_name(self.path.name + ".tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(self.path.name + ".tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps({"schema": CHECKPOINT_SCHEMA, "job": self.job}) + "\n")
                 for rec in [*self.done.values(), *(r for r in self.parts.values() if r["path"] not in self.done)]:
@@ -249,7 +251,11 @@ class Checkpoint:
             os.replace(tmp, self.path)
             self._fh = open(self.path, "a", encoding="utf-8")
         except OSError as exc:
-            raise InputError(f"cannot write the checkpoint: {exc.strerror or exc}", path=self.path) from exc
+            # A full disk must not leave the hidden temporary copy behind (issue 36).
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise os_write_error(exc, self.path, "cannot write the checkpoint (a hidden file that lets an "
+                                 "interrupted scan resume; nothing was left behind)") from exc
 
     def add(self, r: SourceResult) -> None:
         self._write(r.to_json())
@@ -262,17 +268,26 @@ class Checkpoint:
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as exc:
-            raise InputError(f"cannot write the checkpoint: {exc.strerror or exc}", path=self.path) from exc
+            raise os_write_error(exc, self.path, _CHECKPOINT_WRITE) from exc
 
     def close(self, *, remove: bool) -> None:
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            # Every record was flushed when written; a close that fails (the disk filled, a
+            # file-size limit) loses at most a torn last line, which load() skips, and must
+            # not hide the error that stopped the scan.
+            with contextlib.suppress(OSError):
+                fh.close()
         if remove:
             try:
                 self.path.unlink()
             except OSError:
                 pass
+
+
+#: What a failed checkpoint write says: the hidden file stays (a rerun resumes from it).
+_CHECKPOINT_WRITE = ("cannot write the checkpoint (this hidden file keeps the finished part of the scan so a "
+                     "rerun resumes; delete it to start afresh)")
 
 
 def job_digest(parts: Iterable[bytes | str]) -> str:

@@ -270,6 +270,8 @@ class TextOverlapResult:
         files: Training files scanned (including resumed ones).
         skipped_files: Files in training folders skipped as not text (images, binaries...).
         resumed_files: Files whose result came from a checkpoint instead of a new scan.
+        skipped_sources: ``(path, reason)`` of training files holding nothing to scan (a
+            Parquet file without text columns), not counted in ``files``.
     """
 
     n: int
@@ -284,6 +286,7 @@ class TextOverlapResult:
     files: int = 0
     skipped_files: int = 0
     resumed_files: int = 0
+    skipped_sources: list[tuple[str, str]] = field(default_factory=list)
 
     def write_json(self, path: Path) -> None:
         """Write :meth:`to_dict` to ``path`` atomically (see :func:`write_result`)."""
@@ -306,6 +309,7 @@ class TextOverlapResult:
             "train_files": self.files,
             "skipped_files": self.skipped_files,
             "resumed_files": self.resumed_files,
+            "skipped_sources": [{"path": p, "reason": r} for p, r in self.skipped_sources],
             "sources": [{"source": s.source, "examples": s.examples, "occurrences": s.occurrences}
                         for s in self.sources],
             "matches": [{
@@ -325,13 +329,37 @@ def write_result(result: TextOverlapResult, path: Path) -> None:
     from overlap_desktop.core.fsutil import atomic_write_bytes
 
     data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
-    atomic_write_bytes(path, data.encode("utf-8"), open_message="cannot write the result")
+    atomic_write_bytes(path, data.encode("utf-8"), open_message="cannot write the result",
+                       write_message="cannot write the result")
+
+
+#: Test examples held at once. The test side is held in memory (its n-grams are what the
+#: training text is scanned for), so it is capped where the training side is streamed: a
+#: 99 KB .zst of 1 GiB of short lines reached 1.9 GB and a MemoryError (issue 36).
+MAX_TEST_EXAMPLES = 1_000_000
+#: Decoded characters of test text held at once (see :data:`MAX_TEST_EXAMPLES`).
+MAX_TEST_CHARS = 256 * 1024 * 1024
 
 
 def _examples(test: Sequence[Path | str] | Sequence[Document], fields: Sequence[str] | None) -> list[Document]:
+    """Every test example, read as a stream and stopped at the caps; a test file holding no
+    example at all is an error (a check over it would say 0 of 0, which reads as clean)."""
     examples: list[Document] = []
+    chars = 0
     for item in test:
-        examples.extend([item] if isinstance(item, Document) else iter_documents(Path(item), fields=fields))
+        before = len(examples)
+        for doc in [item] if isinstance(item, Document) else iter_documents(Path(item), fields=fields):
+            examples.append(doc)
+            chars += len(doc.text)
+            if len(examples) > MAX_TEST_EXAMPLES or chars > MAX_TEST_CHARS:
+                what = (f"{MAX_TEST_EXAMPLES:,} test examples" if len(examples) > MAX_TEST_EXAMPLES
+                        else f"{MAX_TEST_CHARS // (1024 * 1024)} MiB of test text")
+                raise InputError(f"the test side holds more than {what} (the limit: test examples are held in "
+                                 "memory, training text is streamed); check a sample or split the test set",
+                                 path=None if isinstance(item, Document) else item)
+        if len(examples) == before and not isinstance(item, Document):
+            raise InputError("no test examples in this file (no text lines, records or text columns); "
+                             "choose fields or columns with --field", path=item)
     return examples
 
 
@@ -376,11 +404,15 @@ def text_overlap(test: Sequence[Path | str] | Sequence[Document], train: Sequenc
     test_norm = _scan.normalize_docs([d.text for d in examples], tokenizer, TOKENIZERS[tokenizer])
     table = _scan.TestTable(test_norm, n)
     sources, skipped = _sources.expand_sources(train)
+    # A Parquet file without text columns is listed, never counted silently as scanned.
+    passed_over = [(s.path, why) for s in sources
+                   if s.kind == "parquet" and (why := _sources.parquet_skip_reason(s.path, fields))]
+    sources = [s for s in sources if s.path not in {p for p, _ in passed_over}]
     state = _fanout.ScanState(tokenizer, table, list(fields) if fields else None, MAX_OCCURRENCES, mcap_documents)
     result = TextOverlapResult(n=n, tokenizer=tokenizer, examples=len(examples),
                                too_short=sum(1 for k in lengths if k < n),
                                example_text=[d.text for d in examples], files=len(sources),
-                               skipped_files=skipped)
+                               skipped_files=skipped, skipped_sources=passed_over)
     ckpt = None
     if checkpoint is not None:
         ckpt = _checkpoint(checkpoint, tokenizer, n, fields, test_norm, train)

@@ -38,7 +38,8 @@ from typing import IO, Any, cast
 from overlap_desktop.errors import InputError
 
 __all__ = ["BLOCK_BYTES", "MAX_LINE_BYTES", "Block", "Source", "Task", "expand_sources", "json_fields",
-           "loads", "plan_tasks", "read_task", "source_kind", "whole_file_task"]
+           "loads", "parquet_skip_reason", "parquet_text_columns", "plan_tasks", "read_task", "source_kind",
+           "whole_file_task"]
 
 #: Text handed to the scanner at once (and the size of a byte-range task).
 BLOCK_BYTES = 8 * 1024 * 1024
@@ -460,39 +461,93 @@ def _json_array_blocks(task: Task, fields: Sequence[str] | None) -> Iterator[Blo
 
 def _parquet_blocks(task: Task, fields: Sequence[str] | None) -> Iterator[Block]:
     try:
-        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise InputError("reading Parquet needs pyarrow: pip install 'overlap-desktop[lerobot]'",
                          path=task.path) from None
     try:
         pf = pq.ParquetFile(task.path)
-        schema = pf.schema_arrow
-        if fields:
-            missing = [f for f in fields if f not in schema.names]
-            if missing:
-                raise InputError(f"no column {', '.join(missing)} (columns: {', '.join(schema.names)})",
-                                 path=task.path)
-            cols = list(fields)
-        else:
-            cols = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+        cols = parquet_text_columns(pf.schema_arrow, fields, task.path)
+        if not cols:
+            raise InputError(f"no text column to read ({_describe_columns(pf.schema_arrow)}); name the text "
+                             "columns with --field, or leave this file out", path=task.path)
         total = max(1, pf.metadata.num_rows)
         row = 0
-        for batch in pf.iter_batches(batch_size=8192, columns=cols or None):
+        for batch in pf.iter_batches(batch_size=8192, columns=cols):
             texts: list[str] = []
             locs: list[tuple[int, str]] = []
             for name in cols:
                 values = batch.column(name).to_pylist()
                 for r, v in enumerate(values):
-                    if isinstance(v, str):
-                        texts.append(v)
-                        locs.append((-1, f"row {row + r} column {name}"))
+                    for k, text in enumerate(v if isinstance(v, list) else [v]):
+                        if isinstance(text, str):
+                            texts.append(text)
+                            locs.append((-1, f"row {row + r} column {name}" + (f"[{k}]" if isinstance(v, list)
+                                                                               else "")))
             row += batch.num_rows
             yield Block(None, texts, locs, 0, int(task.size * row / total))
     except InputError:
         raise
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError... on damaged files
         raise InputError(f"cannot read as Parquet: {exc}", path=task.path) from exc
+
+
+def _is_text_type(t: Any) -> bool:
+    """Arrow types read as text: string, large_string, string_view, a dictionary of those
+    (pandas ``category`` columns), and lists of any of them."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        return _is_text_type(t.value_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _is_text_type(t.value_type)
+    is_view = getattr(pa.types, "is_string_view", lambda _t: False)
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or is_view(t))
+
+
+def _describe_columns(schema: Any, limit: int = 8) -> str:
+    shown = [f"{f.name}: {f.type}" for f in list(schema)[:limit]]
+    more = f", and {len(schema) - limit} more" if len(schema) > limit else ""
+    return "columns: " + (", ".join(shown) + more if shown else "none")
+
+
+def parquet_text_columns(schema: Any, fields: Sequence[str] | None, path: str | Path) -> list[str]:
+    """The columns of a Parquet file read as text: ``fields`` if given (each must exist and
+    hold text), else every text column (possibly none).
+
+    Raises:
+        InputError: a named column is missing or does not hold text (before this check it
+            was skipped silently, and a check over it reported 0 %).
+    """
+    if not fields:
+        return [f.name for f in schema if _is_text_type(f.type)]
+    missing = [f for f in fields if f not in schema.names]
+    if missing:
+        raise InputError(f"no column {', '.join(missing)} ({_describe_columns(schema)})", path=path)
+    not_text = [f"{f} ({schema.field(f).type})" for f in fields if not _is_text_type(schema.field(f).type)]
+    if not_text:
+        raise InputError(f"column {', '.join(not_text)} does not hold text and cannot be read as examples; "
+                         "choose text columns with --field", path=path)
+    return list(fields)
+
+
+def parquet_skip_reason(path: str | Path, fields: Sequence[str] | None) -> str | None:
+    """Why a training Parquet file holds nothing to scan (no text column), or None.
+
+    Read from the file's footer only. Such files (a LeRobot dataset's numeric frames, say)
+    are listed as skipped in the result instead of counting silently as scanned.
+    """
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None  # reading it reports the missing dependency
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+    except Exception:  # a damaged file: reading it reports the problem with its own words
+        return None
+    if parquet_text_columns(schema, fields, path):
+        return None
+    return f"no text column ({_describe_columns(schema)})"
 
 
 def read_task(task: Task, fields: Sequence[str] | None,

@@ -348,11 +348,12 @@ class BudgetBook:
         return budget if budget is not None else self.start(path, limits, file_bytes)
 
 
-def count_stream(budget: Budget, path: Path, compression: str, what: str) -> int:
-    """Decompress the zstd file ``path`` in bounded steps, keeping nothing, and return its
-    decompressed size; the bytes count against ``budget``'s total (used before a library
-    decompresses a whole file to disk, as rosbags does for rosbag2 ``compression_mode: file``).
-    Input and output are both streamed, so a large honest file costs no memory.
+def count_stream(budget: Budget, path: Path, compression: str, what: str, sink: Any = None) -> int:
+    """Decompress the zstd file ``path`` in bounded steps, keeping nothing (or writing each
+    step to the binary file ``sink``), and return its decompressed size; the bytes count
+    against ``budget``'s total (used before a library decompresses a whole file to disk, as
+    rosbags does for rosbag2 ``compression_mode: file``). Input and output are both
+    streamed, so a large honest file costs no memory.
 
     Raises:
         MediaError: over the budget, or not zstd.
@@ -373,5 +374,7 @@ def count_stream(budget: Budget, path: Path, compression: str, what: str) -> int
                         return total
                     total += len(piece)
                     budget._take(len(piece), what)
+                    if sink is not None:
+                        sink.write(piece)
     except zstandard.ZstdError as exc:
         raise CorruptData(f"corrupt zstd-compressed data in {what}: {exc}") from exc

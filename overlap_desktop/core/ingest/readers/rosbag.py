@@ -106,8 +106,13 @@ def _rosbags_sqlite_dialect() -> Iterator[None]:
 def _rosbags_errors() -> tuple[type[BaseException], ...]:
     _anyreader()  # the missing-extra message comes first
     from rosbags.highlevel import AnyReaderError
+    from rosbags.rosbag1 import ReaderError as Ros1ReaderError
+    from rosbags.rosbag2 import ReaderError as Ros2ReaderError
 
-    return (AnyReaderError, OSError, EOFError, ValueError, KeyError, AssertionError)
+    # The bag readers' own errors reach us directly from messages() (an index entry pointing
+    # where no record starts, say), not wrapped in AnyReaderError.
+    return (AnyReaderError, Ros1ReaderError, Ros2ReaderError, OSError, EOFError, ValueError, KeyError,
+            AssertionError)
 
 
 class RosbagReader(ConfigurableReader):
@@ -299,14 +304,52 @@ def _bag2_metadata(folder: Path) -> dict[str, Any] | None:
     if len(text) > _MAX_METADATA:
         raise MediaError(f"metadata.yaml is over {_MAX_METADATA} bytes; it is not a rosbag2 description",
                          path=folder)
-    try:
-        from ruamel.yaml import YAML
+    from ruamel.yaml import YAML
 
+    try:
+        _check_yaml_shape(YAML(typ="safe").parse(text), folder)
         data = YAML(typ="safe").load(text)
         info = data["rosbag2_bagfile_information"]
+    except MediaError:
+        raise
     except Exception:
         return None
-    return info if isinstance(info, dict) else None
+    if not isinstance(info, dict):
+        return None
+    for key, kind, ok in (("relative_file_paths", "a list of file names",
+                           lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+                          ("compression_mode", "text", lambda v: isinstance(v, str)),
+                          ("storage_identifier", "text", lambda v: isinstance(v, str))):
+        if info.get(key) is not None and not ok(info[key]):
+            raise MediaError(f"metadata.yaml: {key} must be {kind}, not {type(info[key]).__name__}; this is not "
+                             "a rosbag2 description overlap can read", path=folder)
+    return info
+
+
+#: YAML nodes a ``metadata.yaml`` may hold: a real one lists a few per topic and file
+#: (a day-long recording split into 1,000 files and 100 topics holds ~10,000).
+_MAX_METADATA_NODES = 200_000
+
+
+def _check_yaml_shape(events: Any, folder: Path) -> None:
+    """Refuse YAML aliases and more than :data:`_MAX_METADATA_NODES` nodes, from the parser's
+    events, before anything is built.
+
+    An alias (``*name``) repeats an anchored node: nested, a 1.6 KB file describes a list of
+    10^9 file names, which took 1.6 GB and 50 s before this check (issue 36). rosbag2 never
+    writes aliases, so any alias is refused, not expanded.
+    """
+    nodes = 0
+    for event in events:
+        kind = type(event).__name__
+        if kind == "AliasEvent":
+            raise MediaError("metadata.yaml uses a YAML alias (*name); rosbag2 never writes them, and aliases "
+                             "can make a small file describe billions of entries, so it was not read", path=folder)
+        if kind in ("ScalarEvent", "SequenceStartEvent", "MappingStartEvent"):
+            nodes += 1
+            if nodes > _MAX_METADATA_NODES:
+                raise MediaError(f"metadata.yaml holds over {_MAX_METADATA_NODES} entries; this is not a rosbag2 "
+                                 "description overlap can read", path=folder)
 
 
 def _bag2_files(folder: Path, info: dict[str, Any]) -> list[Path]:
@@ -359,16 +402,36 @@ def _prevalidate(path: Path, limits: ReaderLimits, budget: Budget) -> None:
         if not stat.S_ISREG(st.st_mode):
             raise MediaError(f"{f.name}: {file_kind(st.st_mode)} is not a regular file; only regular files "
                              "are read", path=path)
-        if mode == "file":
-            count_stream(budget, f, "zstd", f.name)
-        elif storage == "mcap" or f.suffix == ".mcap":
-            from overlap_desktop.core.ingest.readers._mcap_file import McapParseError, make_mcap_reader
+        is_mcap = storage == "mcap" or f.suffix == ".mcap" or f.name.endswith(".mcap.zstd")
+        if mode == "file" and is_mcap:
+            # rosbags unpacks the file to disk, then decompresses its MCAP chunks unchecked:
+            # unpack it ourselves (bounded by the budget), then check every chunk inside too,
+            # each against the chunk cap and the unpacked file's own total.
+            import tempfile
 
+            with tempfile.TemporaryFile() as unpacked:
+                size = count_stream(budget, f, "zstd", f.name, sink=unpacked)
+                unpacked.seek(0)
+                _validate_mcap(unpacked, limits, f, Budget(f, limits, size), path)
+        elif mode == "file":
+            count_stream(budget, f, "zstd", f.name)
+        elif is_mcap:
             with open(f, "rb") as fh:
-                try:
-                    make_mcap_reader(fh, limits, f, budget).validate_all()
-                except McapParseError as exc:
-                    raise MediaError(f"{f.name}: corrupt MCAP data: {exc}", path=path) from exc
+                _validate_mcap(fh, limits, f, budget, path)
+
+
+def _validate_mcap(fh: Any, limits: ReaderLimits, f: Path, budget: Budget, path: Path) -> None:
+    """Decompress and walk every chunk of an MCAP data file under ``budget`` and the caps.
+
+    Raises:
+        MediaError: a cap is passed, or the data is corrupt.
+    """
+    from overlap_desktop.core.ingest.readers._mcap_file import McapParseError, make_mcap_reader
+
+    try:
+        make_mcap_reader(fh, limits, f, budget).validate_all()
+    except McapParseError as exc:
+        raise MediaError(f"{f.name}: corrupt MCAP data: {exc}", path=path) from exc
 
 
 def _bound_decompression(reader: Any, budget: Budget) -> None:
