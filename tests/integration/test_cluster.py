@@ -14,6 +14,7 @@ import pytest
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
 from overlap_desktop.core.engines import cluster as cluster_mod
+from overlap_desktop.core.index import parallel
 from overlap_desktop.core.index.indexer import IndexSummary
 from overlap_desktop.core.types import Progress
 from overlap_desktop.errors import MissingDependencyError, UsageError
@@ -45,6 +46,13 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = old_pp
+
+
+@pytest.fixture(autouse=True)
+def cluster_for_any_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test corpus is far below the size a cluster is worth (tests/unit/test_engine_choice.py):
+    send it to the cluster anyway, to test the cluster path."""
+    monkeypatch.setattr(parallel, "CLUSTER_MIN_BYTES", 0)
 
 
 @pytest.fixture

@@ -34,12 +34,25 @@ def test_parallel_build_exports_the_same_bytes_as_a_serial_build(
     assert multiprocessing.active_children() == []
 
 
+def test_a_cluster_is_not_used_for_a_small_job_and_the_summary_says_so(
+        scale_corpus: Path, serial_manifest: tuple[IndexSummary, bytes], tmp_path: Path) -> None:
+    """A few MB through --cluster: fingerprinted here (no connection is even tried: the address is
+    a closed port), the note names the job's size, and the export is the serial one."""
+    serial, serial_bytes = serial_manifest
+    summary, data = build_and_export(scale_corpus, tmp_path / "ix", tmp_path / "c.ovlm",
+                                     **{"index.cluster": "tcp://127.0.0.1:9"})
+    assert summary.engine == "this process" and summary.indexed == N_CLIPS
+    notes = [w for w in summary.warnings if "cluster was not used" in w]
+    assert len(notes) == 1 and f"{N_CLIPS + 1} file(s)" in notes[0], summary.warnings
+    assert summary.failed == serial.failed and data == serial_bytes
+
+
 def test_default_uses_every_core_and_cancel_stops_all_workers(
         scale_corpus: Path, serial_manifest: tuple[IndexSummary, bytes], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The GUI's path: api.index_paths with the default settings, a progress and a cancel callback."""
-    # The corpus is tiny; lift the "not worth starting processes" floor so the default runs in parallel.
-    monkeypatch.setattr(indexer, "AUTO_MIN_BYTES", 0)
+    # The corpus is tiny; make worker start-up free so the default runs in parallel.
+    monkeypatch.setattr(parallel, "START_BYTES", 0)
     monkeypatch.setattr(parallel, "default_workers", lambda: 2)
     ix = tmp_path / "ix"
     token = CancelToken()

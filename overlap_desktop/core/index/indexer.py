@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.ingest.readers.base import Reader
 
-__all__ = ["AUTO_MIN_BYTES", "index_paths"]
+__all__ = ["index_paths"]
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def _index_locked(idx: Index, req: _Request, summary: IndexSummary) -> None:
         # How many items the walk found, before any work (for "k/N files" displays).
         req.progress(Progress(stage="scan", done=0, total=len(plan.items), unit="files"))
     run.emit(None, None)
-    engine = _engine_for(req.config, plan.todo, plan.sizes)
+    engine = _engine_for(req.config, plan.todo, plan.sizes, summary)
     if engine is not None:
         summary.engine = engine.description
     try:
@@ -296,27 +296,21 @@ def _disk_full_error(exc: BaseException, summary: IndexSummary, where: Path) -> 
     return err
 
 
-#: With ``index.workers = 0`` (one per core), a run with less new footage than this stays
-#: in this process: starting worker processes (a Python and FFmpeg import each, about a
-#: second of CPU) would cost more than it saves. An explicit ``--workers N`` always
-#: uses N processes.
-AUTO_MIN_BYTES = 32 * 1024 * 1024
+def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[int, int]],
+                summary: IndexSummary | None = None) -> FileEngine | None:
+    """Where this run's files are fingerprinted: ``None`` for this process, else a pool or a cluster
+    (the policy is :func:`~overlap_desktop.core.index.parallel.choose_engine`)."""
+    from overlap_desktop.core.index.parallel import ProcessEngine, choose_engine, cluster_engine, default_workers
 
-
-def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[int, int]]) -> FileEngine | None:
-    """Where this run's files are fingerprinted: ``None`` for this process, else a pool or a cluster."""
-    from overlap_desktop.core.index.parallel import ProcessEngine, cluster_engine, default_workers
-
-    if not todo:
-        return None
     address = str(config["index.cluster"] or "")
-    if address:
+    choice = choose_engine([sizes[p][0] for p in todo], workers=int(config["index.workers"]),
+                           cores=default_workers(), cluster=address)
+    if choice.note and summary is not None:
+        summary.warnings.append(choice.note)
+        log.info("%s", choice.note)
+    if choice.kind == "cluster":
         return cluster_engine(address)
-    wanted = int(config["index.workers"])
-    n = min(wanted or default_workers(), len(todo))
-    if n <= 1 or (wanted == 0 and sum(sizes[p][0] for p in todo) < AUTO_MIN_BYTES):
-        return None
-    return ProcessEngine(n)
+    return ProcessEngine(choice.workers) if choice.kind == "processes" else None
 
 
 def _disk_full(exc: BaseException) -> bool:

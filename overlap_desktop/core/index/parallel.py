@@ -12,13 +12,17 @@ as one :class:`~overlap_desktop.core.index.fingerprinting.FileOutcome` per file,
 
 from __future__ import annotations
 
-from typing import Protocol
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from overlap_desktop.core.engines import engine_named
 from overlap_desktop.core.engines.base import Done, Engine, WorkerDied, default_workers
 from overlap_desktop.core.index.fingerprinting import FileJob, FileOutcome, fingerprint_job, pipeline_facts
 
-__all__ = ["FileEngine", "JobEngine", "ProcessEngine", "cluster_engine"]
+__all__ = ["CLUSTER_MIN_BYTES", "MIN_GAIN", "START_BYTES", "EngineChoice", "FileEngine", "JobEngine",
+           "ProcessEngine", "choose_engine", "cluster_engine", "estimated_speedup"]
 
 
 class FileEngine(Protocol):
@@ -118,3 +122,88 @@ def cluster_engine(address: str) -> JobEngine:
     """
     return JobEngine(engine_named("dask", address=address, label="fingerprint", facts=pipeline_facts),
                      failed="Dask task failed")
+
+
+# --------------------------------------------------------------------------- the default engine
+
+#: What starting the worker processes costs (a Python and FFmpeg import each, about 0.3 s of
+#: CPU, and the pool's hand-offs: about 0.45 s of wall time on 2 cores), in bytes of footage one
+#: process fingerprints in that time. Sizes stand in for work because the writer knows them
+#: without opening a file; bytes per second of work vary with the bitrate (2-5 MB/s measured on
+#: generated 240p-720p clips, more for high-bitrate camera footage), so this is set for about
+#: 15 MB/s: a job the default sends to workers gains on any footage, and a job of a few short
+#: files stays in this process (bench/bench_small_jobs.py; bench/RESULTS.md).
+START_BYTES = 8 * 1024 * 1024
+#: The estimated speed-up a pool must bring before the default uses one: the margin keeps a
+#: job whose estimate is a little off from running slower than in one process.
+MIN_GAIN = 1.15
+#: Cores one process already keeps busy (FFmpeg's frame threads, the SHA-256 thread): the
+#: speed-up of N workers is measured against this, not against one core.
+SERIAL_CORES = 1.1
+#: Below this much new footage a Dask cluster's per-run cost (connecting, shipping each job
+#: and result through the scheduler, about 25 ms a file) outweighs its workers, and the job
+#: is fingerprinted on this computer instead, saying so.
+CLUSTER_MIN_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Where a run's files are fingerprinted (:func:`choose_engine`).
+
+    Attributes:
+        kind: ``"here"`` (the writer's own process), ``"processes"`` or ``"cluster"``.
+        workers: Worker processes for ``"processes"`` (else 1, or 0 for a cluster's own count).
+        note: A sentence for the user when the choice is not what they asked for, else "".
+    """
+
+    kind: Literal["here", "processes", "cluster"]
+    workers: int = 1
+    note: str = ""
+
+
+def estimated_speedup(sizes: Sequence[int], workers: int) -> float:
+    """How much faster ``workers`` processes should finish files of ``sizes`` bytes than one process.
+
+    The pool's finish time is a longest-first schedule of the sizes over the workers (what
+    :func:`~overlap_desktop.core.index.indexer.index_paths` feeds it) plus one worker's start-up
+    (:data:`START_BYTES`); one process gets :data:`SERIAL_CORES` of the machine.
+    """
+    total = float(sum(sizes))
+    if workers <= 1 or total <= 0:
+        return 1.0
+    loads = [0.0] * workers
+    for size in sorted(sizes, reverse=True):
+        heapq.heapreplace(loads, loads[0] + size)
+    return (total / SERIAL_CORES) / (max(loads) + START_BYTES)
+
+
+def choose_engine(sizes: Sequence[int], *, workers: int, cores: int, cluster: str = "") -> EngineChoice:
+    """Where files of ``sizes`` bytes (the run's new or changed files) are fingerprinted.
+
+    An explicit worker count (``workers`` > 0) is obeyed, capped at one per file. The default
+    (``workers`` = 0) takes the number of processes, up to one per core, that
+    :func:`estimated_speedup` says is fastest, and stays in this process unless that beats
+    it by :data:`MIN_GAIN`: a few short files are never made slower by starting workers.
+    A cluster is used for jobs of at least :data:`CLUSTER_MIN_BYTES`; a smaller one runs on
+    this computer (as the default would) with a note saying why.
+    """
+    if not sizes:
+        return EngineChoice("here")
+    if cluster:
+        total = sum(sizes)
+        if total >= CLUSTER_MIN_BYTES:
+            return EngineChoice("cluster", 0)
+        local = choose_engine(sizes, workers=0, cores=cores)
+        return EngineChoice(local.kind, local.workers, (
+            f"the cluster was not used: this job ({len(sizes)} file(s), {total / 1e6:.1f} MB of new footage) "
+            f"finishes sooner on this computer than the cluster's start-up and scheduling cost; jobs of "
+            f"{CLUSTER_MIN_BYTES / 1e6:.0f} MB or more go to the cluster"))
+    if workers > 0:
+        n = min(workers, len(sizes))
+        return EngineChoice("processes", n) if n > 1 else EngineChoice("here")
+    best, gain = 1, MIN_GAIN
+    for n in range(2, min(cores, len(sizes)) + 1):
+        g = estimated_speedup(sizes, n)
+        if g > gain:
+            best, gain = n, g
+    return EngineChoice("processes", best) if best > 1 else EngineChoice("here")
