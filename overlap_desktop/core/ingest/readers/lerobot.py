@@ -31,7 +31,8 @@ from overlap_desktop.core.fsutil import is_regular_file, open_regular, read_regu
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
 
-__all__ = ["LeRobotReader", "LEROBOT_EXTRA_HINT", "episode_spans_for", "format_episode_span", "read_episode_table"]
+__all__ = ["LeRobotReader", "LEROBOT_EXTRA_HINT", "camera_of_key", "episode_spans_for", "format_episode_span",
+           "read_episode_table"]
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +164,31 @@ def _mmss(seconds: float) -> str:
     return f"{m:02d}:{s:02d}"
 
 
-def format_episode_span(episode: int, start_s: float, end_s: float) -> str:
-    """``"episode 41, 00:12–00:31"`` (times within the episode)."""
-    return f"episode {episode}, {_mmss(start_s)}\u2013{_mmss(end_s)}"
+def format_episode_span(episode: int, start_s: float, end_s: float, camera: str | None = None) -> str:
+    """``"episode 41, cam_high, 00:12–00:31"`` (times within the episode; no camera part when
+    the stream does not name one)."""
+    cam = f"{camera}, " if camera else ""
+    return f"episode {episode}, {cam}{_mmss(start_s)}\u2013{_mmss(end_s)}"
+
+
+def camera_of_key(key: str) -> str | None:
+    """The camera a stream key of an episode dataset names, or ``None``.
+
+    Every reader of episode datasets ends its stream keys with the camera
+    (``observations/images/cam_high``, ``data/demo_4/obs/agentview_image``,
+    ``train/episode_3/steps/observation/image``); LeRobot keys are its video files
+    (``videos/observation.images.top/chunk-000/file-000.mp4``). Keys without a path
+    (``v:0``) name no camera. Only the key is used, so manifests (which carry keys, not
+    reader details) name cameras the same way as the index.
+    """
+    parts = [p for p in str(key).replace("\\", "/").split("/") if p]
+    if len(parts) < 2:
+        return None
+    named = [p for p in parts if p.startswith("observation.")]
+    if named:
+        return named[0]
+    last = parts[-1]
+    return None if "." in last and last.rsplit(".", 1)[-1].lower() in ("mp4", "mkv", "webm", "mov") else last
 
 
 def episode_spans_for(stream_info: StreamInfo | dict[str, Any], start_s: float,
@@ -180,11 +203,12 @@ def episode_spans_for(stream_info: StreamInfo | dict[str, Any], start_s: float,
     Returns:
         One dict per overlapping episode, in file order: ``episode``, ``start_s`` and
         ``end_s`` (within the episode), ``file_start_s`` and ``file_end_s`` (within the
-        file) and ``label`` (``"episode 41, 00:12–00:31"``). Empty when the stream has no
-        episode table.
+        file), ``camera`` (``extra["camera"]``, or ``None``) and ``label`` (``"episode 41,
+        cam_high, 00:12–00:31"``). Empty when the stream has no episode table.
     """
     extra = stream_info.extra if isinstance(stream_info, StreamInfo) else stream_info
     episodes = extra.get("episodes") or []
+    camera = extra.get("camera") if isinstance(extra.get("camera"), str) else None
     lo, hi = (start_s, end_s) if start_s <= end_s else (end_s, start_s)
     out: list[dict[str, Any]] = []
     for ep in episodes:
@@ -196,7 +220,7 @@ def episode_spans_for(stream_info: StreamInfo | dict[str, Any], start_s: float,
         if b < a or (b == a and lo != hi):
             continue
         out.append({"episode": index, "start_s": a - e0, "end_s": b - e0, "file_start_s": a, "file_end_s": b,
-                    "label": format_episode_span(index, a - e0, b - e0)})
+                    "camera": camera, "label": format_episode_span(index, a - e0, b - e0, camera)})
     return out
 
 
