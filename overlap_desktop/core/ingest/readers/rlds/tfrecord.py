@@ -44,7 +44,7 @@ class RecordSpan:
 
 
 def _where(path: Path, index: int, offset: int) -> str:
-    return f"record {index} (at byte {offset}) of {path.name}"
+    return f"record {index} (at byte {offset})"  # the error's path names the shard
 
 
 def _header(fh: BinaryIO, path: Path, index: int, offset: int, size: int, max_record: int) -> int | None:
