@@ -9,6 +9,9 @@
 * RLDS / TFDS: ``features.json`` (TFDS's proto-JSON schema), ``dataset_info.json`` and
   ``<name>-train.tfrecord-NNNNN-of-NNNNN`` shards, one ``tf.train.Example`` per episode (written
   here with an independent protobuf encoder and TFRecord framing, CRC32C from google-crc32c);
+* LeRobot v3 with image cameras (``dtype: image``): Hugging Face ``Image`` structs
+  ``{bytes, path}`` of PNGs in ``data/chunk-000/file-000.parquet`` beside ``episode_index``,
+  ``frame_index`` and ``timestamp``;
 * diffusion-policy / UMI zarr ReplayBuffer: ``data/<cam>`` ``(N, H, W, 3)`` one step per chunk,
   ``meta/episode_ends``, in zarr format 2 or 3.
 """
@@ -23,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["encode_example", "jpeg", "tfrecord_frame", "write_aloha", "write_rlds", "write_robomimic",
-           "write_zarr"]
+__all__ = ["encode_example", "jpeg", "png", "tfrecord_frame", "write_aloha", "write_lerobot_images", "write_rlds",
+           "write_robomimic", "write_zarr"]
 
 
 def jpeg(rgb: np.ndarray, quality: int = 90) -> bytes:
@@ -32,6 +35,14 @@ def jpeg(rgb: np.ndarray, quality: int = 90) -> bytes:
 
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
+
+
+def png(rgb: np.ndarray) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
 
 
@@ -231,3 +242,47 @@ def write_zarr(folder: Path, episodes: Sequence[dict[str, np.ndarray]], *, zarr_
     data.create_array("action", shape=(n, 2), dtype="float32")[...] = 0
     meta.create_array("episode_ends", shape=ends.shape, dtype="int64")[...] = ends
     return folder
+
+
+# --------------------------------------------------------------------------- LeRobot
+
+
+def write_lerobot_images(root: Path, episodes: Sequence[dict[str, np.ndarray]], *, fps: float,
+                         row_group_size: int = 64) -> Path:
+    """A LeRobot v3 dataset whose cameras are images in the data parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cams = list(episodes[0])
+    h, w = episodes[0][cams[0]].shape[1:3]
+    (root / "meta").mkdir(parents=True, exist_ok=True)
+    features: dict[str, object] = {cam: {"dtype": "image", "shape": [int(h), int(w), 3],
+                                         "names": ["height", "width", "channel"]} for cam in cams}
+    for name, dtype in (("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"),
+                        ("index", "int64"), ("task_index", "int64")):
+        features[name] = {"dtype": dtype, "shape": [1], "names": None}
+    info = {"codebase_version": "v3.0", "robot_type": "koch", "fps": fps, "total_episodes": len(episodes),
+            "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "features": features}
+    (root / "meta" / "info.json").write_text(json.dumps(info, indent=1))
+    columns: dict[str, list[object]] = {cam: [] for cam in cams}
+    for k in ("timestamp", "frame_index", "episode_index", "index", "task_index"):
+        columns[k] = []
+    index = 0
+    for e, ep in enumerate(episodes):
+        for i in range(len(ep[cams[0]])):
+            for cam in cams:
+                columns[cam].append({"bytes": png(ep[cam][i]), "path": f"frame_{index:06d}.png"})
+            columns["timestamp"].append(i / fps)
+            columns["frame_index"].append(i)
+            columns["episode_index"].append(e)
+            columns["index"].append(index)
+            columns["task_index"].append(0)
+            index += 1
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    schema = pa.schema([(cam, image) for cam in cams] + [
+        ("timestamp", pa.float32()), ("frame_index", pa.int64()), ("episode_index", pa.int64()),
+        ("index", pa.int64()), ("task_index", pa.int64())])
+    out = root / "data" / "chunk-000" / "file-000.parquet"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pydict(columns, schema=schema), out, row_group_size=row_group_size)
+    return root

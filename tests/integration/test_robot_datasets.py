@@ -1,11 +1,12 @@
 """Robot datasets end to end (issue 32): a lab owning two 20 s camera clips as mp4 is offered the
-same frames re-packed as ALOHA HDF5 (raw and JPEG-compressed), robomimic HDF5, RLDS and a zarr
-ReplayBuffer, each beside another episode of the same rigs in the same container.
+same frames re-packed as ALOHA HDF5 (raw and JPEG-compressed), robomimic HDF5, RLDS, a zarr
+ReplayBuffer and a LeRobot dataset with image cameras, each beside another episode of the same
+rigs in the same container.
 
-Every one of the 10 re-packed camera streams must be >= 85% owned at speed 1.00 +- 3%; every
-other-episode stream must not be owned; the reverse (the lab owns the containers, the offer is
-mp4) matches too; a wrong --frame-rate reads as the matching speed change. Footage: generated
-same-rig episodes (tests/rig.py), two rigs standing for two cameras.
+Every one of the 12 re-packed camera streams (the issue's 10, plus LeRobot's two) must be >= 85%
+owned at speed 1.00 +- 3%; every other-episode stream must not be owned; the reverse (the lab owns
+the containers, the offer is mp4) matches too; a wrong --frame-rate reads as the matching speed
+change. Footage: generated same-rig episodes (tests/rig.py), two rigs standing for two cameras.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from overlap_desktop.config import load_config
 from overlap_desktop.core.report.model import Report
 from tests.footage import write_video
 from tests.rig import RigEpisode
-from tests.robotdata import write_aloha, write_rlds, write_robomimic, write_zarr
+from tests.robotdata import write_aloha, write_lerobot_images, write_rlds, write_robomimic, write_zarr
 
 FPS = 25.0
 SECONDS = 20.0
@@ -67,6 +68,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     write_robomimic(offer / "robomimic.hdf5", [owned, other], control_freq=FPS)
     write_rlds(offer / "rlds" / "1.0.0", [owned, other])
     write_zarr(offer / "buffer.zarr", [owned, other])
+    # LeRobot with image cameras (PNG in the data parquet; the rate is info.json's fps).
+    write_lerobot_images(offer / "lerobot", [owned, other], fps=FPS)
     config = load_config(overrides={"index.frame_rate": FPS})
     # The robomimic file states its rate; --frame-rate is for the others (a stored rate wins).
     assert not api.index_paths([own], index=root / "idx_own", config=config).failed
@@ -94,11 +97,13 @@ def _owned_fraction(segments: list[Any], seconds: float) -> float:
 OWNED_STREAMS = [(f, f"observations/images/{c}") for f in ("aloha_raw/episode_1.hdf5", "aloha_jpeg/episode_1.hdf5")
                  for c in CAMS] + [("robomimic.hdf5", f"data/demo_0/obs/{c}") for c in CAMS] + [
     ("rlds/1.0.0", f"train/episode_0/steps/observation/{c}") for c in CAMS] + [
-    ("buffer.zarr", f"episode_0/{c}") for c in CAMS]
+    ("buffer.zarr", f"episode_0/{c}") for c in CAMS] + [
+    ("lerobot", f"data/chunk-000/file-000.parquet/episode_0/{c}") for c in CAMS]
 OTHER_STREAMS = [(f, f"observations/images/{c}") for f in ("aloha_raw/episode_2.hdf5", "aloha_jpeg/episode_2.hdf5")
                  for c in CAMS] + [("robomimic.hdf5", f"data/demo_1/obs/{c}") for c in CAMS] + [
     ("rlds/1.0.0", f"train/episode_1/steps/observation/{c}") for c in CAMS] + [
-    ("buffer.zarr", f"episode_1/{c}") for c in CAMS]
+    ("buffer.zarr", f"episode_1/{c}") for c in CAMS] + [
+    ("lerobot", f"data/chunk-000/file-000.parquet/episode_1/{c}") for c in CAMS]
 
 
 def _segments(report: Report, file: str, key: str) -> list[Any]:

@@ -1,5 +1,8 @@
 """LeRobot datasets (a folder with ``meta/info.json``): one stream per camera video file.
 
+Cameras stored as images (``dtype: image``: PNG / JPEG bytes inside the data parquet files)
+are read by :mod:`.lerobot_images`, one stream per episode and camera.
+
 LeRobot v3 packs several episodes into each video file
 (``videos/{video_key}/chunk-XXX/file-YYY.mp4``) and records where each episode lies in
 the per-episode table ``meta/episodes/chunk-XXX/file-YYY.parquet`` (columns
@@ -28,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from overlap_desktop.core.fsutil import is_regular_file, open_regular, read_regular
+from overlap_desktop.core.ingest.readers._images import limits_from_config
+from overlap_desktop.core.ingest.readers.lerobot_images import image_frames, image_keys, image_streams
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
 
@@ -228,7 +233,8 @@ class LeRobotReader:
     """Reader for LeRobot dataset folders (v3, and v2.x one-episode-per-file layouts)."""
 
     name = "lerobot"
-    description = "LeRobot datasets (meta/info.json): one stream per camera video file, mapped to episodes"
+    description = ("LeRobot datasets (meta/info.json): one stream per camera video file, mapped to episodes, "
+                   "or per episode and image camera")
     extensions: tuple[str, ...] = ()
 
     def __init__(self, *, config: Any | None = None) -> None:
@@ -240,7 +246,15 @@ class LeRobotReader:
 
     def can_open(self, path: Path) -> bool:
         path = Path(path)
-        return path.is_dir() and is_regular_file(path / "meta" / "info.json") and (path / "videos").is_dir()
+        if not (path.is_dir() and is_regular_file(path / "meta" / "info.json")):
+            return False
+        if (path / "videos").is_dir():
+            return True
+        # Cameras stored as images inside the data parquet files (dtype: image).
+        try:
+            return (path / "data").is_dir() and bool(image_keys(_load_info(path)))
+        except MediaError:
+            return False
 
     def _video_files(self, root: Path, keys: list[str]) -> list[tuple[str, Path]]:
         videos = root / "videos"
@@ -260,9 +274,13 @@ class LeRobotReader:
         root = Path(path)
         info = _load_info(root)
         keys = video_keys(info)
-        files = self._video_files(root, keys)
+        files = self._video_files(root, keys) if (root / "videos").is_dir() else []
+        images = image_streams(root, info, _fps(info), limits_from_config(self._config))
+        if not files and not images:
+            raise MediaError("no camera video files under videos/ and no image cameras in the data files of this "
+                             "LeRobot dataset", path=root)
         if not files:
-            raise MediaError("no camera video files under videos/ in this LeRobot dataset", path=root)
+            return images
         rows, note = read_episode_table(root)
         if note:
             log.info("%s: %s", root, note)
@@ -285,13 +303,16 @@ class LeRobotReader:
             out.append(StreamInfo(key=rel, width=s.width, height=s.height, duration_s=s.duration_s,
                                   codec=s.codec, rate_hint=s.rate_hint or _fps(info), rotation=s.rotation,
                                   extra=extra))
-        if not out:
+        if not out and not images:
             raise MediaError("no decodable camera video in this LeRobot dataset", path=root)
-        return out
+        return out + images
 
     def frames(self, path: Path, stream: StreamInfo, *,
                cancel: CancelCallback | None = None) -> Iterator[TimedFrame]:
         root = Path(path)
+        if stream.extra.get("data_file"):  # an image camera inside the data parquet files
+            yield from image_frames(root, stream, _fps(_load_info(root)), limits_from_config(self._config), cancel)
+            return
         rel = stream.extra.get("video") or stream.key
         video = (root / rel).resolve()
         try:
