@@ -196,3 +196,27 @@ def test_a_wrong_frame_rate_reads_as_the_matching_speed_change(world: dict[str, 
     # Read at twice its rate, the episode plays in half the time: 2x the owned footage's speed.
     assert all(s.speed == pytest.approx(2.0, rel=0.03) for s in segs), [s.speed for s in segs]
     assert _owned_fraction(segs, SECONDS / 2) >= 0.85
+
+
+def test_verify_checks_containers_and_dataset_folders_as_delivered_bytes(world: dict[str, Any],
+                                                                          tmp_path: Path) -> None:
+    import shutil
+
+    root = world["root"]
+    delivery = tmp_path / "delivery"
+    shutil.copytree(world["offer"], delivery)
+    code, out = run(["verify", str(root / "offer.ovlm"), "--data", str(delivery), "-o", str(tmp_path / "v.json")])
+    result = json.loads((tmp_path / "v.json").read_text(encoding="utf-8"))
+    statuses = {e["name"]: e["status"] for e in result["entries"]}
+    # HDF5 files are files; the zarr buffer, the RLDS and the LeRobot folders are one item each.
+    assert statuses == {name: "matched" for name in statuses} and len(statuses) == 8, statuses
+    assert {"buffer.zarr", "rlds/1.0.0", "lerobot"} <= set(statuses)
+    assert result["extra"] == [] and code == 0
+    # One changed chunk inside the zarr buffer makes that dataset altered, nothing else.
+    chunk = next(p for p in (delivery / "buffer.zarr" / "data" / "cam_high").iterdir() if p.name[0].isdigit())
+    chunk.write_bytes(chunk.read_bytes() + b"\0")
+    code, _ = run(["verify", str(root / "offer.ovlm"), "--data", str(delivery), "-o", str(tmp_path / "v2.json")])
+    result = json.loads((tmp_path / "v2.json").read_text(encoding="utf-8"))
+    bad = {e["name"]: e["status"] for e in result["entries"] if e["status"] != "matched"}
+    assert bad == {"buffer.zarr": "altered"}, bad
+    assert code != 0

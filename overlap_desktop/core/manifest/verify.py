@@ -277,6 +277,42 @@ def _walk(root: Path) -> dict[str, tuple[Path, int]]:
     return found
 
 
+def _folder_items(m: Manifest, root: Path, delivered: dict[str, tuple[Path, int]],
+                  cancel: CancelCallback | None) -> dict[str, str]:
+    """Quoted items that are folders in the delivery (a zarr buffer, an RLDS or LeRobot dataset,
+    a rosbag2 recording: one item each, as indexing saw them). Each becomes one delivered
+    entry with the index's folder size and hash (:func:`~overlap_desktop.core.index.walk.sha256_item`),
+    and the files inside it are no longer listed on their own. Returns ``name -> sha256``.
+    """
+    from overlap_desktop.core.index.walk import item_stat, sha256_item
+
+    out: dict[str, str] = {}
+    real_root = root.resolve()
+    for f in m.files:
+        if m.anonymized or f.name in delivered or not f.name or f.name.startswith(("/", "\\")):
+            continue
+        folder = root / f.name
+        try:
+            inside = folder.resolve().relative_to(real_root) != Path(".")
+        except (ValueError, OSError):
+            continue  # ".." or a link out of the delivery: never followed
+        if not inside or not folder.is_dir() or folder.is_symlink():
+            continue
+        check_cancel(cancel)
+        try:
+            size, _ = item_stat(folder)
+            digest = sha256_item(folder) if size == f.size else ""
+        except OSError:
+            continue
+        prefix = f.name.rstrip("/") + "/"
+        for rel in [r for r in delivered if r.startswith(prefix)]:
+            del delivered[rel]
+        delivered[f.name] = (folder, size)
+        if digest:
+            out[f.name] = digest
+    return out
+
+
 def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
                     threads: int = 0, progress: ProgressCallback | None = None,
                     cancel: CancelCallback | None = None) -> VerifyResult:
@@ -304,12 +340,15 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
     if not root.is_dir():
         raise InputError("delivery folder not found or not a folder", path=root)
     delivered = _walk(root)
+    folder_digests = _folder_items(m, root, delivered, cancel)
     quoted_sizes = {f.size for f in m.files}
     # Only files whose size some entry quotes can match anything; others are extra
     # (or altered by size) without reading a byte.
     to_hash = sorted((rel for rel, (_, size) in delivered.items() if size in quoted_sizes),
                      key=lambda rel: -delivered[rel][1])
+    to_hash = [rel for rel in to_hash if rel not in folder_digests]
     hashed = _hash_files(delivered, to_hash, threads=threads, progress=progress, cancel=cancel)
+    hashed.digests.update(folder_digests)
     unreadable_paths = {u["path"] for u in hashed.unreadable}
     entries, claimed = _match_entries(m, delivered, hashed.digests, unreadable_paths)
     extra: list[dict[str, Any]] = []
