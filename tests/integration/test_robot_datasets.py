@@ -166,6 +166,8 @@ def test_overlap_files_shows_the_rate_used(world: dict[str, Any]) -> None:
     code, out = run(["files", "--index", str(root / "idx_offer"), "--json"])
     assert code == 0
     files = {Path(f["path"]).name: f for f in json.loads(out)["files"]}
+    # One item per container or dataset folder (the library screen lists these rows), never its chunks.
+    assert len(files) == 6 and {"buffer.zarr", "1.0.0", "lerobot", "robomimic.hdf5"} <= set(files), files
     assert files["robomimic.hdf5"]["frame_rate"] == FPS
     assert files["robomimic.hdf5"]["frame_rate_source"].startswith("stored")
     assert files["buffer.zarr"]["frame_rate_source"].startswith("--frame-rate")

@@ -282,34 +282,37 @@ def _folder_items(m: Manifest, root: Path, delivered: dict[str, tuple[Path, int]
     """Quoted items that are folders in the delivery (a zarr buffer, an RLDS or LeRobot dataset,
     a rosbag2 recording: one item each, as indexing saw them). Each becomes one delivered
     entry with the index's folder size and hash (:func:`~overlap_desktop.core.index.walk.sha256_item`),
-    and the files inside it are no longer listed on their own. Returns ``name -> sha256``.
+    and the files inside it are no longer listed on their own. Manifest names are only compared
+    with the delivery's folders, never used as paths. Returns ``name -> sha256``.
     """
     from overlap_desktop.core.index.walk import item_stat, sha256_item
 
+    quoted = {f.name: f.size for f in m.files if not m.anonymized and f.name and f.name not in delivered}
+    if not quoted:
+        return {}
+    folders: dict[str, Path] = {}
+    for dirpath, dirnames, _files in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for d in list(dirnames):
+            p = Path(dirpath) / d
+            rel = p.relative_to(root).as_posix()
+            if rel in quoted and not p.is_symlink():
+                folders[rel] = p
+                dirnames.remove(d)  # an item: what it holds is not listed on its own
     out: dict[str, str] = {}
-    real_root = root.resolve()
-    for f in m.files:
-        if m.anonymized or f.name in delivered or not f.name or f.name.startswith(("/", "\\")):
-            continue
-        folder = root / f.name
-        try:
-            inside = folder.resolve().relative_to(real_root) != Path(".")
-        except (ValueError, OSError):
-            continue  # ".." or a link out of the delivery: never followed
-        if not inside or not folder.is_dir() or folder.is_symlink():
-            continue
+    for name, folder in folders.items():
         check_cancel(cancel)
         try:
             size, _ = item_stat(folder)
-            digest = sha256_item(folder) if size == f.size else ""
+            digest = sha256_item(folder) if size == quoted[name] else ""
         except OSError:
             continue
-        prefix = f.name.rstrip("/") + "/"
+        prefix = name + "/"
         for rel in [r for r in delivered if r.startswith(prefix)]:
             del delivered[rel]
-        delivered[f.name] = (folder, size)
+        delivered[name] = (folder, size)
         if digest:
-            out[f.name] = digest
+            out[name] = digest
     return out
 
 
