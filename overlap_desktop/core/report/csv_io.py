@@ -103,7 +103,7 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
         # One row per episode piece of a matched stretch (episode datasets): the label names the
         # episode and camera on both sides ("offered episode 41, cam_high, 00:12–00:31 matches ...").
         for e in f.episodes:
-            if not isinstance(e, Mapping):
+            if not isinstance(e, Mapping) or not e.get("label"):
                 continue
             ep_row = list(blank)
             ep_row[0] = "episode-below-floor" if e.get("below_floor") else "episode"
