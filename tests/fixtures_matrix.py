@@ -91,6 +91,8 @@ class Recipe:
     make: Callable[[Path, dict[str, Path]], Path]
     expect: list[Expect] = field(default_factory=list)
     matched_seconds: float | None = None
+    #: Streams of the offered item that must match nothing (another episode in the same container).
+    not_owned: tuple[str, ...] = ()
 
 
 def edit(pieces: list[Piece], *, transform: m.Transform | None = None, out_fps: float = FPS,
@@ -120,6 +122,40 @@ def _launder_mcap(dst: Path, masters: dict[str, Path]) -> Path:
 
     frames = list(m.render_edit([Piece(A, 6.0, 20.0)], out_fps=FPS, size=SIZE))
     return rec.write_mcap_images(dst.with_suffix(".mcap"), frames, fps=FPS, encoding="jpeg")
+
+
+def _repack(kind: str, *, stated_rate: float = FPS, source: Any = R, start: float = 5.0,
+            seconds: float = 12.0) -> Callable[[Path, dict[str, Path]], Path]:
+    """``seconds`` of owned footage (the rig episode R, from ``start``) re-packed as a robot dataset
+    the way its own tools write it (tests/robotdata.py); a container holding several episodes also holds
+    12 s of another episode of the same rig (R_NEW), which must stay unowned. ``stated_rate``: the
+    rate robomimic's env_args states (the vendor indexes the others with ``index.frame_rate`` = FPS)."""
+
+    def make(dst: Path, masters: dict[str, Path]) -> Path:
+        import numpy as np
+
+        from tests import robotdata as rd
+
+        owned = np.stack(list(m.render_edit([Piece(source, start, seconds)], out_fps=FPS, size=SIZE)))
+        other = np.stack(list(m.render_edit([Piece(R_NEW, 0.0, 12.0)], out_fps=FPS, size=SIZE)))
+        if kind.startswith("aloha"):
+            frames = other if kind.endswith("new") else owned
+            # ALOHA names files by episode; distinct names keep the rows apart in one manifest.
+            number = {"aloha": 1, "aloha-jpeg": 2}.get(kind, 3)
+            return rd.write_aloha(dst / f"episode_{number}.hdf5", {"cam_high": frames},
+                                  compress=kind == "aloha-jpeg")
+        if kind == "robomimic":
+            return rd.write_robomimic(dst.with_suffix(".hdf5"), [{"agentview_image": owned},
+                                                                 {"agentview_image": other}],
+                                      control_freq=stated_rate)
+        if kind == "rlds":
+            return rd.write_rlds(dst / "1.0.0", [{"image": owned}, {"image": other}])
+        if kind == "zarr":
+            return rd.write_zarr(dst.with_suffix(".zarr"), [{"camera0_rgb": owned}, {"camera0_rgb": other}])
+        return rd.write_lerobot_images(dst, [{"observation.images.top": owned},
+                                             {"observation.images.top": other}], fps=FPS)
+
+    return make
 
 
 def _rot270(img: Any) -> Any:
@@ -206,6 +242,22 @@ RECIPES: dict[str, Recipe] = {
     "same-rig-new-episode-vflip": Recipe(edit([Piece(R_NEW, 0.0, 20.0)], transform=m.vflip)),
     "same-rig-rotate-90": Recipe(edit([Piece(R, 5.0, 20.0)], transform=m.rot90), [Expect("R", 0, 20, 5, 25)]),
     "same-rig-rotate-270": Recipe(edit([Piece(R, 5.0, 20.0)], transform=_rot270)),
+    # Robot datasets (issue 32): owned rig footage re-packed as each container is found at speed 1.00;
+    # the other episode of the same rig in the same container is not.
+    "launder-aloha-hdf5": Recipe(_repack("aloha"), [Expect("R", 0, 12, 5, 17)]),
+    "launder-aloha-jpeg": Recipe(_repack("aloha-jpeg"), [Expect("R", 0, 12, 5, 17)]),
+    "launder-robomimic": Recipe(_repack("robomimic"), [Expect("R", 0, 12, 5, 17)],
+                                not_owned=("data/demo_1/obs/agentview_image",)),
+    "launder-rlds": Recipe(_repack("rlds"), [Expect("R", 0, 12, 5, 17)],
+                           not_owned=("train/episode_1/steps/observation/image",)),
+    "launder-zarr": Recipe(_repack("zarr"), [Expect("R", 0, 12, 5, 17)], not_owned=("episode_1/camera0_rgb",)),
+    "launder-lerobot-images": Recipe(_repack("lerobot"), [Expect("R", 0, 12, 5, 17)],
+                                     not_owned=("data/chunk-000/file-000.parquet/episode_1/observation.images.top",)),
+    "same-rig-new-episode-aloha": Recipe(_repack("aloha-new")),
+    # As the speed-2x row, on the same master: the container, not the footage, changed the speed.
+    "frame-rate-wrong-2x": Recipe(_repack("robomimic", stated_rate=2 * FPS, source=A, start=2.0, seconds=30.0),
+                                  [Expect("A", 0, 15, 2, 32)],
+                                  not_owned=("data/demo_1/obs/agentview_image",)),
 }
 
 
@@ -331,8 +383,9 @@ def _part_reports(factory: pytest.TempPathFactory, part: str) -> dict[str, Any]:
     masters = _masters(factory)
     offered.update({rid: offer(rid, masters) for rid in rids if rid in FROM_MASTER_FILE})
     vendor = factory.mktemp(f"matrix-vendor-index-{part}")
+    # index.frame_rate: the robot-dataset rows store no rate (robomimic's stated rate still wins).
     summary = api.index_paths([offered[r] for r in rids], index=vendor, config=api.load_config(
-        {"index.path": str(vendor)}))
+        {"index.path": str(vendor), "index.frame_rate": FPS}))
     assert not summary.failed, summary.failed
     groups: dict[str, list[str]] = {}
     for rid in rids:
@@ -395,6 +448,9 @@ def _check_detected(rid: str, result: Any, recipe: Recipe, row: dict[str, Any]) 
             assert v.edge == row["expect_edge"], f"{rid}: variant {v} not reported as {row['expect_edge']} edge crop"
         if row.get("expect_rotation"):
             assert v.rotation != 0, f"{rid}: variant {v} not reported as rotated"
+    for key in recipe.not_owned:
+        assert not [s for s in segs if s.query_stream == key], (
+            f"{rid}: another episode in the same container ({key}) matched")
     if recipe.matched_seconds is not None:
         assert result.matched_seconds == pytest.approx(recipe.matched_seconds, abs=1.5), (
             f"{rid}: matched {result.matched_seconds} s, expected only the owned {recipe.matched_seconds} s")

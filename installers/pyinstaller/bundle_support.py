@@ -57,6 +57,11 @@ OTHER_EXCLUDES: tuple[str, ...] = (
     # The `lerobot` extra (pyarrow, ~170 MB) is not bundled: the LeRobot reader then maps
     # matches to files, not episodes, and says so. HTTP stacks some extras import: unused.
     "pyarrow", "pandas", "requests", "urllib3", "cryptography", "certifi", "charset_normalizer", "idna",
+    # The `robotdata` extra (h5py above, zarr + numcodecs, google-crc32c, imagecodecs) is not bundled:
+    # the Windows folder is at 194 MB of its 200 MB budget and h5py's HDF5 DLLs plus numcodecs'
+    # compiled codecs add ~25 MB. The robot-dataset readers are in the bundle and say which extra
+    # to install (pip); the readers import these libraries only inside functions.
+    "zarr", "numcodecs", "google_crc32c", "imagecodecs", "donfig",
 )
 
 #: Big optional libraries that are bundled only if the product's own code imports them.

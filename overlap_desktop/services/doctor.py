@@ -215,6 +215,29 @@ def _index_checks(config: Config) -> list[DoctorCheck]:
     return out
 
 
+#: Optional libraries of the robot-dataset readers: (shown name, distributions, what needs it).
+_ROBOTDATA = (
+    ("h5py (robotdata extra)", ("h5py",), "ALOHA and robomimic / LIBERO HDF5 files"),
+    ("zarr (robotdata extra)", ("zarr",), "diffusion-policy / UMI zarr ReplayBuffers"),
+    ("numcodecs", ("numcodecs",), "the compressors of zarr buffers (blosc, zstd, lz4, gzip)"),
+    ("google-crc32c (robotdata extra)", ("google-crc32c", "google_crc32c"), "RLDS / TFDS TFRecord shards"),
+    ("imagecodecs", ("imagecodecs",), "JPEG-XL compressed zarr buffers (UMI): pip install imagecodecs"),
+)
+
+
+def _robotdata_checks() -> list[DoctorCheck]:
+    """Which optional robot-dataset libraries and codecs are installed (never required)."""
+    out = []
+    for name, dists, needs in _ROBOTDATA:
+        version = _dist_version(*dists)
+        hint = "" if version else f"{needs} need it: pip install 'overlap-desktop[robotdata]'"
+        if version is None and name == "imagecodecs":
+            hint = f"{needs}"
+        out.append(DoctorCheck(name, version is not None, version or "not installed", hint or f"reads {needs}",
+                               False))
+    return out
+
+
 def doctor(config: Config | None = None) -> DoctorReport:
     """Check the environment.
 
@@ -243,6 +266,7 @@ def doctor(config: Config | None = None) -> DoctorReport:
     checks.append(DoctorCheck("rosbags (ros extra)", ros is not None, ros or "not installed",
                               "" if ros else "ROS1 .bag and rosbag2 need: pip install 'overlap-desktop[ros]'",
                               False))
+    checks.extend(_robotdata_checks())
     try:
         checks.extend(_readers_checks())
     except Exception as exc:

@@ -198,6 +198,8 @@ def test_lerobot_episodes_end_to_end(lerobot_dataset: Path, tmp_path: Path) -> N
     pairs = {tuple(int(x) for x in re.findall(r"episode (\d+)", lab_)) for lab_ in labels}
     # Every offered episode is mapped to the owned episode with the same footage, never another one.
     assert pairs == {(1, 1), (2, 2)}, labels
-    want = r"offered episode 2, 00:0[01]–00:0[23] matches your episode 2, 00:0[01]–00:0[23]"
+    # The camera is named on both sides (issue 32: "episode 41, cam_high, 00:12–00:31").
+    want = (r"offered episode 2, (observation\.images\.\w+), 00:0[01]–00:0[23] "
+            r"matches your episode 2, \1, 00:0[01]–00:0[23]")
     assert any(re.fullmatch(want, x) for x in labels), labels
     assert "matches your episode" in out

@@ -132,3 +132,17 @@ def test_bad_datasets(tmp_path: Path) -> None:
         reader.streams(root)
     with pytest.raises(MediaError, match="outside the dataset"):
         list(reader.frames(root, StreamInfo(key="../../etc/passwd")))
+
+
+def test_labels_name_the_camera_of_episode_streams() -> None:
+    from overlap_desktop.core.ingest.readers.lerobot import camera_of_key
+
+    info = StreamInfo(key="observations/images/cam_high", extra={"camera": "cam_high", "episodes": [(41, 0.0, 60.0)]})
+    assert episode_spans_for(info, 12.0, 31.0)[0]["label"] == "episode 41, cam_high, 00:12\u201300:31"
+    assert camera_of_key("observations/images/cam_high") == "cam_high"
+    assert camera_of_key("data/demo_4/obs/agentview_image") == "agentview_image"
+    assert camera_of_key("train/episode_3/steps/observation/image") == "image"
+    assert camera_of_key("episode_0/camera0_rgb") == "camera0_rgb"
+    assert camera_of_key("videos/observation.images.top/chunk-000/file-000.mp4") == "observation.images.top"
+    assert camera_of_key("videos/chunk-000/observation.images.top/episode_000001.mp4") == "observation.images.top"
+    assert camera_of_key("v:0") is None and camera_of_key("videos/front.mp4") is None

@@ -43,6 +43,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         hours = _hms(f.duration_s) if f.status == "ok" else ""
         streams = f"{len(f.streams)} stream{'s' if len(f.streams) != 1 else ''}" if f.status == "ok" else ""
         line = f"{f.status:<8}{hours:>10}  {streams:<10} {safe_terminal(f.path)}"
+        if f.frame_rate is not None:
+            line += f"  [{f.frame_rate:g} Hz, {safe_terminal(f.frame_rate_source or '')}]"
         if f.error:
             line += f"  -- {safe_terminal(f.error)}"
         ctx.print(line)

@@ -34,6 +34,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help='centred crop rungs as fractions kept, e.g. "0.94,0.88,0.82"; "" for none')
     p.add_argument("--fps", metavar="N", type=float, default=None,
                    help="samples per second of footage (default 4; lower weakens detection)")
+    p.add_argument("--frame-rate", metavar="HZ", type=float, default=None, dest="frame_rate",
+                   help="frame rate of robot datasets that store none (ALOHA HDF5, RLDS, zarr buffers; default: "
+                        "index.frame_rate); a rate stored in the file always wins")
     p.add_argument("--forget-missing", action="store_true",
                    help="drop index entries under PATH whose file no longer exists (refused when PATH is an "
                         "empty folder, e.g. an unmounted disk, unless --force)")
@@ -195,6 +198,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.overrides["index.crop_ladder"] = args.crop_ladder
     if args.fps is not None:
         ctx.overrides["index.fps"] = args.fps
+    if args.frame_rate is not None:
+        ctx.overrides["index.frame_rate"] = args.frame_rate
     if args.workers is not None:
         if args.workers < 0:
             ctx.note("overlap index: error: --workers must be 0 (one per core) or more")

@@ -53,9 +53,14 @@ __all__ = ["FileJob", "FileOutcome", "describe_failure", "fingerprint_file", "fi
 
 def fingerprint_settings(config: Config, variants: Sequence[Variant]) -> str:
     """The settings that change fingerprints; a file fingerprinted with others is redone."""
-    return json.dumps({"fps": float(config["index.fps"]), "variants": [v.to_dict() for v in variants],
-                       "quality_floor": int(config["index.quality_floor"]),
-                       "static_seconds": float(config["index.static_seconds"])}, sort_keys=True)
+    settings = {"fps": float(config["index.fps"]), "variants": [v.to_dict() for v in variants],
+                "quality_floor": int(config["index.quality_floor"]),
+                "static_seconds": float(config["index.static_seconds"])}
+    # The rate of datasets that store none changes their fingerprints' times (only when set,
+    # so indexes made before the setting existed stay current).
+    if float(config.get("index.frame_rate") or 0):
+        settings["frame_rate"] = float(config["index.frame_rate"])
+    return json.dumps(settings, sort_keys=True)
 
 
 def fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Sequence[Variant],

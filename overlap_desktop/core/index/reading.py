@@ -44,6 +44,9 @@ class IndexedFile:
         fps: Sampling rate its fingerprints were taken at.
         provenance: Where the row came from when it was merged from another index (JSON text), else ``None``.
         indexed_at: UTC ISO time of the last successful fingerprinting.
+        frame_rate: Frame rate a robot dataset's frames were timed at (``None`` for files whose
+            frames carry their own times), filled by :meth:`IndexReader.with_frame_rates`.
+        frame_rate_source: Where that rate came from (``"stored (...)"`` or ``"--frame-rate ..."``).
     """
 
     id: int
@@ -60,6 +63,8 @@ class IndexedFile:
     fps: float | None = None
     provenance: str | None = None
     indexed_at: str | None = None
+    frame_rate: float | None = None
+    frame_rate_source: str | None = None
 
     @property
     def hours(self) -> float:
@@ -73,6 +78,7 @@ class IndexedFile:
             "error": self.error, "reader": self.reader, "streams": list(self.streams),
             "indeterminate_s": self.indeterminate_s, "fps": self.fps,
             "provenance": self.provenance, "indexed_at": self.indexed_at,
+            "frame_rate": self.frame_rate, "frame_rate_source": self.frame_rate_source,
         }
 
 
@@ -117,6 +123,20 @@ class IndexReader:
         if status is None:
             return self._file_rows()
         return self._file_rows("WHERE status = ?", (status,))
+
+    def with_frame_rates(self, files: list[IndexedFile]) -> list[IndexedFile]:
+        """``files`` with the frame rate their streams were timed at, for readers that time
+        frames by a rate (robot datasets: ``StreamInfo.extra["rate_source"]``)."""
+        rates: dict[int, tuple[float, str]] = {}
+        for fid, rate, source in self._db.execute(
+                "SELECT file_id, json_extract(info, '$.rate_hint'), json_extract(info, '$.extra.rate_source') "
+                "FROM streams WHERE info LIKE '%rate_source%'"):
+            if source is not None and rate is not None:
+                rates.setdefault(int(fid), (float(rate), str(source)))
+        for f in files:
+            if f.id in rates:
+                f.frame_rate, f.frame_rate_source = rates[f.id]
+        return files
 
     def file(self, path: str | os.PathLike[str]) -> IndexedFile | None:
         """The row for ``path`` (absolute or relative to the current folder), or ``None``."""

@@ -108,7 +108,7 @@ def library_files(path: str | os.PathLike[str] | None = None, *, status: str | N
     if lib.empty:
         return []
     with open_index(lib.path, config=config, create=False, readonly=True) as idx:
-        files = idx.files()
+        files = idx.with_frame_rates(idx.files())
     if status == "pending":
         files = [f for f in files if f.status in ("pending", "running")]
     elif status is not None:

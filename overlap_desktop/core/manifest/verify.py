@@ -284,6 +284,45 @@ def _walk(root: Path) -> dict[str, tuple[Path, int]]:
     return found
 
 
+def _folder_items(m: Manifest, root: Path, delivered: dict[str, tuple[Path, int]],
+                  cancel: CancelCallback | None) -> dict[str, str]:
+    """Quoted items that are folders in the delivery (a zarr buffer, an RLDS or LeRobot dataset,
+    a rosbag2 recording: one item each, as indexing saw them). Each becomes one delivered
+    entry with the index's folder size and hash (:func:`~overlap_desktop.core.index.walk.sha256_item`),
+    and the files inside it are no longer listed on their own. Manifest names are only compared
+    with the delivery's folders, never used as paths. Returns ``name -> sha256``.
+    """
+    from overlap_desktop.core.index.walk import item_stat, sha256_item
+
+    quoted = {f.name: f.size for f in m.files if not m.anonymized and f.name and f.name not in delivered}
+    if not quoted:
+        return {}
+    folders: dict[str, Path] = {}
+    for dirpath, dirnames, _files in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for d in list(dirnames):
+            p = Path(dirpath) / d
+            rel = p.relative_to(root).as_posix()
+            if rel in quoted and not p.is_symlink():
+                folders[rel] = p
+                dirnames.remove(d)  # an item: what it holds is not listed on its own
+    out: dict[str, str] = {}
+    for name, folder in folders.items():
+        check_cancel(cancel)
+        try:
+            size, _ = item_stat(folder)
+            digest = sha256_item(folder) if size == quoted[name] else ""
+        except OSError:
+            continue
+        prefix = name + "/"
+        for rel in [r for r in delivered if r.startswith(prefix)]:
+            del delivered[rel]
+        delivered[name] = (folder, size)
+        if digest:
+            out[name] = digest
+    return out
+
+
 def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
                     threads: int = 0, progress: ProgressCallback | None = None,
                     cancel: CancelCallback | None = None) -> VerifyResult:
@@ -311,12 +350,15 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
     if not root.is_dir():
         raise InputError("delivery folder not found or not a folder", path=root)
     delivered = _walk(root)
+    folder_digests = _folder_items(m, root, delivered, cancel)
     quoted_sizes = {f.size for f in m.files}
     # Only files whose size some entry quotes can match anything; others are extra
     # (or altered by size) without reading a byte.
     to_hash = sorted((rel for rel, (_, size) in delivered.items() if size in quoted_sizes),
                      key=lambda rel: -delivered[rel][1])
+    to_hash = [rel for rel in to_hash if rel not in folder_digests]
     hashed = _hash_files(delivered, to_hash, threads=threads, progress=progress, cancel=cancel)
+    hashed.digests.update(folder_digests)
     unreadable_paths = {u["path"] for u in hashed.unreadable}
     entries, claimed = _match_entries(m, delivered, hashed.digests, unreadable_paths)
     extra: list[dict[str, Any]] = []

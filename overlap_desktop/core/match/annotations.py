@@ -161,12 +161,13 @@ def _clock(seconds: float) -> str:
     return format_clock(seconds)
 
 
-def _pieces(episodes: list[tuple[int, float, float]], a: float, b: float) -> list[dict[str, Any] | None]:
-    from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for
+def _pieces(episodes: list[tuple[int, float, float]], a: float, b: float,
+            stream: str = "") -> list[dict[str, Any] | None]:
+    from overlap_desktop.core.ingest.readers.lerobot import camera_of_key, episode_spans_for
 
     if not episodes:
         return [None]
-    found = episode_spans_for({"episodes": episodes}, a, b)
+    found = episode_spans_for({"episodes": episodes, "camera": camera_of_key(stream)}, a, b)
     long = [p for p in found if p["file_end_s"] - p["file_start_s"] >= MIN_PIECE_SECONDS]
     out: list[dict[str, Any] | None] = list(long or found[:1])
     return out or [None]
@@ -181,7 +182,8 @@ def _sub_label(piece: dict[str, Any], a: float, b: float) -> dict[str, Any]:
     hi = max(lo, hi)
     return {"episode": piece["episode"], "start_s": round(lo - e0, 3), "end_s": round(hi - e0, 3),
             "file_start_s": round(lo, 3), "file_end_s": round(hi, 3),
-            "label": format_episode_span(piece["episode"], lo - e0, hi - e0)}
+            "camera": piece.get("camera"),
+            "label": format_episode_span(piece["episode"], lo - e0, hi - e0, piece.get("camera"))}
 
 
 def _segment_episodes(seg: Segment, q_eps: list[tuple[int, float, float]],
@@ -195,10 +197,10 @@ def _segment_episodes(seg: Segment, q_eps: list[tuple[int, float, float]],
         return qs if ce == cs else qs + (c - cs) * (qe - qs) / (ce - cs)
 
     out: list[dict[str, Any]] = []
-    for op in _pieces(q_eps, qs, qe):
+    for op in _pieces(q_eps, qs, qe, seg.query_stream):
         a, b = (op["file_start_s"], op["file_end_s"]) if op else (qs, qe)
         ca, cb = sorted((q2c(a), q2c(b)))
-        for cp in _pieces(c_eps, ca, cb):
+        for cp in _pieces(c_eps, ca, cb, seg.corpus_stream):
             if cp is not None:
                 # The offered stretch that lands inside this owned episode.
                 qa, qb = sorted((c2q(cp["file_start_s"]), c2q(cp["file_end_s"])))

@@ -55,7 +55,8 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
     ``kind`` column is ``segment`` for reported overlap, ``below-floor`` for shorter
     evidence and ``weak`` for weak evidence (neither counted), and ``repeat`` for a
     stretch repeating other offered footage (``corpus_*`` is then the other offered
-    file). Files without any match get one ``no-match`` row so every offered file
+    file); ``episode`` rows name the episode and camera of each piece of a matched stretch
+    in an episode dataset. Files without any match get one ``no-match`` row so every offered file
     appears. Times are seconds.
 
     Returns:
@@ -103,6 +104,20 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
                 w.writerow(r)
         if not f.segments and not f.below_floor and not f.weak and not f.repeats:
             w.writerow(["no-match", _csv_text(f.query_file)] + [""] * (len(CSV_COLUMNS) - 2))
+        # One row per episode piece of a matched stretch (episode datasets): the label names the
+        # episode and camera on both sides ("offered episode 41, cam_high, 00:12–00:31 matches ...").
+        for e in f.episodes:
+            if not isinstance(e, Mapping) or not e.get("label"):
+                continue
+            ep_row = list(blank)
+            ep_row[0] = "episode-below-floor" if e.get("below_floor") else "episode"
+            ep_row[1], ep_row[2] = _csv_text(f.query_file), _csv_text(e.get("query_stream", ""))
+            ep_row[5], ep_row[6] = _csv_text(e.get("corpus_file", "")), _csv_text(e.get("corpus_stream", ""))
+            for col in ("query_start", "query_end", "corpus_start", "corpus_end"):
+                v = e.get(col)
+                ep_row[CSV_COLUMNS.index(col)] = f"{float(v):.3f}" if isinstance(v, (int, float)) else ""
+            ep_row[CSV_COLUMNS.index("description")] = _csv_text(e.get("label", ""))
+            w.writerow(ep_row)
     # One row per matched evaluation example (the lab's own text; the vendor's is never known):
     # query_file/query_stream hold the example's source and position.
     block = report.text_overlap or {}

@@ -28,6 +28,10 @@ BUILTIN_READERS: dict[str, str] = {
     "rosbag": "overlap_desktop.core.ingest.readers.rosbag:RosbagReader",
     "lerobot": "overlap_desktop.core.ingest.readers.lerobot:LeRobotReader",
     "imageseq": "overlap_desktop.core.ingest.readers.imageseq:ImageSequenceReader",
+    "aloha": "overlap_desktop.core.ingest.readers.hdf5.aloha:AlohaReader",
+    "robomimic": "overlap_desktop.core.ingest.readers.hdf5.robomimic:RobomimicReader",
+    "rlds": "overlap_desktop.core.ingest.readers.rlds.reader:RldsReader",
+    "zarr": "overlap_desktop.core.ingest.readers.zarrbuf.reader:ZarrReader",
 }
 
 log = logging.getLogger(__name__)

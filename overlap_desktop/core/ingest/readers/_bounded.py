@@ -135,7 +135,8 @@ class Budget:
 
         Args:
             data: Compressed bytes.
-            compression: ``"zstd"``, ``"lz4"`` (frame format), ``"bz2"``, or ``""`` / ``"none"``.
+            compression: ``"zstd"``, ``"lz4"`` (frame format), ``"bz2"``, ``"zlib"`` / ``"gzip"``
+                (deflate, either header), or ``""`` / ``"none"``.
             declared: The uncompressed size the container states, if any: a result of
                 another size is corrupt data. Known and under the cap, it is allocated once
                 and filled in place (no growing, no final copy).
@@ -158,7 +159,7 @@ class Budget:
             step = _STEPPERS.get(comp)
             if step is None:
                 raise CorruptData(f"{what} uses compression {compression!r}, which is not supported "
-                                  "(supported: zstd, lz4, bz2)")
+                                  "(supported: zstd, lz4, bz2, zlib, gzip)")
             if declared is not None:
                 fast = _one_shot(bytes(data) if not isinstance(data, bytes) else data, comp, declared, what)
                 # Another length (e.g. only the first of several frames): the stepped path decides.
@@ -305,10 +306,45 @@ def _bz2_steps(data: bytes, sink: Callable[[bytes], None]) -> None:
     _frames_in_steps(data, sink, bz2.BZ2Decompressor, "bz2 stream")
 
 
+class _Inflate:
+    """zlib / gzip streams (the header says which) behind the interface of bz2's decompressor."""
+
+    def __init__(self) -> None:
+        import zlib
+
+        self._d = zlib.decompressobj(47)  # 32 + 15: a zlib or gzip header, the largest window
+        self._full = False  # the last call filled max_length: more output may be pending
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        # Input left over by a limited call waits in unconsumed_tail and must be passed again.
+        out = self._d.decompress(data or self._d.unconsumed_tail, max_length)
+        self._full = len(out) >= max_length
+        return out
+
+    @property
+    def eof(self) -> bool:
+        return self._d.eof
+
+    @property
+    def needs_input(self) -> bool:
+        return not self._d.eof and not self._d.unconsumed_tail and not self._full
+
+    @property
+    def unused_data(self) -> bytes:
+        return self._d.unused_data
+
+
+def _zlib_steps(data: bytes, sink: Callable[[bytes], None]) -> None:
+    # HDF5's deflate filter and numcodecs' Zlib / GZip (zarr) write zlib or gzip streams.
+    _frames_in_steps(data, sink, _Inflate, "deflate stream")
+
+
 _STEPPERS: dict[str, Callable[[bytes, Callable[[bytes], None]], None]] = {
     "zstd": _zstd_steps,
     "lz4": _lz4_steps,
     "bz2": _bz2_steps,
+    "zlib": _zlib_steps,
+    "gzip": _zlib_steps,
 }
 
 

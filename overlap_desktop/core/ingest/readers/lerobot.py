@@ -1,5 +1,8 @@
 """LeRobot datasets (a folder with ``meta/info.json``): one stream per camera video file.
 
+Cameras stored as images (``dtype: image``: PNG / JPEG bytes inside the data parquet files)
+are read by :mod:`.lerobot_images`, one stream per episode and camera.
+
 LeRobot v3 packs several episodes into each video file
 (``videos/{video_key}/chunk-XXX/file-YYY.mp4``) and records where each episode lies in
 the per-episode table ``meta/episodes/chunk-XXX/file-YYY.parquet`` (columns
@@ -28,10 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from overlap_desktop.core.fsutil import is_regular_file, open_regular, read_regular
+from overlap_desktop.core.ingest.readers._images import limits_from_config
+from overlap_desktop.core.ingest.readers.lerobot_images import image_frames, image_keys, image_streams
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
 
-__all__ = ["LeRobotReader", "LEROBOT_EXTRA_HINT", "episode_spans_for", "format_episode_span", "read_episode_table"]
+__all__ = ["LeRobotReader", "LEROBOT_EXTRA_HINT", "camera_of_key", "episode_spans_for", "format_episode_span",
+           "read_episode_table"]
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +169,31 @@ def _mmss(seconds: float) -> str:
     return f"{m:02d}:{s:02d}"
 
 
-def format_episode_span(episode: int, start_s: float, end_s: float) -> str:
-    """``"episode 41, 00:12–00:31"`` (times within the episode)."""
-    return f"episode {episode}, {_mmss(start_s)}\u2013{_mmss(end_s)}"
+def format_episode_span(episode: int, start_s: float, end_s: float, camera: str | None = None) -> str:
+    """``"episode 41, cam_high, 00:12–00:31"`` (times within the episode; no camera part when
+    the stream does not name one)."""
+    cam = f"{camera}, " if camera else ""
+    return f"episode {episode}, {cam}{_mmss(start_s)}\u2013{_mmss(end_s)}"
+
+
+def camera_of_key(key: str) -> str | None:
+    """The camera a stream key of an episode dataset names, or ``None``.
+
+    Every reader of episode datasets ends its stream keys with the camera
+    (``observations/images/cam_high``, ``data/demo_4/obs/agentview_image``,
+    ``train/episode_3/steps/observation/image``); LeRobot keys are its video files
+    (``videos/observation.images.top/chunk-000/file-000.mp4``). Keys without a path
+    (``v:0``) name no camera. Only the key is used, so manifests (which carry keys, not
+    reader details) name cameras the same way as the index.
+    """
+    parts = [p for p in str(key).replace("\\", "/").split("/") if p]
+    if len(parts) < 2:
+        return None
+    named = [p for p in parts if p.startswith("observation.")]
+    if named:
+        return named[0]
+    last = parts[-1]
+    return None if "." in last and last.rsplit(".", 1)[-1].lower() in ("mp4", "mkv", "webm", "mov") else last
 
 
 def episode_spans_for(stream_info: StreamInfo | dict[str, Any], start_s: float,
@@ -180,11 +208,12 @@ def episode_spans_for(stream_info: StreamInfo | dict[str, Any], start_s: float,
     Returns:
         One dict per overlapping episode, in file order: ``episode``, ``start_s`` and
         ``end_s`` (within the episode), ``file_start_s`` and ``file_end_s`` (within the
-        file) and ``label`` (``"episode 41, 00:12–00:31"``). Empty when the stream has no
-        episode table.
+        file), ``camera`` (``extra["camera"]``, or ``None``) and ``label`` (``"episode 41,
+        cam_high, 00:12–00:31"``). Empty when the stream has no episode table.
     """
     extra = stream_info.extra if isinstance(stream_info, StreamInfo) else stream_info
     episodes = extra.get("episodes") or []
+    camera = extra.get("camera") if isinstance(extra.get("camera"), str) else None
     lo, hi = (start_s, end_s) if start_s <= end_s else (end_s, start_s)
     out: list[dict[str, Any]] = []
     for ep in episodes:
@@ -196,7 +225,7 @@ def episode_spans_for(stream_info: StreamInfo | dict[str, Any], start_s: float,
         if b < a or (b == a and lo != hi):
             continue
         out.append({"episode": index, "start_s": a - e0, "end_s": b - e0, "file_start_s": a, "file_end_s": b,
-                    "label": format_episode_span(index, a - e0, b - e0)})
+                    "camera": camera, "label": format_episode_span(index, a - e0, b - e0, camera)})
     return out
 
 
@@ -204,7 +233,8 @@ class LeRobotReader:
     """Reader for LeRobot dataset folders (v3, and v2.x one-episode-per-file layouts)."""
 
     name = "lerobot"
-    description = "LeRobot datasets (meta/info.json): one stream per camera video file, mapped to episodes"
+    description = ("LeRobot datasets (meta/info.json): one stream per camera video file, mapped to episodes, "
+                   "or per episode and image camera")
     extensions: tuple[str, ...] = ()
 
     def __init__(self, *, config: Any | None = None) -> None:
@@ -216,7 +246,15 @@ class LeRobotReader:
 
     def can_open(self, path: Path) -> bool:
         path = Path(path)
-        return path.is_dir() and is_regular_file(path / "meta" / "info.json") and (path / "videos").is_dir()
+        if not (path.is_dir() and is_regular_file(path / "meta" / "info.json")):
+            return False
+        if (path / "videos").is_dir():
+            return True
+        # Cameras stored as images inside the data parquet files (dtype: image).
+        try:
+            return (path / "data").is_dir() and bool(image_keys(_load_info(path)))
+        except MediaError:
+            return False
 
     def _video_files(self, root: Path, keys: list[str]) -> list[tuple[str, Path]]:
         videos = root / "videos"
@@ -236,9 +274,13 @@ class LeRobotReader:
         root = Path(path)
         info = _load_info(root)
         keys = video_keys(info)
-        files = self._video_files(root, keys)
+        files = self._video_files(root, keys) if (root / "videos").is_dir() else []
+        images = image_streams(root, info, _fps(info), limits_from_config(self._config))
+        if not files and not images:
+            raise MediaError("no camera video files under videos/ and no image cameras in the data files of this "
+                             "LeRobot dataset", path=root)
         if not files:
-            raise MediaError("no camera video files under videos/ in this LeRobot dataset", path=root)
+            return images
         rows, note = read_episode_table(root)
         if note:
             log.info("%s: %s", root, note)
@@ -261,13 +303,16 @@ class LeRobotReader:
             out.append(StreamInfo(key=rel, width=s.width, height=s.height, duration_s=s.duration_s,
                                   codec=s.codec, rate_hint=s.rate_hint or _fps(info), rotation=s.rotation,
                                   extra=extra))
-        if not out:
+        if not out and not images:
             raise MediaError("no decodable camera video in this LeRobot dataset", path=root)
-        return out
+        return out + images
 
     def frames(self, path: Path, stream: StreamInfo, *,
                cancel: CancelCallback | None = None) -> Iterator[TimedFrame]:
         root = Path(path)
+        if stream.extra.get("data_file"):  # an image camera inside the data parquet files
+            yield from image_frames(root, stream, _fps(_load_info(root)), limits_from_config(self._config), cancel)
+            return
         rel = stream.extra.get("video") or stream.key
         video = (root / rel).resolve()
         try:
