@@ -12,9 +12,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from overlap_desktop.core.report.model import Report
+from overlap_desktop.core.report.model import FileResult, Report
 from overlap_desktop.core.report.output import write_atomically
 from overlap_desktop.core.report.wording import (
+    ambiguous_episodes,
     describe_repeat,
     describe_segment,
     evidence_floor,
@@ -32,6 +33,8 @@ CSV_COLUMNS = (
     "frames", "mean_distance", "score", "description",
     # overlap.report/2 additions, appended so readers that go by position keep working.
     "chance", "speed_low", "speed_high", "repeated_seconds", "new_seconds",
+    # overlap.report/3: offered seconds neither shown owned nor shown new.
+    "cant_tell_seconds",
 )
 
 
@@ -50,7 +53,8 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
     The first row (``kind`` ``summary``) carries the headline and, for comparisons, the
     new footage you would actually get (``new_seconds``, ``repeated_seconds``). Then the
     ``kind`` column is ``segment`` for reported overlap, ``below-floor`` for shorter
-    evidence and ``weak`` for weak evidence (neither counted), and ``repeat`` for a
+    evidence, ``weak`` for weak evidence and ``ambiguous`` for a stretch matching several
+    owned episodes about equally (none counted: "can't tell"), and ``repeat`` for a
     stretch repeating other offered footage (``corpus_*`` is then the other offered
     file). Files without any match get one ``no-match`` row so every offered file
     appears. Times are seconds.
@@ -69,35 +73,37 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
         x for x in (headline(report), new_footage_sentence(report)) if x))
     summary[CSV_COLUMNS.index("repeated_seconds")] = f"{report.repeated_seconds:.3f}"
     summary[CSV_COLUMNS.index("new_seconds")] = f"{report.new_seconds:.3f}"
+    summary[CSV_COLUMNS.index("cant_tell_seconds")] = f"{report.cant_tell_seconds:.3f}"
     w.writerow(summary)
 
     def opt(x: float | None, spec: str) -> str:
         return "" if x is None else format(x, spec)
 
-    def row(kind: str, s: Segment) -> list[object]:
+    def row(kind: str, s: Segment, f: FileResult) -> list[object]:
         v = s.variant
         if kind == "repeat":
             desc = describe_repeat(s)
         else:
             desc = describe_segment(s, below_floor=kind == "below-floor", floor_seconds=fl,
-                                    weak=kind == "weak")
+                                    weak=kind == "weak",
+                                    ambiguous=ambiguous_episodes(f, s) if kind == "ambiguous" else 0)
         return [kind, _csv_text(s.query_file or ""), _csv_text(s.query_stream), f"{s.query_start:.3f}",
                 f"{s.query_end:.3f}", _csv_text(s.corpus_file), _csv_text(s.corpus_stream),
                 f"{s.corpus_start:.3f}", f"{s.corpus_end:.3f}", f"{s.speed:.4f}", int(v.mirrored),
                 v.rotation, "" if v.crop >= 1.0 else f"{v.crop:.4f}", v.edge or "",
                 f"{v.edge_depth:.4f}" if v.edge else "", s.frames, f"{s.mean_distance:.2f}",
                 f"{s.score:.4f}", _csv_text(desc), opt(s.chance, ".3g"), opt(s.speed_low, ".4f"),
-                opt(s.speed_high, ".4f"), "", ""]
+                opt(s.speed_high, ".4f"), "", "", ""]
 
     for f in report.files:
         for kind, segs in (("segment", f.segments), ("below-floor", f.below_floor), ("weak", f.weak),
-                           ("repeat", f.repeats)):
+                           ("ambiguous", f.ambiguous), ("repeat", f.repeats)):
             for s in segs:
-                r = row(kind, s)
+                r = row(kind, s, f)
                 if not s.query_file:
                     r[1] = _csv_text(f.query_file)
                 w.writerow(r)
-        if not f.segments and not f.below_floor and not f.weak and not f.repeats:
+        if not f.segments and not f.below_floor and not f.weak and not f.ambiguous and not f.repeats:
             w.writerow(["no-match", _csv_text(f.query_file)] + [""] * (len(CSV_COLUMNS) - 2))
     # One row per matched evaluation example (the lab's own text; the vendor's is never known):
     # query_file/query_stream hold the example's source and position.
