@@ -13,6 +13,9 @@ their source only) and look-alikes (must never be owned). Three classes:
   a 15 s reversed copy, a file reassembled from two 12 s pieces of one owned clip, a 20 s piece
   rescaled (384x216 -> 320x180) and re-timed (10 -> 25 fps), a 12 s re-encode; look-alikes are
   later moments of the same fixed cameras.
+- **mujoco** — a rendered robot rig (tests/data/mujoco, MuJoCo, software EGL): scripted repeats of
+  one arm motion with the blocks moved (20-28 bits from their owned twins), another motion from
+  the same home pose, and true copies (re-encode, 0.5x, mirror).
 - **heldout** — real footage nobody tuned on: an overhead car park (tests/data/heldout, near-static
   asphalt with cars passing) and NASA footage from tests/data/video: copies of owned stretches and
   later moments of the same camera.
@@ -175,7 +178,33 @@ def heldout() -> Suite:
     return Suite("heldout", lib, offers)
 
 
-SUITES: dict[str, Callable[[], Suite]] = {"scripted": scripted, "short": short, "heldout": heldout}
+def mujoco() -> Suite:
+    """Rendered robot rig (tests/data/mujoco, made by its render_rig.py): scripted repeats and copies."""
+
+    def clip(name: str) -> RealClip:
+        return RealClip(str(DATA / "mujoco" / f"{name}.mp4"))
+
+    size, fps = (160, 120), 10.0
+    lib = {f"mj-{n}": (clip(n), 0.0, 12.0, size, fps) for n in ("t1-l1", "t1-l2", "t2-l1")}
+
+    def whole(name: str, **kw: Any) -> Offer:
+        return Offer([Piece(clip(name), 0.0, 12.0, master_fps=fps)], size, fps, **kw)
+
+    offers = {
+        # The same arm motion as two owned episodes (t1) or one (t2), the blocks elsewhere.
+        "neg-mj-t1-l3": whole("t1-l3"), "neg-mj-t1-l4": whole("t1-l4"), "neg-mj-t2-l2": whole("t2-l2"),
+        # Another motion from the same home pose and the same blocks.
+        "neg-mj-t3-l1": whole("t3-l1"),
+        "ctl-mj-t1-l2": whole("t1-l2", copy_of="mj-t1-l2"),
+        "ctl-mj-t2-l1-slow": Offer([Piece(clip("t2-l1"), 3.0, 12.0, speed=0.5, master_fps=fps)], size, fps,
+                                   copy_of="mj-t2-l1"),
+        "ctl-mj-t1-l1-mirror": whole("t1-l1", copy_of="mj-t1-l1", transform=m.hflip),
+    }
+    return Suite("mujoco", lib, offers)
+
+
+SUITES: dict[str, Callable[[], Suite]] = {"scripted": scripted, "mujoco": mujoco, "short": short,
+                                          "heldout": heldout}
 
 
 def build(suite: Suite, root: Path) -> Path:

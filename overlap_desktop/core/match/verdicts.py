@@ -186,8 +186,11 @@ def settle_episodes(segments: Sequence[Segment], owned_fp: Callable[[Segment], S
             owned.extend(s for s in piece if (s.corpus_file, s.corpus_stream) in counted)
             continue
         ambiguous.extend(s for segs in by_stream.values() for s in segs)
-    key = lambda s: (s.query_start, s.corpus_file, s.corpus_start)  # noqa: E731
-    return sorted(owned, key=key), sorted(ambiguous, key=key)
+    return sorted(owned, key=_order), sorted(ambiguous, key=_order)
+
+
+def _order(s: Segment) -> tuple[float, str, float]:
+    return s.query_start, s.corpus_file, s.corpus_start
 
 
 def _minus(a: float, b: float, taken: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
