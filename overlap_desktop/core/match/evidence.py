@@ -115,6 +115,9 @@ PLAUSIBLE_SPEEDS = (0.25, 4.0)
 DISTANCE_FREE_BITS = 32.0
 #: ... a factor of 10 for every this many bits beyond :data:`DISTANCE_FREE_BITS`.
 DISTANCE_PENALTY_PER_BITS = 5.0
+#: A line whose mean distance is at most this many bits holds near-identical frames (re-encodes
+#: and grades of one recording: 0-10 bits); beyond it, frames are merely alike (see :func:`_log10_tail`).
+CLOSE_BITS = 16.0
 #: A line of fewer distinct moments (states) than this pays a factor of 10 per missing one.
 FEW_STATES = 8
 FEW_STATES_DEFAULT = FEW_STATES
@@ -450,9 +453,21 @@ def _calibrate(pair: _Pair, cal: np.ndarray, slope: float, offset: float, obs: f
     return mu, sd, len(decoys)
 
 
-def _log10_tail(z: float) -> float:
-    """log10 of the standard normal upper tail at ``z``, in log space for large ``z`` (a very
-    strong line keeps its rank instead of underflowing to 0)."""
+def _log10_tail(z: float, n_states: int, mean_distance: float, odd_speed: bool) -> float:
+    """log10 of the upper tail at ``z``: normal, or Student's t with ``n_states - 1`` degrees of
+    freedom for a line of merely alike frames at an odd speed.
+
+    Near-identical frames (within :data:`CLOSE_BITS`) at well-separated moments are rare by
+    chance, state by state. Frames that are only alike (similar poses of one rig, 18-55 bits)
+    coincide in runs, and a line at another speed or reversed can thread such runs: there the
+    decoys' normal spread badly underrates how far a few states reach (measured: a 5-state line
+    at 0.4x and 18 bits between two episodes of one rig read 3e-47 under the normal tail). The
+    normal tail is computed in log space for large ``z``, so strong lines keep their rank.
+    """
+    if odd_speed and mean_distance > CLOSE_BITS:
+        from scipy import special
+
+        return math.log10(max(float(special.stdtr(max(1, n_states - 1), -z)), 1e-300))
     if z < 30.0:
         return math.log10(max(0.5 * math.erfc(z / math.sqrt(2.0)), 1e-300))
     # Mills ratio: sf(z) ~ phi(z) / z for large z.
@@ -559,8 +574,9 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
         lo, hi = _speed_interval(pair.qt[pr[pj]], pair.ct[np.clip(c_at, 0, len(corpus) - 1)],
                                  slope, offset, corpus.fps)
         piece = _piece(pair, seg, pr, pj, z, params)
-        log_chance = (_log10_tail(z) + math.log10(lines) + math.log10(_prior_penalty(slope, lo, hi))
-                      + math.log10(few_states_penalty(n_states))
+        penalty = _prior_penalty(slope, lo, hi)
+        log_chance = (_log10_tail(z, n_states, piece.mean_distance, penalty > 1.0) + math.log10(lines)
+                      + math.log10(penalty) + math.log10(few_states_penalty(n_states))
                       + math.log10(distance_penalty(piece.mean_distance)))
         chance = float(10.0 ** min(12.0, max(math.log10(MIN_CHANCE), log_chance)))
         out.append((piece, Assessment(pr, ps, pj, chance, z, lo, hi)))
