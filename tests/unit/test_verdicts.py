@@ -142,3 +142,14 @@ def test_json_v3_round_trips_and_v2_reads_without_cant_tell(tmp_path: Path) -> N
     r2 = load_report_json(old)
     assert r2.cant_tell_seconds == 0.0 and r2.files[0].cant_tell == [] and r2.files[0].ambiguous == []
     assert report_to_dict(r2)["schema"] == "overlap.report/3"
+
+
+def test_the_floor_counts_unjudged_time_a_match_runs_into() -> None:
+    """A 15 s reversed copy of which 9.8 s show an empty room is 15 s of evidence, not a 5 s piece."""
+    from overlap_desktop.core.match.verdicts import evidence_seconds
+
+    s = seg(9.5, 15.0, "room", 2.8)
+    assert evidence_seconds(s, [Span(0.0, 9.8, "static")]) == 15.0
+    assert evidence_seconds(s, []) == 5.5
+    # Unjudged time that does not touch the match (more than 1.5 s away) speaks for nothing.
+    assert evidence_seconds(s, [Span(0.0, 7.0, "static")]) == 5.5
