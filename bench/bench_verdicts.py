@@ -16,7 +16,7 @@ library and prints
    prediction is threshold x streams searched). Lines to a scripted twin (the same motion
    replayed) are counted apart: a replay is no coincidence, and the ambiguity rule, not the
    figure, keeps them from being owned. ``--before`` adds the same table under the evidence
-   model before issue 33 (normal tail, figure capped at 1e-15, no penalty for few moments or
+   model before issue 33 (normal tail always, figure capped at 1e-15, no penalty for few moments or
    large distances).
 
 Usage::
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -119,9 +120,14 @@ def candidate_lines(manifest: Path, lab: Path, truth: dict[str, str | None]) -> 
                 continue
             offered = Path(queries[qi].file).stem
             owned = Path(idx.stream_info(sid)[0].path).stem
-            same_motion = offered.startswith("neg-t") and owned.split("-")[0] == offered.split("-")[1]
-            (twin if same_motion else other).append(s.chance)
+            (twin if _trajectory(offered) and _trajectory(offered) == _trajectory(owned) else other).append(s.chance)
     return other, twin, len(queries)
+
+
+def _trajectory(name: str) -> str | None:
+    """The scripted trajectory a rig episode replays (``neg-mj-t1-l3`` -> ``t1``), if any."""
+    found = re.search(r"(?:^|-)(t\d+)-l\d+", name)
+    return found.group(1) if found else None
 
 
 def calibration(rows: list[tuple[list[float], list[float], int]], label: str) -> None:
@@ -180,8 +186,8 @@ def main() -> None:
 
     models = [("this model", {})]
     if args.before:
-        models.append(("before issue 33: no penalty for few moments or distance, capped at 1e-15",
-                       {"FEW_STATES": 0, "DISTANCE_FREE_BITS": 1e9, "MIN_CHANCE": 1e-15}))
+        models.append(("before issue 33: normal tail, no penalty for few moments or distance, capped at 1e-15",
+                       {"FEW_STATES": 0, "DISTANCE_FREE_BITS": 1e9, "MIN_CHANCE": 1e-15, "CLOSE_BITS": 1e9}))
     # The ridge gate keeps most look-alike lines from getting a figure at all; with it off, every
     # verified line is scored, which is what tests the figure itself (bench_evidence.py does the same).
     for label, patch in models:
