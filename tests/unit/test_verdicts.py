@@ -153,3 +153,12 @@ def test_the_floor_counts_unjudged_time_a_match_runs_into() -> None:
     assert evidence_seconds(s, []) == 5.5
     # Unjudged time that does not touch the match (more than 1.5 s away) speaks for nothing.
     assert evidence_seconds(s, [Span(0.0, 7.0, "static")]) == 5.5
+
+
+def test_two_cameras_of_one_offered_recording_are_not_rivals() -> None:
+    """An offered dataset with a top and a wrist camera, each matching its owned camera: both owned."""
+    top, wrist = seg(0, 16, "lib", 1.3), seg(0, 16, "lib", 1.5)
+    top.query_stream, top.corpus_stream = "top", "top"
+    wrist.query_stream, wrist.corpus_stream = "wrist", "wrist"
+    owned, ambiguous = settle_episodes([top, wrist], lambda s: None)
+    assert len(owned) == 2 and ambiguous == []

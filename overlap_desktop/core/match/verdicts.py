@@ -152,13 +152,20 @@ def settle_episodes(segments: Sequence[Segment], owned_fp: Callable[[Segment], S
     """
     owned: list[Segment] = []
     ambiguous: list[Segment] = []
-    for piece in offered_pieces(segments):
+    # Per offered stream: two cameras of one offered recording are two stretches, not rivals.
+    streams: dict[str, list[Segment]] = {}
+    for s in segments:
+        streams.setdefault(s.query_stream, []).append(s)
+    pieces = [p for segs in streams.values() for p in offered_pieces(segs)]
+    for piece in pieces:
         by_stream: dict[tuple[str, str], list[Segment]] = {}
         for s in piece:
             by_stream.setdefault((s.corpus_file, s.corpus_stream), []).append(s)
         p0, p1 = min(s.query_start for s in piece), max(s.query_end for s in piece)
         speed = piece[0].speed
         for r in rivals:
+            if r.query_stream != piece[0].query_stream:
+                continue
             cover = min(p1, r.query_end) - max(p0, r.query_start)
             same_speed = speed * r.speed > 0 and abs(abs(r.speed) / max(abs(speed), 1e-6) - 1.0) <= 0.1
             key = (r.corpus_file, r.corpus_stream)
