@@ -103,14 +103,16 @@ def test_few_samples_far_apart_at_an_odd_speed_are_not_certain(monkeypatch: pyte
 
     # The line: its normal-tail figure (2.5e-10, at 0.25x: already with the odd-speed
     # penalty) now pays for its four moments and its 55-bit mean distance: not counted.
-    assert 2.5e-10 * ev.few_states_penalty(4) * ev.distance_penalty(55.0) > MatchParams().max_chance
+    assert 2.5e-10 * ev.few_states_penalty(4, 55.0) * ev.distance_penalty(55.0) > MatchParams().max_chance
     # Close copies pay nothing for distance; 52 bits (a replayed motion on a rendered rig) pays 10^4.
     assert ev.distance_penalty(20.0) == 1.0 and ev.distance_penalty(52.0) == pytest.approx(1e4)
-    q = stream(codes_of(OWNED[40:56:4], noise_bits=3, seed=9), 1.0)  # 4 samples
+    # Four near-identical samples (a 4 s copy) are four rare events: no penalty for few moments.
+    assert ev.few_states_penalty(4, 3.0) == 1.0
+    q = stream(codes_of(OWNED[40:56:4], noise_bits=3, seed=9), 1.0)  # 4 samples, 3 bits off
     [(_, four)] = assess(q, CORPUS, seg(0.0, 3.0, 1.0, 10.0))
     monkeypatch.setattr(ev, "FEW_STATES", 0)
     [(_, plain)] = assess(q, CORPUS, seg(0.0, 3.0, 1.0, 10.0))
-    assert four.chance == pytest.approx(plain.chance * 10.0 ** (ev.FEW_STATES_DEFAULT - 4), rel=1e-6)
+    assert four.chance == pytest.approx(plain.chance, rel=1e-6)
 
 
 @pytest.mark.parametrize("episode", [2, 3, 4, 5, 6])

@@ -28,8 +28,9 @@ For one candidate segment this module
    stronger evidence) gives an **expected chance count** in the spirit of BLAST's
    E-value. Speeds other than 1 and reversal are a priori rarer, so they pay a
    penalty; implausible speeds (below 0.25x or above 4x) pay a much larger one; a line
-   of few distinct moments pays a factor of ten for each moment it lacks (a normal tail
-   over four moments is not a measurement, it is an extrapolation); a line whose frames
+   of merely alike frames (beyond near-identical) with few distinct moments pays a factor
+   of ten for each moment it lacks (a normal tail over four alike poses is not a
+   measurement, it is an extrapolation); a line whose frames
    sit far from their matches (a large mean distance: the same scene or a replayed motion,
    not the same recording, is the likelier story) pays one that grows with the distance.
 4. reports the **speed with a 95% interval**, from the residuals of the line fit and
@@ -118,9 +119,9 @@ DISTANCE_PENALTY_PER_BITS = 5.0
 #: A line whose mean distance is at most this many bits holds near-identical frames (re-encodes
 #: and grades of one recording: 0-10 bits); beyond it, frames are merely alike (see :func:`_log10_tail`).
 CLOSE_BITS = 16.0
-#: A line of fewer distinct moments (states) than this pays a factor of 10 per missing one.
+#: A line of merely alike frames with fewer distinct moments (states) than this pays a factor
+#: of 10 per missing one.
 FEW_STATES = 8
-FEW_STATES_DEFAULT = FEW_STATES
 #: A non-ridge line whose judged frames are on average this many bits closer than their
 #: background is a *rival* (the same motion in another owned episode).
 RIVAL_SUPPORT_BITS = 8.0
@@ -474,8 +475,14 @@ def _log10_tail(z: float, n_states: int, mean_distance: float, odd_speed: bool) 
     return float((-0.5 * z * z - math.log(z * math.sqrt(2.0 * math.pi))) / math.log(10.0))
 
 
-def few_states_penalty(n_states: int) -> float:
-    """How much less a line of ``n_states`` distinct moments proves than the normal tail says (>= 1)."""
+def few_states_penalty(n_states: int, mean_distance: float) -> float:
+    """How much less a line of ``n_states`` distinct moments proves than the normal tail says (>= 1).
+
+    Only for merely alike frames (beyond :data:`CLOSE_BITS`): four near-identical moments of a
+    4 s copy are four rare events, four alike poses of one rig are one run of coincidences.
+    """
+    if mean_distance <= CLOSE_BITS:
+        return 1.0
     return float(10.0 ** max(0, FEW_STATES - n_states))
 
 
@@ -576,7 +583,7 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
         piece = _piece(pair, seg, pr, pj, z, params)
         penalty = _prior_penalty(slope, lo, hi)
         log_chance = (_log10_tail(z, n_states, piece.mean_distance, penalty > 1.0) + math.log10(lines)
-                      + math.log10(penalty) + math.log10(few_states_penalty(n_states))
+                      + math.log10(penalty) + math.log10(few_states_penalty(n_states, piece.mean_distance))
                       + math.log10(distance_penalty(piece.mean_distance)))
         chance = float(10.0 ** min(12.0, max(math.log10(MIN_CHANCE), log_chance)))
         out.append((piece, Assessment(pr, ps, pj, chance, z, lo, hi)))
