@@ -133,7 +133,7 @@ Measured with `python bench/bench_verdicts.py --before` on 2026-12-05:
 | same-rig | 22 | **0.0 s** | 7 of 7 | 1.0 s (half a sample at an edge of each real copy) |
 | scripted | 6 | **0.0 s** | 3 of 3 | 0.0 s |
 | mujoco | 4 | **0.0 s** | 3 of 3 | 1.0 s |
-| short | 2 | **0.0 s** | 5 of 5 | 1.8 s (the reassembled file: 1.75 s of motion after 10 s of empty room, one manifest sample) |
+| short | 2 | **0.0 s** | 5 of 5 | 1.8 s (reassembled file: 1.75 s of motion after 10 s of empty room) |
 | heldout | 2 | **0.0 s** | 4 of 4 | 0.5 s |
 
 Before issue 33 the short and held-out copies were counted new (the 15 s reversed copy, the second
