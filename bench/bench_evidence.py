@@ -95,7 +95,9 @@ def report(queries: list, lab: Path, root: Path) -> None:
             ctl = suite.CONTROLS.get(offered)
             true = (ctl is not None and ctl.master == owned) or (
                 offered.startswith("ctl-real-") and owned == "real-" + offered[len("ctl-real-"):] + "-first")
-            rows.append((true, s.chance or 0.0, offered, owned, s.query_start, s.query_end, s.speed))
+            if s.chance is None:  # unjudged or rival (issue 33): no figure claimed
+                continue
+            rows.append((true, s.chance, offered, owned, s.query_start, s.query_end, s.speed))
     true_e = [r[1] for r in rows if r[0]]
     false_e = [r[1] for r in rows if not r[0]]
     thr = MatchParams().max_chance

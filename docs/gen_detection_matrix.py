@@ -56,7 +56,7 @@ SAME_RIG_FIGURES = [
     ('candidate lines the matcher verified on this suite',
      '28: 7 true copies, 21 look-alike lines'),
     ('chance count of the weakest true copy',
-     'below 10^-15 (the smallest value written)'),
+     'below 10^-15 (words stop there; since issue 33 the figure itself is not capped)'),
     ('chance count of the strongest look-alike line, significance alone',
      '8.5 × 10^-9 (a 5 s coincidence of similar arm poses at 0.41x)'),
     ('look-alike lines left after the ridge gate',
@@ -107,6 +107,48 @@ re-encoded stretches of the two real clips). Measured on 2026-12-03:
 
 `python bench/bench_evidence.py` prints these margins; docs/architecture.md ("Evidence model")
 explains the statistic, the ridge gate and why both are needed.
+
+## Every second a verdict: the verdict suites (issue 33)
+
+The matrix rows keep their manipulations on longer clips; tests/integration/test_verdicts.py runs
+the classes of issue 33 as suites of their own (tests/verdict_suites.py), each with true copies that
+must be found (attributed to their source only) and look-alikes that must never be owned, and on
+every suite — and on every matrix part (tests/fixtures_matrix.py) and the same-rig suite — asserts that
+"new" is never given to a second with evidence of ownership (owned, could not be judged, can't tell,
+repeated and new add up to each file's duration):
+
+- **scripted**: scripted repeats on the generated rig (the same arm trajectory, loose objects moved,
+  every episode starting at the home pose), copies (re-encode, part, 0.5x);
+- **mujoco**: the same on a rendered MuJoCo rig (tests/data/mujoco), copies re-encoded, 0.5x, mirrored;
+- **short**: 12–15 s real pieces just above the floor (tests/data/fixedcam): a 15 s reversed copy,
+  a file reassembled from two 12 s pieces of one owned clip, a 20 s piece rescaled 384x216 -> 320x180
+  and re-timed 10 -> 25 fps, 12 s re-encoded and reversed pieces; later moments as look-alikes;
+- **heldout**: footage nobody tuned on: an overhead car park (tests/data/heldout, near-static) and NASA
+  footage: re-encoded, rescaled and reversed copies; later moments as look-alikes.
+
+Measured with `python bench/bench_verdicts.py --before` on 2026-12-05:
+
+| suite | look-alikes | falsely owned | true copies found | new seconds left on copies |
+|---|---|---|---|---|
+| same-rig | 22 | **0.0 s** | 7 of 7 | 1.0 s (half a sample at an edge of each real copy) |
+| scripted | 6 | **0.0 s** | 3 of 3 | 0.0 s |
+| mujoco | 4 | **0.0 s** | 3 of 3 | 1.0 s |
+| short | 2 | **0.0 s** | 5 of 5 | 1.8 s (reassembled file: 1.75 s of motion after 10 s of empty room) |
+| heldout | 2 | **0.0 s** | 4 of 4 | 0.5 s |
+
+Before issue 33 the short and held-out copies were counted new (the 15 s reversed copy, the second
+12 s piece, the near-static car-park copies), and the scripted look-alikes were owned at 1e-15.
+Near twins — a scripted repeat whose objects moved by less than PDQ resolves, 6–7 bits from an owned
+episode, as close as a re-encode — are still counted owned (three `limit-*` offers, listed by the bench,
+not asserted): telling them apart needs a finer spatial check.
+
+Calibration of the chance figure on the look-alike offers of all suites (36 offered streams searched;
+prediction = threshold x streams): lines at or under 1e-3 / 1e-6 / 1e-9 are **0 / 0 / 0** against a
+prediction of 0.036 / 3.6e-5 / 3.6e-8, and still 0 / 0 / 0 for the figure alone (the ridge gate off, 28
+lines scored). Under the model before issue 33 the figure alone gave 2 / 1 / 1 (a 5-state line at 0.4x
+between two episodes of one rig read 3e-47). Lines to a scripted twin (the same motion replayed: 7
+scored, 15 with the gate off) fall under every threshold under both models: a replay is no coincidence,
+and the ambiguity rule, not the figure, keeps them from being owned.
 
 ## Reading the settings column
 

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from overlap_desktop import api
+from overlap_desktop.core.match.verdicts import verdict_problems
 from tests import manipulations as m
 from tests.footage import Scene
 from tests.manipulations import Piece
@@ -400,6 +401,8 @@ def _part_reports(factory: pytest.TempPathFactory, part: str) -> dict[str, Any]:
         with api.open_index(vendor) as vidx:
             api.export_manifest(vidx, manifest, paths=[offered[r] for r in group], label=f"matrix {settings}")
         report = api.compare(manifest, lab, config=cfg)
+        # Issue 33: "new" only where shown unowned, on every row's report.
+        assert verdict_problems(report) == [], verdict_problems(report)
         by_name = {Path(f.query_file).name: f for f in report.files}
         for rid in group:
             name = offered[rid].name

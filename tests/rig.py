@@ -63,6 +63,11 @@ class RigEpisode:
         arm_scale: Thickness and reach of the arm (a bigger arm covers more of the view).
         noise: Standard deviation of per-frame sensor noise (grey levels).
         pause_every: Mean seconds between pauses of the arm.
+        layout: Placement seed of the loose objects on the table (0: none). A *scripted
+            repeat* is the same ``episode`` (the same arm trajectory, replayed) with another
+            ``layout``: same motion, objects moved, nothing copied.
+        home_s: Seconds the arm rests at the rig's home pose before it moves (every episode
+            of a rig starts from the same resting pose, as real rigs do).
     """
 
     rig: int
@@ -70,9 +75,14 @@ class RigEpisode:
     arm_scale: float = 1.0
     noise: float = 0.0
     pause_every: float = 9.0
+    layout: int = 0
+    home_s: float = 0.0
 
     def _joints(self, t: float) -> tuple[float, float, float]:
-        """Joint angles at time ``t``: smooth random motion with pauses."""
+        """Joint angles at time ``t``: the home pose, then smooth random motion with pauses."""
+        if t < self.home_s:
+            return -np.pi / 2, 0.9, -0.9
+        t -= self.home_s
         rng = np.random.default_rng(50_000 + 97 * self.rig + self.episode)
         # Pauses: the arm holds still for 1.5-3 s now and then (the clock stops).
         starts = np.cumsum(rng.uniform(0.5, 1.5, 64) * self.pause_every)
@@ -84,12 +94,15 @@ class RigEpisode:
             held += min(ln, t - s)
         tau = t - held
         angles = []
+        ramp = min(1.0, t / 1.5) if self.home_s > 0 else 1.0  # leave the home pose smoothly
+        home = (-np.pi / 2, 0.9, -0.9)
         for k in range(3):
             freqs = rng.uniform(0.05, 0.35, 3)
             phases = rng.uniform(0, 2 * np.pi, 3)
             amps = rng.uniform(0.15, 0.5, 3) * (1.0 if k else 0.7)
             base = (-np.pi / 2, 0.6, -0.5)[k] + rng.uniform(-0.4, 0.4)
-            angles.append(base + float(np.sum(amps * np.sin(2 * np.pi * freqs * tau + phases))))
+            a = base + float(np.sum(amps * np.sin(2 * np.pi * freqs * tau + phases)))
+            angles.append(home[k] + ramp * (a - home[k]))
         return angles[0], angles[1], angles[2]
 
     def frame(self, t: float, size: tuple[int, int]) -> np.ndarray:
@@ -97,6 +110,15 @@ class RigEpisode:
         w, h = size
         img = _workspace(self.rig, size).copy()
         yy, xx = _grid(w, h)
+        if self.layout:
+            # Loose objects (blocks, a bowl-sized disc) placed by the layout seed, under the arm.
+            lrng = np.random.default_rng(70_000 + 131 * self.rig + self.layout)
+            for k in range(3):
+                cx, cy = lrng.uniform(0.12, 0.88) * w, lrng.uniform(0.35, 0.85) * h
+                r = lrng.uniform(0.026, 0.04) * h
+                colour = lrng.uniform(25, 235, 3).astype(np.float32)
+                inside = ((np.abs(xx - cx) < r) & (np.abs(yy - cy) < r)) if k % 2 else np.hypot(xx - cx, yy - cy) < r
+                img[inside] = colour
         # Arm: base at the bottom centre, three links.
         a0, a1, a2 = self._joints(t)
         reach = 0.30 * h * self.arm_scale

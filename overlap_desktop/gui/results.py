@@ -384,8 +384,12 @@ class ResultsView(QWidget):
                                            tip="Offered time that repeats other footage of the same offer "
                                                "(you would pay for it twice)"))
             new = float(getattr(f, "new_seconds", 0.0) or 0.0)
-            ft.setItem(r, 4, _sorting_item(fmt_hours(new) if new > 0.5 else "–", new,
-                                           tip="Judged time neither owned nor repeated inside the offer"))
+            cant = float(getattr(f, "cant_tell_seconds", 0.0) or 0.0)
+            # Issue 33: "new" only where shown not owned; evidence that proves neither way is named.
+            tip = "Judged time shown not to be owned, and not repeated inside the offer"
+            if cant > 0.5:
+                tip += f". Can't tell for {fmt_hours(cant)} (some evidence of ownership, not enough): not counted"
+            ft.setItem(r, 4, _sorting_item(fmt_hours(new) if new > 0.5 else "–", new, tip=tip))
             ind = f.indeterminate_seconds
             ft.setItem(r, 5, _sorting_item(fmt_hours(ind) if ind > 0.5 else "–", ind,
                                            tip="Static or featureless time: counted neither way"))

@@ -135,3 +135,17 @@ def test_an_offer_cannot_be_compared_before_the_library_has_footage(qtbot: Any, 
     assert "library is empty" in screen.fields["compat"].text()
     assert "overlap index" not in screen.fields["compat"].text()  # no command-line advice in the window
     assert not screen.compare_button.isEnabled()
+
+
+def test_results_table_says_cant_tell_apart_from_new(qtbot: Any) -> None:
+    """Issue 33: the app shows what the report model says: new is only time shown not owned."""
+    from overlap_desktop.core.report.model import FileResult, Report
+    from overlap_desktop.core.types import Span
+    from overlap_desktop.gui.results import ResultsView
+
+    f = FileResult("offer/ep.mp4", 60.0, new_seconds=20.0, cant_tell=[Span(0.0, 40.0, "weak evidence")])
+    view = ResultsView()
+    qtbot.addWidget(view)
+    view.set_report(Report("compare", 60.0, 0.0, 0.0, files=[f], new_seconds=20.0, cant_tell_seconds=40.0))
+    item = view.file_table.item(0, 4)
+    assert "Can't tell for" in item.toolTip() and "shown not to be owned" in item.toolTip()

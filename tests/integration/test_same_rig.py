@@ -210,3 +210,14 @@ def test_self_dedupe_of_same_rig_episodes_finds_nothing(rig_report: dict[str, An
     dup = {Path(f.query_file).stem: [(Path(s.corpus_file).stem, s.query_start, s.query_end) for s in f.segments]
            for f in rig_report["dedupe"].files if f.segments}
     assert not dup, dup
+
+
+def test_new_is_never_given_without_being_shown(rig_report: dict[str, Any]) -> None:
+    """Issue 33: offered time with evidence of ownership (below floor, weak, ambiguous, still) is
+    owned or "can't tell", never new."""
+    from overlap_desktop.core.match.verdicts import verdict_problems
+
+    assert verdict_problems(rig_report["report"]) == []
+    new = sum(f.new_seconds for n, f in rig_report["by_name"].items() if n.startswith("neg-"))
+    cant = sum(f.cant_tell_seconds for n, f in rig_report["by_name"].items() if n.startswith("neg-"))
+    print(f"\nsame-rig negatives: {new:.1f} s new, {cant:.1f} s can't tell")

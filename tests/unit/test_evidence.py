@@ -86,6 +86,35 @@ def test_a_copy_is_counted_with_a_tiny_chance_and_its_speed_interval() -> None:
     assert piece.query_start == pytest.approx(0.0) and piece.query_end == pytest.approx(20.0)
 
 
+def test_chance_keeps_ranking_strong_evidence() -> None:
+    """More samples of the same copy read a smaller chance: true copies do not all read one capped figure."""
+    chances = []
+    for rows in (OWNED[20:100:4], OWNED[20:180:4], OWNED[20:240:2]):
+        q = stream(codes_of(rows, noise_bits=3, seed=5), 1.0 if rows.shape[0] <= 40 else 2.0)
+        span = 20.0 if rows.shape[0] == 20 else 40.0 if rows.shape[0] == 40 else 55.0
+        [(_, a)] = assess(q, CORPUS, seg(0.0, span, 1.0, 5.0))
+        chances.append(a.chance)
+    assert chances[0] > chances[1] > chances[2] > 0.0, chances
+
+
+def test_few_samples_far_apart_at_an_odd_speed_are_not_certain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: a 4-sample line at a 55-bit mean distance and 0.25x read "about 1 in 4 billion"."""
+    import overlap_desktop.core.match.evidence as ev
+
+    # The issue's line: its normal-tail figure (2.5e-10, at 0.25x: already with the odd-speed
+    # penalty) now pays for its four moments and its 55-bit mean distance: not counted.
+    assert 2.5e-10 * ev.few_states_penalty(4, 55.0) * ev.distance_penalty(55.0) > MatchParams().max_chance
+    # Close copies pay nothing for distance; 52 bits (a replayed motion on a rendered rig) pays 10^4.
+    assert ev.distance_penalty(20.0) == 1.0 and ev.distance_penalty(52.0) == pytest.approx(1e4)
+    # Four near-identical samples (a 4 s copy) are four rare events: no penalty for few moments.
+    assert ev.few_states_penalty(4, 3.0) == 1.0
+    q = stream(codes_of(OWNED[40:56:4], noise_bits=3, seed=9), 1.0)  # 4 samples, 3 bits off
+    [(_, four)] = assess(q, CORPUS, seg(0.0, 3.0, 1.0, 10.0))
+    monkeypatch.setattr(ev, "FEW_STATES", 0)
+    [(_, plain)] = assess(q, CORPUS, seg(0.0, 3.0, 1.0, 10.0))
+    assert four.chance == pytest.approx(plain.chance, rel=1e-6)
+
+
 @pytest.mark.parametrize("episode", [2, 3, 4, 5, 6])
 def test_a_new_episode_is_never_counted(episode: int) -> None:
     q = stream(codes_of(walk(episode, 30.0, 1.0), noise_bits=2, seed=episode), 1.0)

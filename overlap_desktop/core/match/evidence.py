@@ -27,12 +27,24 @@ For one candidate segment this module
    (slopes x positions across *everything* searched, so a larger library needs
    stronger evidence) gives an **expected chance count** in the spirit of BLAST's
    E-value. Speeds other than 1 and reversal are a priori rarer, so they pay a
-   penalty; implausible speeds (below 0.25x or above 4x) pay a much larger one.
+   penalty; implausible speeds (below 0.25x or above 4x) pay a much larger one; a line
+   of merely alike frames (beyond near-identical) with few distinct moments pays a factor
+   of ten for each moment it lacks (a normal tail over four alike poses is not a
+   measurement, it is an extrapolation); a line whose frames
+   sit far from their matches (a large mean distance: the same scene or a replayed motion,
+   not the same recording, is the likelier story) pays one that grows with the distance.
 4. reports the **speed with a 95% interval**, from the residuals of the line fit and
    never narrower than one owned sample over the segment's span.
 
 Only segments whose chance count is at most ``MatchParams.max_chance`` are counted;
-the others are listed as weak evidence. docs/architecture.md ("Evidence model") has
+the others are listed as weak evidence. A verified line whose frames cannot be judged
+at all (both recordings too still there) comes back as *unjudged*: evidence of neither
+owned nor new footage. A verified line that is not a ridge but whose frames are still
+distinctly closer than their background (another owned episode replaying the same motion)
+comes back as a *rival*: never counted, but it can show that a counted line has a twin
+(core/match/verdicts.py). bench/bench_verdicts.py checks that the figure holds (how many
+lines between unrelated or same-rig footage fall under 1e-3, 1e-6, 1e-9 against how many
+the figure predicts). docs/architecture.md ("Evidence model") has
 the measurements behind the constants.
 """
 
@@ -45,16 +57,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.match.stillmatch import into_owned_still, still_pieces
 from overlap_desktop.core.match.verify import line_neighbours
 from overlap_desktop.core.types import StreamFingerprints
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.match.segments import MatchParams, RawSegment
 
-__all__ = ["EVIDENCE_ID", "Assessment", "Seeds", "assess_segment", "search_space_lines"]
+__all__ = ["EVIDENCE_ID", "Assessment", "Seeds", "assess_segment", "distance_penalty", "few_states_penalty",
+           "search_space_lines"]
 
 #: Identifies this evidence model in report settings (change it when the statistic changes).
-EVIDENCE_ID = "contrast-decoy-v1"
+EVIDENCE_ID = "contrast-decoy-v2"
 
 #: Background starts this far (seconds, on either axis) from the line: closer frames of
 #: smooth footage are legitimately similar to the matched one.
@@ -96,8 +110,24 @@ ODD_SPEED_PENALTY = 10.0
 REVERSED_PENALTY = 10.0
 IMPLAUSIBLE_SPEED_PENALTY = 1e4
 PLAUSIBLE_SPEEDS = (0.25, 4.0)
-#: Smallest chance count written (below this, "less than 1 in 10^15").
-MIN_CHANCE = 1e-15
+#: A line whose mean distance exceeds this many bits pays :data:`DISTANCE_PENALTY_PER_BITS`:
+#: re-encoded copies sit 0-10 bits from their source, crops on a rung and grades 10-30;
+#: coincidences of similar poses on one rig 30-55 (docs/architecture.md, "Evidence rules").
+DISTANCE_FREE_BITS = 32.0
+#: ... a factor of 10 for every this many bits beyond :data:`DISTANCE_FREE_BITS`.
+DISTANCE_PENALTY_PER_BITS = 5.0
+#: A line whose mean distance is at most this many bits holds near-identical frames (re-encodes
+#: and grades of one recording: 0-10 bits); beyond it, frames are merely alike (see :func:`_log10_tail`).
+CLOSE_BITS = 16.0
+#: A line of merely alike frames with fewer distinct moments (states) than this pays a factor
+#: of 10 per missing one.
+FEW_STATES = 8
+#: A non-ridge line whose judged frames are on average this many bits closer than their
+#: background is a *rival* (the same motion in another owned episode).
+RIVAL_SUPPORT_BITS = 8.0
+#: Smallest chance count written. Far below anything a person needs to read (words say
+#: "less than 1 in 10^15" below 1e-15), kept so strong evidence still ranks.
+MIN_CHANCE = 1e-300
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,12 +425,15 @@ def _decoy_lines(slope: float, offset: float, rows_t: np.ndarray, c_end: float,
 
 
 def _calibrate(pair: _Pair, cal: np.ndarray, slope: float, offset: float, obs: float, n_states: int,
-               rng: np.random.Generator) -> tuple[float, float]:
+               rng: np.random.Generator) -> tuple[float, float, int]:
     """Mean and spread of the support chance gives along decoy lines of this pair.
 
     With fewer than :data:`MIN_DECOYS` (an owned stream too short to place decoys
     elsewhere) chance is assumed to give no support on average but a wide spread (a
     typical state's support), so only much stronger evidence counts.
+
+    Returns:
+        ``(mean, spread, decoys measured)``.
     """
     qt = pair.qt[cal]
     decoys: list[float] = []
@@ -418,7 +451,44 @@ def _calibrate(pair: _Pair, cal: np.ndarray, slope: float, offset: float, obs: f
             # Far beyond any threshold already: more decoys would not change the verdict.
             if len(decoys) >= 2 * MIN_DECOYS and (obs - mu) / sd >= Z_CERTAIN:
                 break
-    return mu, sd
+    return mu, sd, len(decoys)
+
+
+def _log10_tail(z: float, n_states: int, mean_distance: float, odd_speed: bool) -> float:
+    """log10 of the upper tail at ``z``: normal, or Student's t with ``n_states - 1`` degrees of
+    freedom for a line of merely alike frames at an odd speed.
+
+    Near-identical frames (within :data:`CLOSE_BITS`) at well-separated moments are rare by
+    chance, state by state. Frames that are only alike (similar poses of one rig, 18-55 bits)
+    coincide in runs, and a line at another speed or reversed can thread such runs: there the
+    decoys' normal spread badly underrates how far a few states reach (measured: a 5-state line
+    at 0.4x and 18 bits between two episodes of one rig read 3e-47 under the normal tail). The
+    normal tail is computed in log space for large ``z``, so strong lines keep their rank.
+    """
+    if odd_speed and mean_distance > CLOSE_BITS:
+        from scipy import special
+
+        return math.log10(max(float(special.stdtr(max(1, n_states - 1), -z)), 1e-300))
+    if z < 30.0:
+        return math.log10(max(0.5 * math.erfc(z / math.sqrt(2.0)), 1e-300))
+    # Mills ratio: sf(z) ~ phi(z) / z for large z.
+    return float((-0.5 * z * z - math.log(z * math.sqrt(2.0 * math.pi))) / math.log(10.0))
+
+
+def few_states_penalty(n_states: int, mean_distance: float) -> float:
+    """How much less a line of ``n_states`` distinct moments proves than the normal tail says (>= 1).
+
+    Only for merely alike frames (beyond :data:`CLOSE_BITS`): four near-identical moments of a
+    4 s copy are four rare events, four alike poses of one rig are one run of coincidences.
+    """
+    if mean_distance <= CLOSE_BITS:
+        return 1.0
+    return float(10.0 ** max(0, FEW_STATES - n_states))
+
+
+def distance_penalty(mean_distance: float) -> float:
+    """How much likelier a coincidence than a copy is, a priori, at this mean distance (>= 1)."""
+    return float(10.0 ** max(0.0, (mean_distance - DISTANCE_FREE_BITS) / DISTANCE_PENALTY_PER_BITS))
 
 
 def _prior_penalty(slope: float, lo: float, hi: float) -> float:
@@ -504,13 +574,26 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
             # Too few distinct moments, or close along the line but not distinctly closer than
             # to the rest of the two recordings on most of it: the same scene, not the same moment.
             continue
-        mu, sd = _calibrate(pair, cal, slope, offset, obs, n_states, rng)
+        mu, sd, _ = _calibrate(pair, cal, slope, offset, obs, n_states, rng)
         z = (obs - mu) / sd
-        p = 0.5 * math.erfc(z / math.sqrt(2.0))
         lines = search_space_lines(float(pair.qt[pr[-1]] - pair.qt[pr[0]]), slope, searched_seconds, params)
         c_at = pair.line(pr[pj], slope, offset)[3]
         lo, hi = _speed_interval(pair.qt[pr[pj]], pair.ct[np.clip(c_at, 0, len(corpus) - 1)],
                                  slope, offset, corpus.fps)
-        chance = max(MIN_CHANCE, min(1e12, lines * p * _prior_penalty(slope, lo, hi)))
-        out.append((_piece(pair, seg, pr, pj, z, params), Assessment(pr, ps, pj, chance, z, lo, hi)))
+        piece = _piece(pair, seg, pr, pj, z, params)
+        penalty = _prior_penalty(slope, lo, hi)
+        log_chance = (_log10_tail(z, n_states, piece.mean_distance, penalty > 1.0) + math.log10(lines)
+                      + math.log10(penalty) + math.log10(few_states_penalty(n_states, piece.mean_distance))
+                      + math.log10(distance_penalty(piece.mean_distance)))
+        chance = float(10.0 ** min(12.0, max(math.log10(MIN_CHANCE), log_chance)))
+        out.append((piece, Assessment(pr, ps, pj, chance, z, lo, hi)))
+    # Near-identical frames the counted pieces leave out (too still or too few): "can't tell".
+    spans = [(p.query_start, p.query_end) for p, _ in out]
+    for still in still_pieces(query, corpus, seg, rows, spans) + into_owned_still(query, corpus, seg):
+        idle = np.zeros(0, np.int64)
+        out.append((still, Assessment(idle, np.zeros(0), np.zeros(0, bool), math.inf, 0.0, seg.speed, seg.speed)))
+    if not out and int(judged.sum()) >= params.min_frames and float(s[judged].mean()) >= RIVAL_SUPPORT_BITS:
+        # Not one moment, yet distinctly the same motion: a twin a counted line must beat.
+        out.append((replace(seg, rival=True, weak=True, score=0.0),
+                    Assessment(rows, s, judged, math.inf, 0.0, seg.speed, seg.speed)))
     return out

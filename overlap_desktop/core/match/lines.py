@@ -385,6 +385,9 @@ def _assess(query: StreamFingerprints, corpus: StreamFingerprints, segs: list[Ra
         for piece, a in assess_segment(query, corpus, seg, seg.family, params,
                                        searched_seconds=searched_seconds, exclude_identity=identity,
                                        seeds=seeds):
+            if piece.unjudged or piece.rival:
+                out.append(piece)  # too still to judge, or a twin's motion: chance not computed
+                continue
             if a.chance > params.list_chance:
                 continue
             piece.chance = a.chance

@@ -136,7 +136,9 @@ def new_and_repeated_seconds(f: FileResult) -> tuple[float, float]:
     unjudged spans (see the module docstring)."""
     dur = max(0.0, f.duration_s)
     owned = [(s.query_start, s.query_end) for s in f.segments]
-    unjudged = [(max(0.0, sp.start_s), min(dur, sp.end_s)) for sp in f.indeterminate if sp.end_s > sp.start_s]
+    # Not judged, and "can't tell" (evidence that proves neither way): never repeated, never new.
+    unjudged = [(max(0.0, sp.start_s), min(dur, sp.end_s)) for sp in [*f.indeterminate, *f.cant_tell]
+                if sp.end_s > sp.start_s]
     reps = [(s.query_start, s.query_end) for s in f.repeats]
     repeated = union_seconds_excluding(reps, owned + unjudged) if reps else 0.0
     taken = union_seconds([(max(0.0, a), min(dur, b)) for a, b in owned + unjudged + reps if b > a])
@@ -159,6 +161,7 @@ def fill_repeats(report: Report, queries: Sequence[QueryStream], params: MatchPa
         f.repeated_seconds, f.new_seconds = new_and_repeated_seconds(f)
     report.repeated_seconds = round(sum(f.repeated_seconds for f in report.files), 3)
     report.new_seconds = round(sum(f.new_seconds for f in report.files), 3)
+    report.cant_tell_seconds = round(sum(f.cant_tell_seconds for f in report.files), 3)
     report.settings[REPEATS_SETTING] = {
         "checked": True,
         "files_with_repeats": sum(1 for f in report.files if f.repeats),

@@ -17,6 +17,7 @@ from overlap_desktop.core.match.accounting import real_footage_seconds, union_se
 from overlap_desktop.core.match.engine import QueryStream
 from overlap_desktop.core.match.evidence import EVIDENCE_ID
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
+from overlap_desktop.core.match.verdicts import cant_tell_spans, evidence_seconds, settle_episodes
 from overlap_desktop.core.report.model import FileResult, Report, offered_pieces
 from overlap_desktop.core.types import Segment, Span, StreamFingerprints, Variant
 from overlap_desktop.errors import ManifestError
@@ -133,32 +134,53 @@ def _dedupe(segs: list[Segment]) -> list[Segment]:
 
 def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int, RawSegment]],
                   corpus: Corpus, params: MatchParams) -> list[FileResult]:
+    """Per offered file: owned, below-floor, weak and ambiguous matches, and the "can't tell"
+    time they leave (core/match/verdicts.py)."""
     by_file: OrderedDict[str, list[int]] = OrderedDict()
     for i, q in enumerate(queries):
         by_file.setdefault(q.file, []).append(i)
     segs_of: dict[int, list[Segment]] = {}
+    rivals_of: dict[int, list[Segment]] = {}
+    still_of: dict[int, list[tuple[float, float]]] = {}
     names: dict[int, tuple[str, str]] = {}
+    sid_of: dict[tuple[str, str], int] = {}
     for qi, sid, s in found:
+        if s.unjudged:
+            # A line over footage too still to place in time: "can't tell", never new.
+            still_of.setdefault(qi, []).append((s.query_start, s.query_end))
+            continue
         if sid not in names:
             names[sid] = corpus.describe(sid)
+            sid_of[names[sid]] = sid
         cf, ck = names[sid]
-        segs_of.setdefault(qi, []).append(_to_segment(queries[qi], cf, ck, corpus.fingerprints(sid), s))
+        into = rivals_of if s.rival else segs_of
+        into.setdefault(qi, []).append(_to_segment(queries[qi], cf, ck, corpus.fingerprints(sid), s))
+
+    def owned_fp(seg: Segment) -> StreamFingerprints | None:
+        sid = sid_of.get((seg.corpus_file, seg.corpus_stream))
+        return None if sid is None else corpus.fingerprints(sid)
+
     results: list[FileResult] = []
     for name, idxs in by_file.items():
         all_segs = [s for i in idxs for s in segs_of.get(i, [])]
         weak = _dedupe([s for s in all_segs if _is_weak(s, params)])
         segs = _dedupe([s for s in all_segs if not _is_weak(s, params)])
-        above = [s for s in segs if s.query_duration >= params.floor_seconds - 1e-9]
-        below = [s for s in segs if s.query_duration < params.floor_seconds - 1e-9]
-        spans = [(s.query_start, s.query_end) for s in above]
         ind: list[Span] = []
         for i in idxs:
             ind.extend(queries[i].fp.indeterminate)
         ind.sort(key=lambda sp: (sp.start_s, sp.end_s))
+        # Unjudged time (marked static, or a still match) a line runs into speaks for it too.
+        still = [sp for i in idxs for sp in still_of.get(i, [])]
+        around = ind + [Span(a, b, "still") for a, b in still]
+        above = [s for s in segs if evidence_seconds(s, around) >= params.floor_seconds - 1e-9]
+        below = [s for s in segs if evidence_seconds(s, around) < params.floor_seconds - 1e-9]
+        # Several owned episodes matched about equally prove none of them copied.
+        above, ambiguous = settle_episodes(above, owned_fp, [r for i in idxs for r in rivals_of.get(i, [])])
+        spans = [(s.query_start, s.query_end) for s in above]
         duration = queries[idxs[0]].file_duration
         # Indeterminate time inside a matched stretch is reported, never counted.
         ind_spans = [(sp.start_s, sp.end_s) for sp in ind]
-        results.append(FileResult(
+        f = FileResult(
             query_file=name,
             duration_s=duration,
             matched_seconds=round(union_seconds_excluding(spans, ind_spans), 3),
@@ -169,7 +191,10 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
             indeterminate=ind,
             flags=_flags(above),
             weak=weak,
-        ))
+            ambiguous=ambiguous,
+        )
+        f.cant_tell = cant_tell_spans(f, still)
+        results.append(f)
     return results
 
 
@@ -187,6 +212,7 @@ def build_report(kind: str, files: list[FileResult], *, manifest: dict[str, Any]
         matched_seconds=round(sum(f.matched_seconds for f in files), 3),
         real_footage_seconds=round(sum(f.real_footage_seconds for f in files), 3),
         indeterminate_seconds=round(ind_total, 3),
+        cant_tell_seconds=round(sum(f.cant_tell_seconds for f in files), 3),
         files=files,
         manifest=manifest,
         settings=settings,

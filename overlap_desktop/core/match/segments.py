@@ -91,6 +91,12 @@ class RawSegment:
     speed_high: float | None = None
     #: Assessed and not strong enough to be counted (chance above ``MatchParams.max_chance``).
     weak: bool = False
+    #: The line verifies but its frames cannot be judged (both sides too still or featureless
+    #: to place in time): evidence of neither owned nor new footage ("can't tell").
+    unjudged: bool = False
+    #: Not evidence of a copy, but the same motion as the query (another owned episode replaying
+    #: it): never counted; a counted line on another owned stream must be clearly closer.
+    rival: bool = False
 
     @property
     def query_duration(self) -> float:

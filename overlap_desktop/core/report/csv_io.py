@@ -12,10 +12,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from overlap_desktop.core.report.model import Report
+from overlap_desktop.core.report.model import FileResult, Report
 from overlap_desktop.core.report.output import write_atomically
 from overlap_desktop.core.report.signing import report_signature_lines
 from overlap_desktop.core.report.wording import (
+    ambiguous_episodes,
     describe_repeat,
     describe_segment,
     evidence_floor,
@@ -35,6 +36,8 @@ CSV_COLUMNS = (
     "chance", "speed_low", "speed_high", "repeated_seconds", "new_seconds",
     # Who signed the offer (issue 37), on the summary row only; appended like the columns above.
     "signature",
+    # overlap.report/3: offered seconds neither shown owned nor shown new.
+    "cant_tell_seconds",
 )
 
 
@@ -53,7 +56,8 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
     The first row (``kind`` ``summary``) carries the headline and, for comparisons, the
     new footage you would actually get (``new_seconds``, ``repeated_seconds``). Then the
     ``kind`` column is ``segment`` for reported overlap, ``below-floor`` for shorter
-    evidence and ``weak`` for weak evidence (neither counted), and ``repeat`` for a
+    evidence, ``weak`` for weak evidence and ``ambiguous`` for a stretch matching several
+    owned episodes about equally (none counted: "can't tell"), and ``repeat`` for a
     stretch repeating other offered footage (``corpus_*`` is then the other offered
     file); ``episode`` rows name the episode and camera of each piece of a matched stretch
     in an episode dataset. Files without any match get one ``no-match`` row so every offered file
@@ -74,18 +78,20 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
     summary[CSV_COLUMNS.index("repeated_seconds")] = f"{report.repeated_seconds:.3f}"
     summary[CSV_COLUMNS.index("new_seconds")] = f"{report.new_seconds:.3f}"
     summary[CSV_COLUMNS.index("signature")] = _csv_text(" ".join(report_signature_lines(report)))
+    summary[CSV_COLUMNS.index("cant_tell_seconds")] = f"{report.cant_tell_seconds:.3f}"
     w.writerow(summary)
 
     def opt(x: float | None, spec: str) -> str:
         return "" if x is None else format(x, spec)
 
-    def row(kind: str, s: Segment) -> list[object]:
+    def row(kind: str, s: Segment, f: FileResult) -> list[object]:
         v = s.variant
         if kind == "repeat":
             desc = describe_repeat(s)
         else:
             desc = describe_segment(s, below_floor=kind == "below-floor", floor_seconds=fl,
-                                    weak=kind == "weak")
+                                    weak=kind == "weak",
+                                    ambiguous=ambiguous_episodes(f, s) if kind == "ambiguous" else 0)
         return [kind, _csv_text(s.query_file or ""), _csv_text(s.query_stream), f"{s.query_start:.3f}",
                 f"{s.query_end:.3f}", _csv_text(s.corpus_file), _csv_text(s.corpus_stream),
                 f"{s.corpus_start:.3f}", f"{s.corpus_end:.3f}", f"{s.speed:.4f}", int(v.mirrored),
@@ -96,13 +102,13 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
 
     for f in report.files:
         for kind, segs in (("segment", f.segments), ("below-floor", f.below_floor), ("weak", f.weak),
-                           ("repeat", f.repeats)):
+                           ("ambiguous", f.ambiguous), ("repeat", f.repeats)):
             for s in segs:
-                r = row(kind, s)
+                r = row(kind, s, f)
                 if not s.query_file:
                     r[1] = _csv_text(f.query_file)
                 w.writerow(r)
-        if not f.segments and not f.below_floor and not f.weak and not f.repeats:
+        if not f.segments and not f.below_floor and not f.weak and not f.ambiguous and not f.repeats:
             w.writerow(["no-match", _csv_text(f.query_file)] + [""] * (len(CSV_COLUMNS) - 2))
         # One row per episode piece of a matched stretch (episode datasets): the label names the
         # episode and camera on both sides ("offered episode 41, cam_high, 00:12–00:31 matches ...").

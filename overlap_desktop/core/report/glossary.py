@@ -23,6 +23,10 @@ GLOSSARY: dict[str, str] = {
              "if re-encoded, cropped, mirrored or played at another speed.",
     "new footage": "Offered time that was judged and is neither owned nor a repeat of other footage in the "
                    "same offer: what you would actually get by buying.",
+    "can't tell": "Offered time with some evidence of being owned that does not prove it: a match shorter "
+                  "than the evidence floor, a weak match, a match to several owned episodes about equally "
+                  "(the same scripted motion), or a match to footage too still to place in time. It counts "
+                  "neither as owned nor as new.",
     "repeat": "A stretch of the offer that shows the same footage as another part of the offer (for example "
               "a file that is another offered file slowed down). One copy is listed: the one that bills more "
               "time, or at the same speed the later one.",

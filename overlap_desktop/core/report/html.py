@@ -75,7 +75,7 @@ _SETTING_WORDS = {"index": "library", "index_identity": "library identity", "ind
                   "root": "seal (Merkle root)"}
 #: Terms explained at the end of every HTML report (see :data:`GLOSSARY`).
 _REPORT_TERMS = ("owned footage", "offered footage", "library", "match", "new footage", "repeat",
-                 "real footage", "evidence floor", "weak evidence", "chance of a coincidence",
+                 "real footage", "evidence floor", "weak evidence", "can't tell", "chance of a coincidence",
                  "could not be judged", "how alike", "speed", "splice", "seal")
 
 
@@ -162,6 +162,7 @@ def _top_context(report: Report) -> dict[str, Any]:
     ]
     if compare_kind:
         cards += [(format_duration(report.new_seconds), "new footage you would actually get"),
+                  (format_duration(report.cant_tell_seconds), "can't tell (counted neither way)"),
                   (format_duration(report.repeated_seconds), "repeated inside the offer")]
     cards += [
         (format_duration(report.indeterminate_seconds), "could not be judged"),
@@ -192,7 +193,7 @@ def _files_context(report: Report) -> dict[str, Any]:
     rows = []
     for f in order[:MAX_HTML_FILE_ROWS]:
         flags = describe_flags(f)
-        n_ev = len(f.below_floor) + len(f.weak)
+        n_ev = len(f.below_floor) + len(f.weak) + len(f.ambiguous)
         rows.append({
             "name": f.query_file, "duration": format_duration(f.duration_s),
             "matched": format_percent(f.matched_percent), "bar": f"{min(100.0, max(0.0, f.matched_percent)):.1f}",
@@ -213,7 +214,7 @@ def _plots_context(report: Report) -> dict[str, Any]:
     for f in report.files:
         for s in f.segments:
             pairs.setdefault((f.query_file, s.corpus_file), (f, []))[1].append((s, False))
-        for s in [*f.below_floor, *f.weak]:
+        for s in [*f.below_floor, *f.weak, *f.ambiguous]:
             pairs.setdefault((f.query_file, s.corpus_file), (f, []))[1].append((s, True))
     ranked = sorted(pairs.items(), key=lambda kv: (all(b for _, b in kv[1][1]),
                                                    -sum(s.query_duration for s, _ in kv[1][1])))
@@ -231,6 +232,8 @@ def _evidence_context(report: Report) -> dict[str, Any]:
         "repeats": segment_table([(f, s) for f in report.files for s in f.repeats], repeats=True),
         "repeats_checked": repeats_checked(report),
         "weak": segment_table([(f, s) for f in report.files for s in f.weak]),
+        "ambiguous": segment_table([(f, s) for f in report.files for s in f.ambiguous]),
+        "cant_tell": [(f.query_file, sp) for f in report.files for sp in f.cant_tell],
         "below": segment_table([(f, s) for f in report.files for s in f.below_floor]),
         "floor": evidence_floor(report),
         "episodes": [(f.query_file, str(e.get("label", "")) + (" (below the evidence floor)"

@@ -22,6 +22,7 @@ from overlap_desktop.core.report.model import FileResult, Report, judged_unmatch
 from overlap_desktop.core.report.output import dumps_json, write_atomically
 from overlap_desktop.core.report.signing import report_signature_lines
 from overlap_desktop.core.report.wording import (
+    ambiguous_episodes,
     describe_flags,
     describe_repeat,
     describe_segment,
@@ -39,12 +40,12 @@ __all__ = ["MAX_PAIRS_PER_REPORT", "MAX_PAIRS_PER_SEGMENT", "MIN_PAIRS_PER_SEGME
            "write_report_json"]
 
 #: Identifier and version of the report JSON format.
-REPORT_SCHEMA = "overlap.report/2"
+REPORT_SCHEMA = "overlap.report/3"
 _SCHEMA_PREFIX = "overlap.report/"
-_SCHEMA_MAJOR = 2
+_SCHEMA_MAJOR = 3
 #: Older versions :func:`load_report_json` still reads (missing fields get defaults; see
 #: docs/report-schema.md, "Versioning").
-_SCHEMA_READABLE = (1, 2)
+_SCHEMA_READABLE = (1, 2, 3)
 
 #: Points per segment kept in the JSON (and plotted): enough to see the line and its noise.
 MAX_PAIRS_PER_SEGMENT = 400
@@ -123,10 +124,10 @@ def _opt(x: float | None, nd: int) -> float | None:
 
 def _segment_to_dict(seg: Segment, *, below_floor: bool, floor_seconds: float | None,
                      max_pairs: int = MAX_PAIRS_PER_SEGMENT, weak: bool = False,
-                     repeat: bool = False) -> dict[str, Any]:
+                     repeat: bool = False, ambiguous: int = 0) -> dict[str, Any]:
     pairs = thin_pairs(seg.pairs, max_pairs)
     description = describe_repeat(seg) if repeat else describe_segment(
-        seg, below_floor=below_floor, floor_seconds=floor_seconds, weak=weak)
+        seg, below_floor=below_floor, floor_seconds=floor_seconds, weak=weak, ambiguous=ambiguous)
     return {
         "query_file": seg.query_file,
         "query_stream": seg.query_stream,
@@ -171,6 +172,11 @@ def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int) ->
         "new_seconds": _r(f.new_seconds),
         "indeterminate": [{"start": _r(s.start_s), "end": _r(s.end_s), "reason": s.reason}
                           for s in f.indeterminate],
+        # overlap.report/3: the verdict "can't tell" and matches to several owned episodes.
+        "cant_tell_seconds": _r(f.cant_tell_seconds),
+        "cant_tell": [{"start": _r(s.start_s), "end": _r(s.end_s), "reason": s.reason} for s in f.cant_tell],
+        "ambiguous": [_segment_to_dict(s, below_floor=False, floor_seconds=floor_seconds, max_pairs=max_pairs,
+                                       ambiguous=ambiguous_episodes(f, s)) for s in f.ambiguous],
         "episodes": jsonable(f.episodes),
     }
 
@@ -192,7 +198,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     recomputes them rather than trusting them.
     """
     fl = evidence_floor(report)
-    n_segments = sum(len(f.segments) + len(f.below_floor) + len(f.weak) + len(f.repeats)
+    n_segments = sum(len(f.segments) + len(f.below_floor) + len(f.weak) + len(f.repeats) + len(f.ambiguous)
                      for f in report.files)
     max_pairs = max(MIN_PAIRS_PER_SEGMENT,
                     min(MAX_PAIRS_PER_SEGMENT, MAX_PAIRS_PER_REPORT // max(1, n_segments)))
@@ -211,6 +217,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "indeterminate_seconds": _r(report.indeterminate_seconds),
         "repeated_seconds": _r(report.repeated_seconds),
         "new_seconds": _r(report.new_seconds),
+        "cant_tell_seconds": _r(report.cant_tell_seconds),
         "new_footage": new_footage_sentence(report),
         # Who signed the offer(s), in words (issue 37); the facts are manifest["signature"].
         "signature": report_signature_lines(report),
@@ -221,6 +228,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
             "below_floor": sum(len(f.below_floor) for f in report.files),
             "weak": sum(len(f.weak) for f in report.files),
             "repeats": sum(len(f.repeats) for f in report.files),
+            "ambiguous": sum(len(f.ambiguous) for f in report.files),
             "indeterminate_spans": sum(len(f.indeterminate) for f in report.files),
         },
         "files": [_file_to_dict(f, fl, max_pairs) for f in report.files],
@@ -325,16 +333,21 @@ def _opt_num(d: Mapping[str, Any], key: str, where: str) -> float | None:
     return _num(d, key, where)
 
 
+def _spans_from(d: Mapping[str, Any], key: str, w: str) -> list[Span]:
+    spans = []
+    for i, sd in enumerate(_get(d, key, list, w, [])):
+        if not isinstance(sd, Mapping):
+            raise _Bad(f"{w}: {key}[{i}]: expected an object")
+        spans.append(Span(_num(sd, "start", w), _num(sd, "end", w), str(sd.get("reason", "") or "")))
+    return spans
+
+
 def _file_from_dict(d: Any, where: str) -> FileResult:
     if not isinstance(d, Mapping):
         raise _Bad(f"{where}: expected an object")
     name = _get(d, "query_file", str, where)
     w = f"{where} ({safe_text(name, max_len=60)})"
-    spans = []
-    for i, sd in enumerate(_get(d, "indeterminate", list, w, [])):
-        if not isinstance(sd, Mapping):
-            raise _Bad(f"{w}: indeterminate[{i}]: expected an object")
-        spans.append(Span(_num(sd, "start", w), _num(sd, "end", w), str(sd.get("reason", "") or "")))
+    spans = _spans_from(d, "indeterminate", w)
     flags = _get(d, "flags", list, w, [])
     if not all(isinstance(x, str) for x in flags):
         raise _Bad(f"{w}: flags must be words")
@@ -355,6 +368,10 @@ def _file_from_dict(d: Any, where: str) -> FileResult:
         repeats=[_segment_from_dict(s, f"{w}: repeats[{i}]")
                  for i, s in enumerate(_get(d, "repeats", list, w, []))],
         repeated_seconds=_num(d, "repeated_seconds", w, 0.0),
+        # overlap.report/1 and /2 predate "can't tell": none, as those reports were written.
+        ambiguous=[_segment_from_dict(s, f"{w}: ambiguous[{i}]")
+                   for i, s in enumerate(_get(d, "ambiguous", list, w, []))],
+        cant_tell=_spans_from(d, "cant_tell", w),
     )
     # overlap.report/1 predates repeats: its new footage is all judged unmatched time.
     f.new_seconds = _num(d, "new_seconds", w, round(judged_unmatched_seconds(f), 3))
@@ -424,6 +441,8 @@ def report_from_dict(data: Any) -> Report:
             repeated_seconds=_num(data, "repeated_seconds", "report",
                                   round(sum(f.repeated_seconds for f in files), 3)),
             new_seconds=_num(data, "new_seconds", "report", round(sum(f.new_seconds for f in files), 3)),
+            cant_tell_seconds=_num(data, "cant_tell_seconds", "report",
+                                   round(sum(f.cant_tell_seconds for f in files), 3)),
         )
     except _Bad as exc:
         raise InputError(str(exc)) from None

@@ -49,7 +49,13 @@ class FileResult:
         repeated_seconds: Offered seconds of this file that repeat earlier offered footage
             and are not already owned (union of ``repeats`` minus owned and unjudged time).
         new_seconds: What a buyer would actually get from this file: judged seconds that
-            are neither owned nor a repeat inside the offer.
+            are neither owned nor a repeat inside the offer, and not "can't tell".
+        ambiguous: Stretches that match several owned episodes about equally (scripted repeats,
+            the rig's home pose): no one of them is proven copied, so none is counted owned.
+        cant_tell: Offered time with some evidence of being owned that does not prove it
+            (below the floor, weak, ambiguous among episodes, or matching owned footage too
+            still to place in time): neither owned nor new. Disjoint from owned and
+            indeterminate time; ``reason`` says why (core/match/verdicts.py).
     """
 
     query_file: str
@@ -65,6 +71,13 @@ class FileResult:
     repeats: list[Segment] = field(default_factory=list)
     repeated_seconds: float = 0.0
     new_seconds: float = 0.0
+    ambiguous: list[Segment] = field(default_factory=list)
+    cant_tell: list[Span] = field(default_factory=list)
+
+    @property
+    def cant_tell_seconds(self) -> float:
+        """Offered seconds of this file with some, but not enough, evidence of being owned."""
+        return sum(s.duration_s for s in self.cant_tell)
 
     @property
     def matched_percent(self) -> float:
@@ -97,6 +110,7 @@ class Report:
             when not checked.
         repeated_seconds: Offered seconds repeating other offered footage (sum of files').
         new_seconds: New footage the buyer would actually get (sum of files').
+        cant_tell_seconds: Offered seconds neither shown owned nor shown new (sum of files').
     """
 
     kind: str
@@ -112,6 +126,7 @@ class Report:
     text_overlap: dict[str, Any] | None = None
     repeated_seconds: float = 0.0
     new_seconds: float = 0.0
+    cant_tell_seconds: float = 0.0
 
     @property
     def overlap_percent(self) -> float:
@@ -147,12 +162,13 @@ def offered_pieces(segments: Iterable[Segment]) -> list[list[Segment]]:
 
 
 def judged_unmatched_seconds(file_result: FileResult) -> float:
-    """Offered seconds of a file that were judged and match nothing owned.
+    """Offered seconds of a file that were judged and shown to match nothing owned.
 
-    Time that could not be judged (static, featureless) is neither matched nor unmatched.
+    Time that could not be judged (static, featureless) is neither matched nor unmatched,
+    and neither is "can't tell" time (evidence that does not prove ownership either way).
     """
     f = file_result
-    return max(0.0, f.duration_s - f.matched_seconds - f.indeterminate_seconds)
+    return max(0.0, f.duration_s - f.matched_seconds - f.indeterminate_seconds - f.cant_tell_seconds)
 
 
 #: ``Report.settings`` key recording that the offer was compared with itself

@@ -23,7 +23,8 @@ from overlap_desktop.core.report.model import (
 )
 from overlap_desktop.core.types import Segment, Variant
 
-__all__ = ["SPEED_TOLERANCE", "chance_words", "describe_flags", "describe_repeat", "describe_segment",
+__all__ = ["SPEED_TOLERANCE", "ambiguous_episodes", "chance_words", "describe_flags", "describe_repeat",
+           "describe_segment",
            "evidence_floor", "format_clock", "format_date", "format_duration", "format_estimate",
            "format_percent", "headline",
            "headline_details", "manifest_label", "manipulation_words", "new_footage_sentence", "safe_text",
@@ -228,7 +229,8 @@ def chance_words(chance: float | None, *, short: bool = False) -> str:
         many = f"{round(c):,}" if c < 1.5 or c >= 10 else f"{c:.2g}"
         return lead + f"high (about {many} such line{'s' if c >= 1.5 else ''} expected by chance)"
     if c < 1e-15:
-        return lead + "far less than 1 in a trillion"
+        # The figure itself (JSON, CSV) keeps ranking stronger evidence; words stop here.
+        return lead + "less than 1 in 10^15"
     return lead + f"about 1 in {_one_in(1.0 / c)}"
 
 
@@ -352,8 +354,16 @@ def manipulation_words(seg: Segment) -> list[str]:
     return words
 
 
+def ambiguous_episodes(file_result: FileResult, seg: Segment) -> int:
+    """How many owned streams the offered stretch of an ambiguous ``seg`` matches about equally."""
+    names = {(s.corpus_file, s.corpus_stream) for s in file_result.ambiguous
+             if min(s.query_end, seg.query_end) - max(s.query_start, seg.query_start)
+             >= 0.5 * min(s.query_duration, seg.query_duration)}
+    return max(2, len(names))
+
+
 def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: float | None = None,
-                     weak: bool = False) -> str:
+                     weak: bool = False, ambiguous: int = 0) -> str:
     """One matched stretch in plain words.
 
     Example: ``"offered 0:10.0–0:30.0 matches owned kitchen/a.mp4 1:00.0–1:10.0,
@@ -365,6 +375,7 @@ def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: 
         below_floor: Say that the stretch is below the evidence floor.
         floor_seconds: The floor, named when ``below_floor``.
         weak: Say that the stretch is weak evidence (too likely a coincidence to count).
+        ambiguous: The stretch matches this many owned episodes about equally (0: it does not).
     """
     parts = [
         f"offered {format_clock(seg.query_start)}–{format_clock(seg.query_end)} matches owned "
@@ -380,6 +391,9 @@ def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: 
         text += f" (below the evidence floor{fl}: listed as evidence, not counted)"
     if weak:
         text += " (weak evidence: too likely a coincidence to count; listed, not counted)"
+    if ambiguous:
+        text += (f" (the same motion as {ambiguous} owned episodes; can't tell which, if any, was copied: "
+                 "not counted as owned, not counted as new)")
     return text
 
 
@@ -454,8 +468,10 @@ def new_footage_sentence(report: Report) -> str:
     offered = report.offered_seconds
     share = format_percent(100.0 * report.new_seconds / offered) if offered > 0 else "0%"
     if repeats_checked(report):
+        tail = (f" Can't tell for {format_duration(report.cant_tell_seconds)} (counted neither way)."
+                if report.cant_tell_seconds > 0 else "")
         return (f"New footage you would actually get: {amounts} ({share}), not owned and not repeated "
-                "inside the offer.")
+                f"inside the offer.{tail}")
     return (f"New footage you would get: {amounts} ({share}), not owned (this report did not check the "
             "offer for repeats inside it).")
 
@@ -501,7 +517,8 @@ def headline_details(report: Report) -> list[str]:
     matched_files = sum(1 for f in report.files if f.segments)
     if n_files:
         out.append(f"{matched_files} of {n_files} offered files contain matched footage.")
-    unmatched = max(0.0, report.offered_seconds - report.matched_seconds - report.indeterminate_seconds)
+    unmatched = max(0.0, report.offered_seconds - report.matched_seconds - report.indeterminate_seconds
+                    - report.cant_tell_seconds)
     if report.kind == "compare" and report.matched_seconds > 0 and unmatched > 0:
         share = format_percent(100.0 * unmatched / report.offered_seconds)
         # "matched nothing you own", not "new": footage outside the index may still exist elsewhere.
@@ -530,6 +547,15 @@ def headline_details(report: Report) -> list[str]:
     if report.indeterminate_seconds > 0:
         out.append(f"{format_duration(report.indeterminate_seconds)} could not be judged (static or "
                    "featureless footage) and counts neither way.")
+    n_amb = len({(f.query_file, s.query_start) for f in report.files for s in f.ambiguous})
+    if n_amb:
+        out.append(f"{n_amb} offered stretch{'es' if n_amb != 1 else ''} show{'' if n_amb != 1 else 's'} the "
+                   "same motion as several owned episodes (scripted repeats, a rig's resting pose): can't "
+                   "tell which, if any, was copied, so not counted as owned.")
+    if report.cant_tell_seconds > 0:
+        out.append(f"Can't tell for {format_duration(report.cant_tell_seconds)}: the evidence there (short, "
+                   "weak, shared by several owned episodes, or on footage too still to place in time) "
+                   "shows neither that you own it nor that it is new. Not counted either way.")
     if report.text_overlap:
         out.append(text_overlap_sentence(report.text_overlap))
     return out

@@ -1,0 +1,121 @@
+"""Still matches: near-identical frames a verified line holds that cannot be counted.
+
+A copy of a near-static stretch (a car park, an idle workcell) matches its source frame for
+frame, yet the evidence model (:mod:`.evidence`) cannot judge it: every moment of the stretch
+looks like every other, so no frame is closer to its own moment than to the rest. And owned
+time the ingest marked static is not searched at all, so a line stops where it begins. Such
+offered time has shown no sign of being new; it is "can't tell" (core/match/verdicts.py), and
+it speaks for the length of the evidence next to it (the floor is a floor of evidence).
+
+Both functions return :class:`~overlap_desktop.core.match.segments.RawSegment` pieces marked
+``unjudged`` (never counted as owned).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.match.segments import RawSegment
+from overlap_desktop.core.types import StreamFingerprints
+
+__all__ = ["STILL_MATCH_BITS", "into_owned_still", "still_pieces"]
+
+#: Frames this close to their owned match (re-encodes and grades of one recording sit 0-10 bits
+#: apart) are a still match. Coincidences of one rig's look-alike frames sit 20-50 bits apart.
+STILL_MATCH_BITS = 16
+#: Misses tolerated in a row while following a line into owned still time.
+_MISSES = 2
+
+
+def _times(fp: StreamFingerprints) -> np.ndarray:
+    return fp.times_ns / 1e9
+
+
+def _end(fp: StreamFingerprints, t: np.ndarray) -> float:
+    return fp.duration_s if fp.duration_s > 0 else (float(t[-1]) if t.size else 0.0)
+
+
+def code_distance(query: StreamFingerprints, corpus: StreamFingerprints, rows: np.ndarray,
+                  seg: RawSegment) -> np.ndarray:
+    """Distance of each offered row to the owned frame nearest the segment's line, usable or not
+    (owned frames marked static are not searched, but their codes are kept)."""
+    ct = _times(corpus)
+    if ct.size == 0 or rows.size == 0:
+        return np.full(rows.size, 256, np.int64)
+    c = seg.speed * _times(query)[rows] + seg.offset
+    j = np.clip(np.searchsorted(ct, c), 1, max(1, ct.size - 1))
+    j = np.where(np.abs(ct[j - 1] - c) <= np.abs(ct[np.minimum(j, ct.size - 1)] - c), j - 1, j)
+    j = np.clip(j, 0, ct.size - 1)
+    variant = int(seg.variant_idx) if 0 <= seg.variant_idx < corpus.codes.shape[1] else 0
+    return popcount_xor(query.codes[rows, 0], corpus.codes[j, variant]).astype(np.int64)
+
+
+def _piece(query: StreamFingerprints, seg: RawSegment, lo_t: float, hi_t: float, frames: int,
+           mean_d: float) -> RawSegment:
+    half = 0.5 / query.fps if query.fps > 0 else 0.5
+    q0, q1 = max(0.0, lo_t - half), hi_t + half
+    return replace(seg, query_start=q0, query_end=q1, corpus_start=seg.speed * q0 + seg.offset,
+                   corpus_end=seg.speed * q1 + seg.offset, unjudged=True, weak=True, score=0.0,
+                   frames=frames, judged=0, mean_distance=mean_d, pairs=np.zeros((0, 3)), chance=None)
+
+
+def still_pieces(query: StreamFingerprints, corpus: StreamFingerprints, seg: RawSegment, rows: np.ndarray,
+                 counted: list[tuple[float, float]]) -> list[RawSegment]:
+    """Runs of the segment's rows whose offered frames are near-identical to the owned frame on
+    the line (within :data:`STILL_MATCH_BITS`) outside the ``counted`` offered spans."""
+    if rows.size == 0:
+        return []
+    qt = _times(query)
+    d = code_distance(query, corpus, rows, seg)
+    free = d <= STILL_MATCH_BITS
+    for a, b in counted:
+        free &= ~((qt[rows] >= a - 1e-6) & (qt[rows] <= b + 1e-6))
+    edges = np.flatnonzero(np.diff(np.r_[0, free.astype(np.int8), 0]))
+    out = []
+    for a, b in zip(edges[::2].tolist(), edges[1::2].tolist()):
+        piece = _piece(query, seg, float(qt[rows[a]]), float(qt[rows[b - 1]]), b - a, float(d[a:b].mean()))
+        out.append(replace(piece, query_start=max(seg.query_start, piece.query_start),
+                           query_end=min(seg.query_end, piece.query_end)))
+    return out
+
+
+def into_owned_still(query: StreamFingerprints, corpus: StreamFingerprints, seg: RawSegment) -> list[RawSegment]:
+    """The segment's line followed past its ends while offered frames stay near-identical to owned
+    frames, through owned time marked static or featureless (where the search cannot see)."""
+    spans = [(sp.start_s, sp.end_s) for sp in corpus.indeterminate]
+    qt, ct = _times(query), _times(corpus)
+    if not spans or ct.size == 0 or qt.size == 0:
+        return []
+    c_end = _end(corpus, ct)
+    first = int(np.searchsorted(qt, seg.query_start - 1e-6))
+    last = int(np.searchsorted(qt, seg.query_end + 1e-6)) - 1
+    out: list[RawSegment] = []
+    for step, start in ((1, last + 1), (-1, first - 1)):
+        hit: list[int] = []
+        dist: list[int] = []
+        misses, r, inside = 0, start, 0
+        while 0 <= r < qt.size and misses <= _MISSES:
+            c = seg.speed * float(qt[r]) + seg.offset
+            if not 0.0 <= c <= c_end:
+                break
+            inside += int(any(a <= c <= b for a, b in spans))
+            d = int(code_distance(query, corpus, np.array([r]), seg)[0])
+            if d <= STILL_MATCH_BITS:
+                hit.append(r)
+                dist.append(d)
+                misses = 0
+            else:
+                misses += 1
+            r += step
+        if not hit or not inside:  # the line goes on: even one near-identical sample is evidence
+            continue
+        piece = _piece(query, seg, float(qt[min(hit)]), float(qt[max(hit)]), len(hit), float(np.mean(dist)))
+        if step > 0:
+            piece = replace(piece, query_start=max(piece.query_start, seg.query_end))
+        else:
+            piece = replace(piece, query_end=min(piece.query_end, seg.query_start))
+        out.append(piece)
+    return out

@@ -1,0 +1,263 @@
+"""Suites for the verdict rule (issue 33): every offered second owned, new, or "can't tell", truly.
+
+Each suite is a library the lab owns and an offer of true copies (must be found, attributed to
+their source only) and look-alikes (must never be owned). Three classes:
+
+- **scripted** — scripted repeats on one rig (:class:`tests.rig.RigEpisode` with ``layout``): the
+  same arm trajectory replayed with the loose objects moved, every episode starting at the rig's
+  home pose. Twins of one trajectory sit 15-31 bits apart (measured with
+  ``python bench/bench_verdicts.py --distances``; rendered MuJoCo rigs in issue 33: 9.5-16.5).
+  Near twins (layouts the fingerprint cannot tell apart, 5-8 bits, as close as a re-encode) are
+  listed as ``limit-*`` offers: measured and reported by the bench, not asserted.
+- **short** — short real pieces just above the floor (issue 33, item 6) from tests/data/fixedcam:
+  a 15 s reversed copy, a file reassembled from two 12 s pieces of one owned clip, a 20 s piece
+  rescaled (384x216 -> 320x180) and re-timed (10 -> 25 fps), a 12 s re-encode; look-alikes are
+  later moments of the same fixed cameras.
+- **mujoco** — a rendered robot rig (tests/data/mujoco, MuJoCo, software EGL): scripted repeats of
+  one arm motion with the blocks moved (20-28 bits from their owned twins), another motion from
+  the same home pose, and true copies (re-encode, 0.5x, mirror).
+- **heldout** — real footage nobody tuned on: an overhead car park (tests/data/heldout, near-static
+  asphalt with cars passing) and NASA footage from tests/data/video: copies of owned stretches and
+  later moments of the same camera.
+
+Used by tests/integration/test_verdicts.py (asserts) and bench/bench_verdicts.py (prints).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+
+from overlap_desktop import api
+from tests import manipulations as m
+from tests.manipulations import Piece
+from tests.rig import RigEpisode
+
+DATA = Path(__file__).resolve().parent / "data"
+RIG_SIZE = (192, 144)
+RIG_FPS = 12.0
+RIG_DUR = 16.0
+#: A true copy is re-encoded as a reseller would (another quality than the library's file).
+COPY_ENC: dict[str, Any] = {"options": {"crf": "30"}}
+
+
+@functools.lru_cache(maxsize=8)
+def _decoded(path: str, size: tuple[int, int]) -> tuple[np.ndarray, list[np.ndarray]]:
+    times, frames = [], []
+    with av.open(path) as c:
+        for fr in c.decode(video=0):
+            if fr.time is None:
+                continue
+            times.append(float(fr.time))
+            frames.append(fr.to_ndarray(format="rgb24", width=size[0], height=size[1]))
+    return np.asarray(times), frames
+
+
+@dataclass(frozen=True)
+class RealClip:
+    """A real video as a scene: ``frame(t, size)`` is the frame shown at ``t`` (seconds from its start)."""
+
+    path: str
+
+    def frame(self, t: float, size: tuple[int, int]) -> np.ndarray:
+        times, frames = _decoded(self.path, size)
+        i = int(np.clip(np.searchsorted(times, t + 1e-6) - 1, 0, len(frames) - 1))
+        return frames[i]
+
+    def duration(self) -> float:
+        with av.open(self.path) as c:
+            return float(c.duration or 0) / 1e6
+
+
+@dataclass
+class Offer:
+    """One offered file: its pieces, output size and rate, and what a true verdict is.
+
+    Attributes:
+        copy_of: For a true copy: the owned file (stem) it copies; ``None`` for a look-alike.
+        owned_share: Least share of the offer's seconds a found copy must have counted owned.
+        transform: Pixel transform applied to every frame.
+    """
+
+    pieces: list[Piece]
+    size: tuple[int, int]
+    fps: float
+    copy_of: str | None = None
+    owned_share: float = 0.6
+    transform: Callable[[np.ndarray], np.ndarray] | None = None
+    enc: dict[str, Any] = field(default_factory=lambda: dict(COPY_ENC))
+
+    @property
+    def duration(self) -> float:
+        return sum(p.duration for p in self.pieces)
+
+
+@dataclass
+class Suite:
+    """A library (name -> (scene, start, seconds, size, fps)) and offers (name -> :class:`Offer`)."""
+
+    name: str
+    library: dict[str, tuple[Any, float, float, tuple[int, int], float]]
+    offers: dict[str, Offer]
+
+
+def _ep(trajectory: int, layout: int) -> RigEpisode:
+    return RigEpisode(5, trajectory, layout=layout, home_s=2.0)
+
+
+def scripted() -> Suite:
+    lib = {f"t{t}-l{lay}": (_ep(t, lay), 0.0, RIG_DUR, RIG_SIZE, RIG_FPS)
+           for t, lay in ((1, 1), (1, 2), (1, 3), (2, 1), (2, 2))}
+
+    def whole(t: int, lay: int, **kw: Any) -> Offer:
+        return Offer([Piece(_ep(t, lay), 0.0, RIG_DUR, master_fps=RIG_FPS)], RIG_SIZE, RIG_FPS, **kw)
+
+    offers = {
+        # New scripted repeats: the same arm motion, the objects elsewhere.
+        "neg-t1-l8": whole(1, 8), "neg-t1-l9": whole(1, 9), "neg-t2-l3": whole(2, 3), "neg-t2-l8": whole(2, 8),
+        # Another trajectory: only the home pose (first 2 s) is shared with every owned episode.
+        "neg-t3-l1": whole(3, 1), "neg-t4-l2": whole(4, 2),
+        # True copies: attributed to their source, not to its scripted twins.
+        "ctl-t1-l2": whole(1, 2, copy_of="t1-l2", owned_share=0.8),
+        "ctl-t2-l1-part": Offer([Piece(_ep(2, 1), 3.0, 12.0, master_fps=RIG_FPS)], RIG_SIZE, RIG_FPS,
+                                copy_of="t2-l1", owned_share=0.8),
+        "ctl-t1-l3-slow": Offer([Piece(_ep(1, 3), 4.0, 16.0, speed=0.5, master_fps=RIG_FPS)], RIG_SIZE,
+                                RIG_FPS, copy_of="t1-l3", owned_share=0.8),
+        # Near twins: 5-8 bits from an owned layout, as close as a re-encode (a measured limit).
+        "limit-t1-l5": whole(1, 5), "limit-t1-l7": whole(1, 7), "limit-t2-l6": whole(2, 6),
+    }
+    return Suite("scripted", lib, offers)
+
+
+def short() -> Suite:
+    room = RealClip(str(DATA / "fixedcam" / "room-people.mp4"))
+    table = RealClip(str(DATA / "fixedcam" / "table-bottles.mp4"))
+    rs, ts = (384, 216), (320, 180)
+    lib = {"room-owned": (room, 0.0, 40.0, rs, 10.0), "table-owned": (table, 0.0, 20.0, ts, 15.0)}
+    offers = {
+        "ctl-room-reversed-15s": Offer([Piece(room, 35.0, 15.0, speed=-1.0, master_fps=10.0)], rs, 10.0,
+                                       copy_of="room-owned"),
+        "ctl-room-two-pieces-12s": Offer([Piece(room, 26.0, 12.0, master_fps=10.0),
+                                          Piece(room, 4.0, 12.0, master_fps=10.0)], rs, 10.0,
+                                         copy_of="room-owned"),
+        "ctl-room-rescaled-20s": Offer([Piece(room, 18.0, 20.0, master_fps=10.0)], (320, 180), 25.0,
+                                       copy_of="room-owned"),
+        "ctl-table-reencode-12s": Offer([Piece(table, 6.0, 12.0, master_fps=15.0)], ts, 15.0,
+                                        copy_of="table-owned"),
+        "ctl-table-reversed-12s": Offer([Piece(table, 19.0, 12.0, speed=-1.0, master_fps=15.0)], ts, 15.0,
+                                        copy_of="table-owned"),
+        # Later moments of the same fixed cameras: never owned.
+        "neg-room-later": Offer([Piece(room, 44.0, 17.0, master_fps=10.0)], rs, 10.0),
+        "neg-table-later": Offer([Piece(table, 24.0, 15.0, master_fps=15.0)], ts, 15.0),
+    }
+    return Suite("short", lib, offers)
+
+
+def heldout() -> Suite:
+    car = RealClip(str(DATA / "heldout" / "carpark.mp4"))
+    nasa = RealClip(str(DATA / "video" / "nasa_13013.mp4"))
+    cs, ns = (384, 216), (320, 180)
+    lib = {"carpark-owned": (car, 0.0, 15.0, cs, 12.5), "nasa-owned": (nasa, 0.0, 13.0, ns, 25.0)}
+    offers = {
+        "ctl-carpark-reencode": Offer([Piece(car, 1.0, 13.0, master_fps=12.5)], cs, 12.5, copy_of="carpark-owned"),
+        "ctl-carpark-rescaled": Offer([Piece(car, 2.0, 12.0, master_fps=12.5)], (320, 180), 25.0,
+                                      copy_of="carpark-owned"),
+        "ctl-nasa-reversed-12s": Offer([Piece(nasa, 12.5, 12.0, speed=-1.0, master_fps=25.0)], ns, 25.0,
+                                       copy_of="nasa-owned"),
+        "ctl-nasa-reencode-12s": Offer([Piece(nasa, 0.5, 12.0, master_fps=25.0)], ns, 25.0, copy_of="nasa-owned"),
+        # Later moments of the same car park (cars pass the same spots): never owned.
+        "neg-carpark-later": Offer([Piece(car, 16.0, 7.0, master_fps=12.5)], cs, 12.5),
+        "neg-carpark-last": Offer([Piece(car, 23.0, 7.0, master_fps=12.5)], cs, 12.5),
+    }
+    return Suite("heldout", lib, offers)
+
+
+def mujoco() -> Suite:
+    """Rendered robot rig (tests/data/mujoco, made by its render_rig.py): scripted repeats and copies."""
+
+    def clip(name: str) -> RealClip:
+        return RealClip(str(DATA / "mujoco" / f"{name}.mp4"))
+
+    size, fps = (160, 120), 10.0
+    lib = {f"mj-{n}": (clip(n), 0.0, 12.0, size, fps) for n in ("t1-l1", "t1-l2", "t2-l1")}
+
+    def whole(name: str, **kw: Any) -> Offer:
+        return Offer([Piece(clip(name), 0.0, 12.0, master_fps=fps)], size, fps, **kw)
+
+    offers = {
+        # The same arm motion as two owned episodes (t1) or one (t2), the blocks elsewhere.
+        "neg-mj-t1-l3": whole("t1-l3"), "neg-mj-t1-l4": whole("t1-l4"), "neg-mj-t2-l2": whole("t2-l2"),
+        # Another motion from the same home pose and the same blocks.
+        "neg-mj-t3-l1": whole("t3-l1"),
+        "ctl-mj-t1-l2": whole("t1-l2", copy_of="mj-t1-l2"),
+        "ctl-mj-t2-l1-slow": Offer([Piece(clip("t2-l1"), 3.0, 12.0, speed=0.5, master_fps=fps)], size, fps,
+                                   copy_of="mj-t2-l1"),
+        "ctl-mj-t1-l1-mirror": whole("t1-l1", copy_of="mj-t1-l1", transform=m.hflip),
+    }
+    return Suite("mujoco", lib, offers)
+
+
+SUITES: dict[str, Callable[[], Suite]] = {"scripted": scripted, "mujoco": mujoco, "short": short,
+                                          "heldout": heldout}
+
+
+def build(suite: Suite, root: Path) -> Path:
+    """Write the suite's footage, index library and offer, export the offer's manifest; return it."""
+    lib, offer = root / "library", root / "offer"
+    manifest = root / "offer.ovlm"
+    if manifest.exists():
+        return manifest
+    for name, (scene, start, secs, size, fps) in suite.library.items():
+        m.write_edit(lib / f"{name}.mp4", [Piece(scene, start, secs, master_fps=fps)], out_fps=fps, size=size)
+    for name, o in suite.offers.items():
+        m.write_edit(offer / f"{name}.mp4", o.pieces, out_fps=o.fps, size=o.size, transform=o.transform, **o.enc)
+    for d, src in ((root / "lab-index", lib), (root / "vendor-index", offer)):
+        cfg = api.load_config({"index.path": str(d)})
+        assert not api.index_paths([src], index=d, config=cfg).failed
+    with api.open_index(root / "vendor-index") as v:
+        api.export_manifest(v, manifest, label=f"{suite.name} offer")
+    return manifest
+
+
+def run(suite: Suite, root: Path, **compare_kw: Any) -> Any:
+    """Build (or reuse) the suite under ``root`` and compare its offer with its library."""
+    manifest = build(suite, root)
+    cfg = api.load_config({"index.path": str(root / "lab-index")})
+    return api.compare(manifest, root / "lab-index", config=cfg, **compare_kw)
+
+
+@dataclass
+class Verdict:
+    """What a report says about one offer, against what is true."""
+
+    name: str
+    duration: float
+    owned: float
+    new: float
+    cant_tell: float
+    sources: set[str]
+    copy_of: str | None
+
+    @property
+    def false_owned(self) -> float:
+        """Seconds counted owned that are not (all owned seconds of a look-alike)."""
+        return self.owned if self.copy_of is None else 0.0
+
+    def found(self, share: float) -> bool:
+        return self.copy_of is not None and self.sources == {self.copy_of} and self.owned >= share * self.duration
+
+
+def verdicts(suite: Suite, report: Any) -> dict[str, Verdict]:
+    out = {}
+    for f in report.files:
+        name = Path(f.query_file).stem
+        o = suite.offers[name]
+        out[name] = Verdict(name, f.duration_s, f.matched_seconds, f.new_seconds, f.cant_tell_seconds,
+                            {Path(s.corpus_file).stem for s in f.segments}, o.copy_of)
+    return out
