@@ -119,6 +119,10 @@ _EXPORTS: dict[str, str] = {
     "chance_words": "overlap_desktop.core.report.wording",
     "speed_words": "overlap_desktop.core.report.wording",
     "speed_text": "overlap_desktop.core.report.wording",
+    "speed_cell": "overlap_desktop.core.report.wording",
+    "format_amount": "overlap_desktop.core.report.wording",
+    "identical_files": "overlap_desktop.core.report.model",
+    "hide_folder_names": "overlap_desktop.core.report.redact",
     "DISTANCE_SCALE": "overlap_desktop.core.report.scale",
     "DistanceLevel": "overlap_desktop.core.report.scale",
     "distance_colour": "overlap_desktop.core.report.scale",
@@ -253,7 +257,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.report.glossary import GLOSSARY, glossary_tip
     from overlap_desktop.core.report.html import write_report_html
     from overlap_desktop.core.report.json_io import load_report_json, report_to_dict, write_report_json
-    from overlap_desktop.core.report.model import FileResult, Report, judged_unmatched_seconds, repeats_checked
+    from overlap_desktop.core.report.model import (
+        FileResult,
+        Report,
+        identical_files,
+        judged_unmatched_seconds,
+        repeats_checked,
+    )
+    from overlap_desktop.core.report.redact import hide_folder_names
     from overlap_desktop.core.report.scale import (
         DISTANCE_SCALE,
         DistanceLevel,
@@ -266,6 +277,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         describe_flags,
         describe_repeat,
         describe_segment,
+        format_amount,
         format_clock,
         format_date,
         format_duration,
@@ -275,6 +287,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         headline_details,
         new_footage_sentence,
         safe_text,
+        speed_cell,
         speed_text,
         speed_words,
         stream_words,

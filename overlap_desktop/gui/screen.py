@@ -135,11 +135,13 @@ class ScreenOfferPage(QWidget):
         self.form = QGridLayout()
         self.form.setHorizontalSpacing(10)
         self.form.setVerticalSpacing(4)
-        self.form.setColumnStretch(1, 1)
+        self.form.setColumnStretch(1, 2)
         self.form.setColumnStretch(3, 1)
+        self.form.setColumnStretch(5, 2)
         self.fields: dict[str, QLabel] = {}
-        layout_rows = ((0, 0, "label", "Offer"), (0, 2, "made", "Made"), (1, 0, "amount", "Footage"),
-                       (1, 2, "compat", "Can be compared"))
+        # Two rows, not three: at 1366x768 every line of height goes to the results below.
+        layout_rows = ((0, 0, "label", "Offer"), (0, 2, "amount", "Footage"), (0, 4, "made", "Made"),
+                       (1, 4, "compat", "Can be compared"))
         for row, col, key, label in layout_rows:
             v = QLabel("–")
             # Values come from the seller's manifest: never let Qt render them as rich text.
@@ -157,9 +159,9 @@ class ScreenOfferPage(QWidget):
         seal_name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         seal_name.setToolTip(api_tip("seal"))
         self.seal = SealField()
-        self.form.addWidget(seal_name, 2, 0)
-        self.form.addWidget(self.seal, 2, 1, 1, 3)
-        self.form.setRowStretch(3, 1)  # extra height (a tall button column) goes below the facts
+        self.form.addWidget(seal_name, 1, 0)
+        self.form.addWidget(self.seal, 1, 1, 1, 3)
+        self.form.setRowStretch(2, 1)  # extra height (a tall button column) goes below the facts
         sl.addLayout(self.form, 1)
         self._build_buttons(sl)
 

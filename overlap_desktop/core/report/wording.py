@@ -24,10 +24,10 @@ from overlap_desktop.core.report.model import (
 from overlap_desktop.core.types import Segment, Variant
 
 __all__ = ["SPEED_TOLERANCE", "chance_words", "describe_flags", "describe_repeat", "describe_segment",
-           "evidence_floor", "format_clock", "format_date", "format_duration", "format_estimate",
+           "evidence_floor", "format_amount", "format_clock", "format_date", "format_duration", "format_estimate",
            "format_percent", "headline",
            "headline_details", "manifest_label", "manipulation_words", "new_footage_sentence", "safe_text",
-           "speed_text", "speed_words", "stream_words", "text_overlap_sentence"]
+           "speed_cell", "speed_text", "speed_words", "stream_words", "text_overlap_sentence"]
 
 #: Speeds within this distance of 1.0 count as "normal speed" in plain-word flags.
 SPEED_TOLERANCE = 0.08
@@ -72,13 +72,26 @@ def safe_text(value: object, *, max_len: int | None = None) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"3.5 min"``, ``"42 s"``."""
+    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"3.5 min"``, ``"42 s"``.
+
+    The unit is chosen after rounding, so 59.96 s reads ``"1.0 min"`` (never ``"60 s"``) and
+    3599.96 s ``"1.0 h"`` (never ``"60.0 min"``).
+    """
     s = max(0.0, float(seconds))
-    if s >= 3600:
-        return f"{s / 3600:.1f} h"
-    if s >= 60:
+    if round(s, 1) < 10:
+        return f"{s:.1f} s"
+    if round(s) < 60:
+        return f"{s:.0f} s"
+    if round(s / 60, 1) < 60:
         return f"{s / 60:.1f} min"
-    return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+    return f"{s / 3600:.1f} h"
+
+
+def format_amount(seconds: float) -> str:
+    """A per-file amount for a table cell: ``"–"`` for nothing worth naming (half a second or
+    less), else :func:`format_duration`. The app and the HTML report show the same dash."""
+    s = float(seconds or 0.0)
+    return "–" if not s > 0.5 else format_duration(s)
 
 
 def format_estimate(seconds: float) -> str:
@@ -92,15 +105,28 @@ def format_estimate(seconds: float) -> str:
     return f"about {s / 3600:.1f} hours"
 
 
+#: Below this many seconds (3 minutes) amounts read better in seconds ("24 of 95 s") than in
+#: minutes with one decimal ("0.4 of 1.6 min").
+_SECONDS_READ_BETTER = 180.0
+
+
 def _pair_of_durations(part: float, whole: float) -> str:
-    """``"12.4 of 20.0 h"``: both numbers in the unit chosen for the whole."""
+    """``"12.4 of 20.0 h"``: both numbers in the unit chosen for the (rounded) whole.
+
+    A part that is not nothing never reads as ``0.0``: it reads ``"<0.1"``.
+    """
     w = max(0.0, float(whole))
-    p = max(0.0, float(part))
-    if w >= 3600:
-        return f"{p / 3600:.1f} of {w / 3600:.1f} h"
-    if w >= 60:
-        return f"{p / 60:.1f} of {w / 60:.1f} min"
-    return f"{p:.1f} of {w:.1f} s"
+    p = max(0.0, min(float(part), w))
+    if round(w) < _SECONDS_READ_BETTER:
+        digits = 1 if round(w, 1) < 10 else 0
+        unit, scale = "s", 1.0
+    elif round(w / 60, 1) < 60:
+        digits, unit, scale = 1, "min", 60.0
+    else:
+        digits, unit, scale = 1, "h", 3600.0
+    small = 10.0 ** -digits
+    part_text = (f"<{small:.{digits}f}" if 0 < p / scale < small / 2 else f"{p / scale:.{digits}f}")
+    return f"{part_text} of {w / scale:.{digits}f} {unit}"
 
 
 def format_percent(pct: float) -> str:
@@ -203,6 +229,20 @@ def speed_text(seg: Segment) -> str:
         return f"{rev}{_format_speed(seg.speed)}"
     lo, hi = iv
     return f"{rev}{_format_speed(seg.speed)} ({_plain_speed(lo)}–{_plain_speed(hi)}x)"
+
+
+def speed_cell(seg: Segment) -> str:
+    """A segment's speed for a table cell, the same in the app and the HTML report.
+
+    ``"normal"`` whenever :func:`speed_words` does not call it changed (with the measured range
+    when known: ``"normal (0.9–1.02x)"``); otherwise the number and its range, as
+    :func:`speed_text`. Reversed copies start with ``"reversed, "``.
+    """
+    rev = "reversed, " if seg.speed < 0 else ""
+    if speed_words(seg) is None:
+        iv = _speed_interval(seg)
+        return rev + "normal" + (f" ({_plain_speed(iv[0])}–{_plain_speed(iv[1])}x)" if iv else "")
+    return rev + speed_text(seg).removeprefix("reversed ")
 
 
 def _plain_speed(a: float) -> str:
@@ -437,7 +477,10 @@ def headline(report: Report) -> str:
         return f"{pct} of {first}'s hours ({amounts}) also appear in {second}."
     if report.kind == "audit":
         return f"{pct} of the sample you were shown ({amounts}) is covered by the manifest."
-    return f"{pct} of these hours ({amounts}) match footage you already own."
+    # "These hours" only when there are hours: a 31 s offer is "this footage".
+    if report.offered_seconds >= 3600:
+        return f"{pct} of these hours ({amounts}) match footage you already own."
+    return f"{pct} of this footage ({amounts}) matches footage you already own."
 
 
 def new_footage_sentence(report: Report) -> str:
