@@ -142,6 +142,8 @@ _EXPORTS: dict[str, str] = {
     "VendorWorkspace": "overlap_desktop.services.workspaces",
     "list_vendor_workspaces": "overlap_desktop.services.workspaces",
     "remove_vendor_workspace": "overlap_desktop.services.workspaces",
+    "note_vendor_workspace": "overlap_desktop.services.workspaces",
+    "folder_has_footage": "overlap_desktop.services.workspaces",
     "vendor_workspaces_root": "overlap_desktop.services.workspaces",
     # text overlap (overlapy method)
     "text_overlap": "overlap_desktop.core.text.overlap",
@@ -202,9 +204,10 @@ def vendor_workspace(label: str, *, library: str | os.PathLike[str] | None = Non
     Raises:
         ValueError: the workspace would be the library itself.
     """
-    from overlap_desktop.services.workspaces import vendor_workspaces_root
+    from overlap_desktop.services.workspaces import vendor_workspaces_root, workspace_folder_name
 
-    folder = vendor_workspaces_root() / file_name_for(label, "", fallback="offer")
+    # Letters of every script are kept: "Offre été 日本" and "Offre été 中国" get their own workspaces.
+    folder = vendor_workspaces_root() / workspace_folder_name(label)
     if library is not None and folder.resolve() == Path(library).resolve():
         raise ValueError(f"the workspace for {label!r} would be the library itself ({library})")
     return folder
@@ -324,7 +327,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.services.preview import frame_at
     from overlap_desktop.services.workspaces import (
         VendorWorkspace,
+        folder_has_footage,
         list_vendor_workspaces,
+        note_vendor_workspace,
         remove_vendor_workspace,
         vendor_workspaces_root,
     )

@@ -16,8 +16,12 @@ listing finishes removing renamed folders.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import shutil
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +33,15 @@ from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME
 from overlap_desktop.errors import IndexBusyError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
-__all__ = ["VendorWorkspace", "list_vendor_workspaces", "remove_vendor_workspace", "vendor_workspaces_root"]
+__all__ = ["VendorWorkspace", "folder_has_footage", "list_vendor_workspaces", "note_vendor_workspace",
+           "remove_vendor_workspace", "vendor_workspaces_root", "workspace_folder_name"]
 
 #: Prefix of a workspace folder being removed (skipped by listings, swept by them).
 _REMOVING = ".removing-"
+#: A small file in each workspace: the offer's name as typed and whether its manifest was saved.
+NOTE_NAME = "offer.json"
+#: Characters no folder name may hold on Windows, macOS or Linux (plus spaces, which we turn into dashes).
+_NOT_IN_NAMES = re.compile(r'[\x00-\x1f<>:"/\\|?*\s]+')
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +59,80 @@ class VendorWorkspace:
     path: Path
     size_bytes: int
     modified: float
+    label: str = ""
+    finished: bool | None = None
+
+    @property
+    def title(self) -> str:
+        """The offer's name as the seller typed it (the folder name for workspaces made before it was kept)."""
+        return self.label or self.name
+
+
+def workspace_folder_name(label: str) -> str:
+    """The folder name of the workspace for the offer called ``label``.
+
+    Letters of every script are kept ("Offre été 日本" -> ``Offre-été-日本``), so offers whose names
+    differ only outside ASCII get different workspaces; only characters no file system accepts
+    become dashes. ASCII names follow the earlier rule (letters, digits, ``._-``), so their
+    workspaces are found again. A name with nothing usable left becomes ``offer-<8 hex digits of its hash>``,
+    so two such names still do not share a workspace.
+    """
+    text = unicodedata.normalize("NFC", label or "")
+    if text.isascii():
+        # The rule of earlier versions, so an offer prepared before keeps its workspace (and its
+        # fingerprints) when it is prepared again.
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:60].strip("-._")
+    else:
+        stem = _NOT_IN_NAMES.sub("-", text).strip("-. ")[:60].strip("-. ")
+    if not stem or stem.upper() in {"CON", "PRN", "AUX", "NUL"} or re.fullmatch(r"(?i)(COM|LPT)\d", stem):
+        return "offer-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return stem
+
+
+def note_vendor_workspace(path: str | os.PathLike[str], *, label: str, finished: bool,
+                          manifest: str | os.PathLike[str] | None = None) -> None:
+    """Record the offer's name and whether its manifest was saved, in the workspace (created if needed).
+
+    The workspaces dialog lists offers by these names (not by folder names) and says which
+    are unfinished. Best effort: a note that cannot be written only costs the nicer listing.
+    """
+    folder = Path(path)
+    note = {"label": label, "finished": bool(finished)}
+    if manifest is not None:
+        note["manifest"] = os.fspath(manifest)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / (NOTE_NAME + ".tmp")
+        tmp.write_text(json.dumps(note, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, folder / NOTE_NAME)
+    except OSError:
+        pass
+
+
+def _read_note(folder: Path) -> tuple[str, bool | None]:
+    try:
+        data = json.loads((folder / NOTE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "", None
+    if not isinstance(data, dict):
+        return "", None
+    label = data.get("label") if isinstance(data.get("label"), str) else ""
+    finished = data.get("finished") if isinstance(data.get("finished"), bool) else None
+    return str(label)[:200], finished
+
+
+def folder_has_footage(folder: str | os.PathLike[str]) -> bool:
+    """True as soon as one file or recording under ``folder`` is footage a reader opens.
+
+    Stops at the first one, so a folder of footage answers at once; a folder without any is
+    walked to the end (run it off the UI thread).
+
+    Raises:
+        UsageError: the folder does not exist.
+    """
+    from overlap_desktop.core.index.walk import walk_candidates
+
+    return any(reader is not None for _item, reader in walk_candidates([folder]))
 
 
 def vendor_workspaces_root() -> Path:
@@ -95,7 +178,8 @@ def list_vendor_workspaces(root: Path | None = None) -> list[VendorWorkspace]:
             size, modified = _measure(entry)
         except OSError:
             continue
-        out.append(VendorWorkspace(entry.name, entry, size, modified))
+        label, finished = _read_note(entry)
+        out.append(VendorWorkspace(entry.name, entry, size, modified, label, finished))
     out.sort(key=lambda w: (-w.modified, w.name))
     return out
 
