@@ -199,6 +199,10 @@ class _OfferFoldersPage(FolderListPage):
         return (super().isComplete() and bool(self.offer_name())
                 and all(self.checks.get(f) is True for f in self.folders()))
 
+    def validatePage(self) -> bool:
+        # Not past this page with a folder unchecked or without footage (Enter, or next() in a script).
+        return self.isComplete()
+
     def refresh_earlier(self) -> None:
         """Say how much earlier offers' workspaces keep (hidden when there are none)."""
         text = workspaces_summary(api.list_vendor_workspaces())
