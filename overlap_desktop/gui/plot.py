@@ -136,7 +136,7 @@ class MatchPlot(QWidget):
         """The y axis title: one owned file is "your file"; lines from several are told apart by colour."""
         owned = {s.corpus_file for s, _below in self.segments}
         # Short: the axis is only as long as the plot is high.
-        return "Time in your files (s)" if len(owned) > 1 else "Time in your file (s)"
+        return "Time in each file (s)" if len(owned) > 1 else "Time in your file (s)"
 
     def _label_axes(self) -> None:
         fg = self.palette().text().color().name()

@@ -232,6 +232,8 @@ class ResultsView(QWidget):
         self.seg_table = QTableWidget(0, len(SEG_COLUMNS))
         self.seg_table.setAccessibleName("Matched stretches of the selected file")
         self.seg_table.setHorizontalHeaderLabels(list(SEG_COLUMNS))
+        for c, title in enumerate(SEG_COLUMNS):  # a narrowed column's title is elided: the tip has it all
+            self.seg_table.horizontalHeaderItem(c).setToolTip(title)
         self.seg_table.verticalHeader().setVisible(False)
         self.seg_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.seg_table.horizontalHeader().setStretchLastSection(True)
@@ -472,10 +474,11 @@ class ResultsView(QWidget):
             self.preview_job.cancel()
         self._preview_seq += 1
         seq = self._preview_seq
-        owned = api.safe_text(segment.corpus_file)
+        # Named as in the table: with the folder when two owned files share a name (a backup copy).
+        owned = short_names([s.corpus_file for s, _k in self._seg_rows] + [segment.corpus_file])[segment.corpus_file]
         self.preview.setText("Decoding your frame…")
         self.preview_caption.setText(
-            f"Your file {Path(owned).name} at {api.format_clock(owned_s)}, matched to the offer at "
+            f"Your file {owned} at {api.format_clock(owned_s)}, matched to the offer at "
             f"{api.format_clock(offered_s)} ({api.distance_words(distance)} match). The manifest carries "
             "no pictures: this frame comes from your own copy.")
         job = Job(api.frame_at, segment.corpus_file, segment.corpus_stream, owned_s, parent=self,

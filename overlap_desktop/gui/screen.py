@@ -136,8 +136,8 @@ class ScreenOfferPage(QWidget):
         self.form.setHorizontalSpacing(10)
         self.form.setVerticalSpacing(4)
         self.form.setColumnStretch(1, 2)
-        self.form.setColumnStretch(3, 1)
-        self.form.setColumnStretch(5, 2)
+        self.form.setColumnStretch(3, 3)
+        self.form.setColumnStretch(5, 3)
         self.fields: dict[str, QLabel] = {}
         # Two rows, not three: at 1366x768 every line of height goes to the results below.
         layout_rows = ((0, 0, "label", "Offer"), (0, 2, "amount", "Footage"), (0, 4, "made", "Made"),

@@ -142,8 +142,8 @@ def test_analyst_plot_and_frame_follow_the_selection(qtbot: Any, reports: dict[s
 
     # Two owned files behind the lines: the axis does not say "your file".
     assert len({s.corpus_file for s in copy.segments}) == 2
-    assert view.plot.y_axis_words() == "Time in your files (s)"
-    assert view.plot.plot.getAxis("left").labelText == "Time in your files (s)"
+    assert view.plot.y_axis_words() == "Time in each file (s)"
+    assert view.plot.plot.getAxis("left").labelText == "Time in each file (s)"
 
     # A dot: its frame and a ring on it.
     seg = copy.segments[0]
