@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,12 +171,13 @@ def file_name_for(label: str | None, suffix: str, *, fallback: str = "overlap") 
     Returns:
         E.g. ``"Q3-kitchen-teleop-report.html"`` for ``"Q3 kitchen teleop"``.
     """
-    import re
-    import unicodedata
+    from overlap_desktop.services.workspaces import name_from_label
 
-    text = unicodedata.normalize("NFKD", label or "").encode("ascii", "ignore").decode("ascii")
-    # Letters, digits, dots, dashes and underscores only: no separators, no reserved names' colons.
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:60].strip("-._")
+    # Letters of every script are kept ("Offre été 日本" and "Offre été 中国" do not share a file
+    # name); separators, reserved characters and invisible ones are not.
+    stem = name_from_label(label)
+    if stem.upper() in {"CON", "PRN", "AUX", "NUL"} or re.fullmatch(r"(?i)(COM|LPT)\d", stem):
+        stem = ""
     return (stem or fallback) + suffix
 
 

@@ -33,8 +33,8 @@ from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME
 from overlap_desktop.errors import IndexBusyError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
-__all__ = ["VendorWorkspace", "folder_has_footage", "list_vendor_workspaces", "note_vendor_workspace",
-           "remove_vendor_workspace", "vendor_workspaces_root", "workspace_folder_name"]
+__all__ = ["VendorWorkspace", "folder_has_footage", "list_vendor_workspaces", "name_from_label",
+           "note_vendor_workspace", "remove_vendor_workspace", "vendor_workspaces_root", "workspace_folder_name"]
 
 #: Prefix of a workspace folder being removed (skipped by listings, swept by them).
 _REMOVING = ".removing-"
@@ -68,6 +68,20 @@ class VendorWorkspace:
         return self.label or self.name
 
 
+def name_from_label(label: str | None, *, max_len: int = 60) -> str:
+    """A file or folder name made from a label typed by a person ("" when nothing usable is left).
+
+    ASCII labels keep letters, digits and ``._-`` (the rule of earlier versions, so names made
+    before are made the same way again); others keep letters of every script and lose only
+    what no file system accepts, control and invisible characters (bidi overrides included).
+    """
+    text = unicodedata.normalize("NFC", label or "")
+    if text.isascii():
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:max_len].strip("-._")
+    text = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") else ch for ch in text)
+    return _NOT_IN_NAMES.sub("-", text).strip("-. ")[:max_len].strip("-. ")
+
+
 def workspace_folder_name(label: str) -> str:
     """The folder name of the workspace for the offer called ``label``.
 
@@ -78,12 +92,8 @@ def workspace_folder_name(label: str) -> str:
     so two such names still do not share a workspace.
     """
     text = unicodedata.normalize("NFC", label or "")
-    if text.isascii():
-        # The rule of earlier versions, so an offer prepared before keeps its workspace (and its
-        # fingerprints) when it is prepared again.
-        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:60].strip("-._")
-    else:
-        stem = _NOT_IN_NAMES.sub("-", text).strip("-. ")[:60].strip("-. ")
+    # ASCII names as in earlier versions: an offer prepared before finds its workspace again.
+    stem = name_from_label(text)
     if not stem or stem.upper() in {"CON", "PRN", "AUX", "NUL"} or re.fullmatch(r"(?i)(COM|LPT)\d", stem):
         return "offer-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return stem

@@ -142,6 +142,12 @@ def test_offers_named_in_other_scripts_get_their_own_workspaces(qtbot: Any, stat
     assert len({f.name for f in folders}) == len(names)
     assert folders[0].name == "Offre-été-日本" and folders[2].name == "日本"
     assert api.vendor_workspace("Q3 kitchen teleop").name == "Q3-kitchen-teleop"  # as before
+    # Their manifests' suggested file names differ too (both were "Offre-ete.ovlm"); invisible
+    # characters a name may carry never reach a file name.
+    assert api.file_name_for(names[0], ".ovlm") != api.file_name_for(names[1], ".ovlm")
+    assert api.file_name_for(names[0], ".ovlm") == "Offre-été-日本.ovlm"
+    assert api.file_name_for("gpj\u202eexe.mp4", ".ovlm") == "gpj-exe.mp4.ovlm"
+    assert api.file_name_for("Q3 kitchen teleop", "-report.html") == "Q3-kitchen-teleop-report.html"
     # Listed by the names the seller typed, unfinished ones said so.
     api.note_vendor_workspace(folders[0], label=names[0], finished=True)
     api.note_vendor_workspace(folders[1], label=names[1], finished=False)
