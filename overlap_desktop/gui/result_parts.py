@@ -27,8 +27,8 @@ def rgb_to_pixmap(rgb: Any) -> QPixmap:
 def table_item(text: str, tip: str = "", sort: Any = None) -> QTableWidgetItem:
     it = QTableWidgetItem(text)
     it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
-    if tip:
-        it.setToolTip(tip)
+    # The full text in a tip when no other is given: narrowed columns elide their cells.
+    it.setToolTip(tip or text)
     if sort is not None:
         it.setData(Qt.ItemDataRole.UserRole, sort)
     return it

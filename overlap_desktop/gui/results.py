@@ -89,7 +89,6 @@ class ResultsView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.report: Any = None
-        self.shown_file: Any = None
         self._seg_rows: list[tuple[Any, str]] = []
         self.last_export: Path | None = None
         self.preview_job: Job | None = None
@@ -338,18 +337,18 @@ class ResultsView(QWidget):
             below = len(f.below_floor)
             owned_text = pct + (f" (+{below} below floor)" if below else "")
             ft.setItem(r, 2, sorting_item(owned_text, f.matched_percent,
-                                           tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
-                                               "match footage you own"))
+                                          tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
+                                              "match footage you own"))
             rep = float(getattr(f, "repeated_seconds", 0.0) or 0.0)
             ft.setItem(r, 3, sorting_item(fmt_hours(rep) if rep > 0.5 else "–", rep,
-                                           tip="Offered time that repeats other footage of the same offer "
-                                               "(you would pay for it twice)"))
+                                          tip="Offered time that repeats other footage of the same offer "
+                                              "(you would pay for it twice)"))
             new = float(getattr(f, "new_seconds", 0.0) or 0.0)
             ft.setItem(r, 4, sorting_item(fmt_hours(new) if new > 0.5 else "–", new,
-                                           tip="Judged time neither owned nor repeated inside the offer"))
+                                          tip="Judged time neither owned nor repeated inside the offer"))
             ind = f.indeterminate_seconds
             ft.setItem(r, 5, sorting_item(fmt_hours(ind) if ind > 0.5 else "–", ind,
-                                           tip="Static or featureless time: counted neither way"))
+                                          tip="Static or featureless time: counted neither way"))
             words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else "no match")
             ft.setItem(r, 6, table_item(words, tip=words))
         ft.resizeColumnsToContents()
@@ -376,7 +375,6 @@ class ResultsView(QWidget):
 
     def _on_file_selected(self) -> None:
         f = self.selected_file()
-        self.shown_file = f
         # The frame of another file (or of the previous offer) never stays beside this plot.
         self.clear_preview()
         self.plot.set_file(f)

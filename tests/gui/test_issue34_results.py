@@ -258,6 +258,8 @@ def test_results_fit_a_laptop_screen(qtbot: Any, lab_state: Any, reports: dict[s
     assert st.columnViewportPosition(last) + st.columnWidth(last) <= st.viewport().width() + 1
     assert not st.horizontalScrollBar().isVisible()
     assert st.columnWidth(last) >= 56
+    # A narrowed cell is elided: its full text is in its tip.
+    assert all(st.item(r, c).toolTip() for r in range(st.rowCount()) for c in range(st.columnCount()))
     # The help text: full contrast and all of its lines shown.
     hint = view.hint
     assert hint.isEnabled()
