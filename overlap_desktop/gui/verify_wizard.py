@@ -236,6 +236,7 @@ class _ResultPage(QWizardPage):
         row.addWidget(self.export_button)
         self.saved_note = SavedNote()
         row.addWidget(self.saved_note, 1)
+        row.addStretch()  # the buttons keep their size while no file is saved yet
         lay.addLayout(row)
         self.setFinalPage(True)
         self.rows: list[tuple[str, str, str]] = []
@@ -348,6 +349,8 @@ class VerifyWizard(QWizard):
         self.setAccessibleName("Verify a delivery")
         self.setWizardStyle(QWizard.WizardStyle.ModernStyle)
         self.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, True)
+        # The result is final: Finish closes, "Verify another folder" goes back; Cancel would undo nothing.
+        self.setOption(QWizard.WizardOption.NoCancelButtonOnLastPage, True)
         self.manifest_page = _ManifestPage()
         self.folder_page = _PathPage("Where is the delivery?",
                                      "Choose the folder the purchased footage was delivered to. "

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtWidgets import QWizard
 
 from overlap_desktop import api
 from overlap_desktop.gui import verify_wizard as vw
@@ -57,6 +58,8 @@ def test_first_page_shows_the_quote_then_missing_rows_say_what_was_quoted(
     quoted = next(e for e in wiz.verify_result().entries if e.name == "offer-new.mp4")
     assert quoted.sha256[:12] in detail
 
+    # The result is final: Finish, no Cancel beside it.
+    assert not wiz.button(QWizard.WizardButton.CancelButton).isVisible()
     # Verify another folder against the same quote.
     assert wiz.result_page.again_button.text() == "Verify another folder…"
     wiz.result_page.again_button.click()
