@@ -96,6 +96,7 @@ class _OfferFoldersPage(FolderListPage):
                          "LeRobot datasets and image folders are recognised.")
         self.wiz = wizard
         self.checks: dict[str, bool | None] = {}
+        self.problems: dict[str, str] = {}  # why a folder could not be checked
         self.check_jobs: list[Job] = []
         form = QFormLayout()
         self.name = QLineEdit()
@@ -158,23 +159,27 @@ class _OfferFoldersPage(FolderListPage):
 
     def _checked(self, folder: str, has_footage: bool, problem: str) -> None:
         self.checks[folder] = has_footage
+        self.problems[folder] = problem
         if has_footage:
             self._mark(folder, "")
         else:
-            self._mark(folder, problem or "no footage found in this folder", bad=True)
+            self._mark(folder, "could not be read" if problem else "no footage found in this folder", bad=True)
         self._say_empty()
         self.completeChanged.emit()
         self.footage_checked.emit(folder, has_footage)
 
     def _say_empty(self) -> None:
-        empty = [f for f in self.folders() if self.checks.get(f) is False]
+        bad = [f for f in self.folders() if self.checks.get(f) is False]
+        empty = [f for f in bad if not self.problems.get(f)]
+        lines = [self.problems[f] for f in bad if self.problems.get(f)]
         if empty:
             names = ", ".join(Path(f).name or f for f in empty[:3]) + (", …" if len(empty) > 3 else "")
-            self.empty_note.setText(
+            lines.append(
                 f"No footage found in this folder: {names}. Videos, ROS bags, MCAP recordings, LeRobot "
                 "datasets and image folders are recognised (hidden and system files are skipped). Remove "
                 "it from the list and add the folder that holds the footage.")
-        self.empty_note.setVisible(bool(empty))
+        self.empty_note.setText("\n".join(lines))
+        self.empty_note.setVisible(bool(bad))
 
     def remove_selected(self) -> None:
         super().remove_selected()

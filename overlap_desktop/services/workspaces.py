@@ -30,7 +30,7 @@ import platformdirs
 
 from overlap_desktop.core.index.lock import WriterLock
 from overlap_desktop.core.index.schema import DB_NAME, LOCK_NAME
-from overlap_desktop.errors import IndexBusyError, UsageError
+from overlap_desktop.errors import IndexBusyError, InputError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
 __all__ = ["VendorWorkspace", "folder_has_footage", "list_vendor_workspaces", "name_from_label",
@@ -139,10 +139,19 @@ def folder_has_footage(folder: str | os.PathLike[str]) -> bool:
 
     Raises:
         UsageError: the folder does not exist.
+        InputError: nothing was found and (part of) the folder could not be listed (no permission,
+            a disconnected drive): "no footage" would then be a guess.
     """
     from overlap_desktop.core.index.walk import walk_candidates
 
-    return any(reader is not None for _item, reader in walk_candidates([folder]))
+    unlisted: list[tuple[Path, str]] = []
+    if any(reader is not None for _item, reader in walk_candidates([folder], unlisted=unlisted)):
+        return True
+    if unlisted:
+        where, why = unlisted[0]
+        raise InputError(f"{why.split(';')[0]}, so it is not known whether it holds footage; check that "
+                         "you may open it (and that its drive is connected), then add it again", path=where)
+    return False
 
 
 def vendor_workspaces_root() -> Path:

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PySide6.QtCore import QPoint, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton, QWizard
 
@@ -196,3 +197,33 @@ def test_fingerprints_per_second_read_the_same_in_settings_and_the_wizard(qtbot:
     assert f"{taken:.2f} per second" in opts.fps_note.text()
     assert opts.fps.maximum() <= taken  # a manifest cannot keep more than was taken
     assert "manifest" in settings.fps.toolTip()
+
+
+def test_a_folder_that_cannot_be_listed_says_so_not_no_footage(qtbot: Any, state: Any, tmp_path: Path,
+                                                              monkeypatch: Any) -> None:
+    """No permission (or a drive gone): the folder is named with the reason, never called empty."""
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(api.InputError, match="cannot list this folder: Permission denied") as err:
+        api.folder_has_footage(locked)
+    assert err.value.path == str(locked)
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    wiz.show()
+    page = wiz.folders_page
+    with qtbot.waitSignal(page.footage_checked, timeout=60_000) as got:
+        page.add_folder(locked)
+    assert got.args[1] is False and not page.isComplete()
+    assert "could not be read" in page.list.item(0).text()
+    note = page.empty_note.text()
+    assert "Permission denied" in note and "locked" in note and "No footage found" not in note
