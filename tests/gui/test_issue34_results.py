@@ -342,3 +342,34 @@ def test_keyboard_reaches_the_stretch_rows(qtbot: Any, reports: dict[str, Any]) 
     view.seg_table.setFocus()
     qtbot.keyClick(view.seg_table, Qt.Key.Key_Down)
     assert view.plot.highlighted is not None
+
+
+def test_the_plot_library_loads_off_the_ui_thread_while_comparing(qtbot: Any, lab_state: Any,
+                                                                   offers: dict[str, Path], monkeypatch: Any) -> None:
+    """pyqtgraph's import (about a second) froze the window when results appeared: it now starts
+    in a background thread when the comparison starts."""
+    import subprocess
+    import sys
+
+    from overlap_desktop.gui import screen as screen_mod
+
+    calls: list[int] = []
+    monkeypatch.setattr(screen_mod, "preload_plot_library", lambda: calls.append(1))
+    w = MainWindow(lab_state)
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.screen.inspected, timeout=120_000):
+        w.open_manifest(offers["one"])
+    with qtbot.waitSignal(w.screen.compared, timeout=120_000):
+        w.screen.compare_button.click()
+    assert calls == [1]
+    # In a fresh process: the thread imports the plot module, with no warning from Qt or Python.
+    code = ("import os, sys; os.environ['QT_QPA_PLATFORM'] = 'offscreen'\n"
+            "from PySide6.QtWidgets import QApplication\napp = QApplication([])\n"
+            "from overlap_desktop.gui.screen import preload_plot_library\n"
+            "assert 'pyqtgraph' not in sys.modules\n"
+            "t = preload_plot_library(); t.join(120)\n"
+            "assert not t.is_alive() and 'overlap_desktop.gui.plot' in sys.modules and 'pyqtgraph' in sys.modules\n"
+            "assert preload_plot_library() is t\n")
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
