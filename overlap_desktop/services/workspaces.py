@@ -228,7 +228,8 @@ def remove_vendor_workspace(path: str | os.PathLike[str], *, root: Path | None =
         raise UsageError(f"{folder}: not an offer workspace (only folders directly inside {root} are "
                          "removed here)")
     names = {p.name for p in resolved.iterdir()}
-    if names and DB_NAME not in names and LOCK_NAME not in names:
+    # An offer noted but stopped before its index was made holds only its note.
+    if names - {NOTE_NAME} and DB_NAME not in names and LOCK_NAME not in names:
         raise UsageError(f"{folder}: does not hold an overlap index, so it is left alone; remove it "
                          "yourself if you are sure")
     size, _ = _measure(resolved)

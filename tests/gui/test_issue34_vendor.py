@@ -227,3 +227,36 @@ def test_a_folder_that_cannot_be_listed_says_so_not_no_footage(qtbot: Any, state
     assert "could not be read" in page.list.item(0).text()
     note = page.empty_note.text()
     assert "Permission denied" in note and "locked" in note and "No footage found" not in note
+
+
+def test_a_failed_save_offers_back(qtbot: Any, state: Any, footage: dict[str, Path], tmp_path: Path) -> None:
+    """The last page hides Back once saved; when saving fails, the way back is there and said."""
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    wiz.show()
+    with qtbot.waitSignal(wiz.folders_page.footage_checked, timeout=60_000):
+        wiz.folders_page.add_folder(footage["offer"])
+    wiz.next()
+    qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
+    wiz.next()
+    qtbot.waitUntil(wiz.dedupe.isComplete, timeout=120_000)
+    wiz.next()
+    (tmp_path / "a-file").write_text("not a folder")
+    wiz.options_page.out.setText(str(tmp_path / "a-file" / "offer.ovlm"))
+    with qtbot.waitSignal(wiz.save.error, timeout=60_000):
+        wiz.next()
+    assert wiz.currentId() == ew.PAGE_SAVE and not wiz.save.isComplete()
+    assert "Click Back" in wiz.save.status.text()
+    assert wiz.button(QWizard.WizardButton.BackButton).isVisible()
+    assert wiz.button(QWizard.WizardButton.CancelButton).isVisible()  # not saved: Cancel stays
+
+
+def test_a_workspace_holding_only_its_note_can_be_removed(tmp_path: Path) -> None:
+    from overlap_desktop.services import workspaces as ws
+
+    root = tmp_path / "workspaces"
+    folder = root / "stopped-early"
+    ws.note_vendor_workspace(folder, label="Stopped early", finished=False)
+    assert [w.title for w in ws.list_vendor_workspaces(root)] == ["Stopped early"]
+    ws.remove_vendor_workspace(folder, root=root)
+    assert ws.list_vendor_workspaces(root) == []
