@@ -232,7 +232,9 @@ class ResultsView(QWidget):
         self.seg_table.setAccessibleName("Matched stretches of the selected file")
         self.seg_table.setHorizontalHeaderLabels(list(SEG_COLUMNS))
         for c, title in enumerate(SEG_COLUMNS):  # a narrowed column's title is elided: the tip has it all
-            self.seg_table.horizontalHeaderItem(c).setToolTip(title)
+            head = self.seg_table.horizontalHeaderItem(c)
+            if head is not None:
+                head.setToolTip(title)
         self.seg_table.verticalHeader().setVisible(False)
         self.seg_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.seg_table.horizontalHeader().setStretchLastSection(True)
