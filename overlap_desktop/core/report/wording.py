@@ -72,11 +72,8 @@ def safe_text(value: object, *, max_len: int | None = None) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"3.5 min"``, ``"42 s"``.
-
-    The unit is chosen after rounding, so 59.96 s reads ``"1.0 min"`` (never ``"60 s"``) and
-    3599.96 s ``"1.0 h"`` (never ``"60.0 min"``).
-    """
+    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"3.5 min"``, ``"42 s"``; the unit is
+    chosen after rounding (59.96 s is ``"1.0 min"``, never ``"60 s"``; 3599.96 s ``"1.0 h"``)."""
     s = max(0.0, float(seconds))
     if round(s, 1) < 10:
         return f"{s:.1f} s"
@@ -105,16 +102,12 @@ def format_estimate(seconds: float) -> str:
     return f"about {s / 3600:.1f} hours"
 
 
-#: Below this many seconds (3 minutes) amounts read better in seconds ("24 of 95 s") than in
-#: minutes with one decimal ("0.4 of 1.6 min").
+#: Under 3 minutes, "24 of 95 s" reads better than "0.4 of 1.6 min".
 _SECONDS_READ_BETTER = 180.0
 
 
 def _pair_of_durations(part: float, whole: float) -> str:
-    """``"12.4 of 20.0 h"``: both numbers in the unit chosen for the (rounded) whole.
-
-    A part that is not nothing never reads as ``0.0``: it reads ``"<0.1"``.
-    """
+    """``"12.4 of 20.0 h"``: both in the unit of the (rounded) whole; a small part reads ``"<0.1"``, not 0."""
     w = max(0.0, float(whole))
     p = max(0.0, min(float(part), w))
     if round(w) < _SECONDS_READ_BETTER:
@@ -232,12 +225,9 @@ def speed_text(seg: Segment) -> str:
 
 
 def speed_cell(seg: Segment) -> str:
-    """A segment's speed for a table cell, the same in the app and the HTML report.
-
-    ``"normal"`` whenever :func:`speed_words` does not call it changed (with the measured range
-    when known: ``"normal (0.9–1.02x)"``); otherwise the number and its range, as
-    :func:`speed_text`. Reversed copies start with ``"reversed, "``.
-    """
+    """A segment's speed for a table cell, the same in the app and the HTML report: ``"normal
+    (0.9–1.02x)"`` unless :func:`speed_words` calls it changed, then as :func:`speed_text`;
+    reversed copies start with ``"reversed, "``."""
     rev = "reversed, " if seg.speed < 0 else ""
     if speed_words(seg) is None:
         iv = _speed_interval(seg)
