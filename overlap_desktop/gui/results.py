@@ -254,7 +254,9 @@ class ResultsView(QWidget):
     def _build_preview_side(self, hl: QHBoxLayout) -> None:
         """The owned-frame preview and how to read the plot."""
         right = QWidget()
-        right.setFixedWidth(340)
+        # Narrower on a small screen, so the stretches table keeps its columns; never wider than 340.
+        right.setMinimumWidth(270)
+        right.setMaximumWidth(340)
         pv = QVBoxLayout(right)
         pv.setContentsMargins(0, 0, 0, 0)
         pv.addWidget(QLabel("Your owned frame"))
