@@ -4,6 +4,10 @@ Usage::
 
     python docs/screenshots.py [--out docs/assets] [--sizes 1366x768,1920x1080] [--work DIR]
 
+The library, the offer and the delivery live in ``--work`` and their paths show on the screens
+(status bar, wizards): for the published pictures pass a neutral folder, e.g. ``--work
+/home/lab``, not a temporary one.
+
 Each size runs in a child process with a fresh application. When no display is set and
 ``xvfb-run`` is installed (``apt-get install xvfb``), each child runs under a real X server
 (Xvfb) of exactly that screen size, so the window is placed and sized as on such a screen;
@@ -222,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     _save(win, out, "library")
 
     win.open_manifest(manifest)
-    _wait(lambda: screen.summary is not None and screen.summary.get("info") is not None)
+    _wait(lambda: screen.summary is not None and screen.summary.info is not None)
     _save(win, out, "screen-offer")
     screen.compare()
     _wait(lambda: screen.report is not None and screen.compare_job is not None
@@ -252,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copy(first, vendor_dir / ("copy-of-" + first.name))
     wiz.folders_page.add_folder(vendor_dir)
     wiz.folders_page.name.setText("Q3 bench picking (demo)")
+    _wait(wiz.folders_page.isComplete)  # the folder is checked for footage in a worker
     _save(wiz, out, "export-folders")
     wiz.next()
     _wait(wiz.fingerprint.isComplete)

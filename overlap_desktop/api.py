@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -138,6 +139,10 @@ _EXPORTS: dict[str, str] = {
     "chance_words": "overlap_desktop.core.report.wording",
     "speed_words": "overlap_desktop.core.report.wording",
     "speed_text": "overlap_desktop.core.report.wording",
+    "speed_cell": "overlap_desktop.core.report.wording",
+    "format_amount": "overlap_desktop.core.report.wording",
+    "identical_files": "overlap_desktop.core.report.model",
+    "hide_folder_names": "overlap_desktop.core.report.redact",
     "DISTANCE_SCALE": "overlap_desktop.core.report.scale",
     "DistanceLevel": "overlap_desktop.core.report.scale",
     "distance_colour": "overlap_desktop.core.report.scale",
@@ -157,6 +162,8 @@ _EXPORTS: dict[str, str] = {
     "VendorWorkspace": "overlap_desktop.services.workspaces",
     "list_vendor_workspaces": "overlap_desktop.services.workspaces",
     "remove_vendor_workspace": "overlap_desktop.services.workspaces",
+    "note_vendor_workspace": "overlap_desktop.services.workspaces",
+    "folder_has_footage": "overlap_desktop.services.workspaces",
     "vendor_workspaces_root": "overlap_desktop.services.workspaces",
     # text overlap (overlapy method)
     "text_overlap": "overlap_desktop.core.text.overlap",
@@ -183,12 +190,13 @@ def file_name_for(label: str | None, suffix: str, *, fallback: str = "overlap") 
     Returns:
         E.g. ``"Q3-kitchen-teleop-report.html"`` for ``"Q3 kitchen teleop"``.
     """
-    import re
-    import unicodedata
+    from overlap_desktop.services.workspaces import name_from_label
 
-    text = unicodedata.normalize("NFKD", label or "").encode("ascii", "ignore").decode("ascii")
-    # Letters, digits, dots, dashes and underscores only: no separators, no reserved names' colons.
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:60].strip("-._")
+    # Letters of every script are kept ("Offre été 日本" and "Offre été 中国" do not share a file
+    # name); separators, reserved characters and invisible ones are not.
+    stem = name_from_label(label)
+    if stem.upper() in {"CON", "PRN", "AUX", "NUL"} or re.fullmatch(r"(?i)(COM|LPT)\d", stem):
+        stem = ""
     return (stem or fallback) + suffix
 
 
@@ -217,9 +225,10 @@ def vendor_workspace(label: str, *, library: str | os.PathLike[str] | None = Non
     Raises:
         ValueError: the workspace would be the library itself.
     """
-    from overlap_desktop.services.workspaces import vendor_workspaces_root
+    from overlap_desktop.services.workspaces import vendor_workspaces_root, workspace_folder_name
 
-    folder = vendor_workspaces_root() / file_name_for(label, "", fallback="offer")
+    # Letters of every script are kept: "Offre été 日本" and "Offre été 中国" get their own workspaces.
+    folder = vendor_workspaces_root() / workspace_folder_name(label)
     if library is not None and folder.resolve() == Path(library).resolve():
         raise ValueError(f"the workspace for {label!r} would be the library itself ({library})")
     return folder
@@ -289,7 +298,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.report.glossary import GLOSSARY, glossary_tip
     from overlap_desktop.core.report.html import write_report_html
     from overlap_desktop.core.report.json_io import load_report_json, report_to_dict, write_report_json
-    from overlap_desktop.core.report.model import FileResult, Report, judged_unmatched_seconds, repeats_checked
+    from overlap_desktop.core.report.model import (
+        FileResult,
+        Report,
+        identical_files,
+        judged_unmatched_seconds,
+        repeats_checked,
+    )
+    from overlap_desktop.core.report.redact import hide_folder_names
     from overlap_desktop.core.report.scale import (
         DISTANCE_SCALE,
         DistanceLevel,
@@ -303,6 +319,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         describe_flags,
         describe_repeat,
         describe_segment,
+        format_amount,
         format_clock,
         format_date,
         format_duration,
@@ -312,6 +329,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         headline_details,
         new_footage_sentence,
         safe_text,
+        speed_cell,
         speed_text,
         speed_words,
         stream_words,
@@ -351,7 +369,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.services.preview import frame_at
     from overlap_desktop.services.workspaces import (
         VendorWorkspace,
+        folder_has_footage,
         list_vendor_workspaces,
+        note_vendor_workspace,
         remove_vendor_workspace,
         vendor_workspaces_root,
     )

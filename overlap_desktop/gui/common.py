@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPush
 
 from overlap_desktop.api import ManifestError, MediaError, OverlapError
 
-__all__ = ["SavedNote", "SealField", "compact_rows", "error_text", "fit_to_screen", "fmt_duration",
+__all__ = ["SavedNote", "SealField", "compact_rows", "error_text", "fit_columns", "fit_to_screen", "fmt_duration",
            "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain", "show_error",
            "show_info"]
 
@@ -104,14 +104,17 @@ def fmt_hours(seconds: float | None) -> str:
     """``"3.2 h"``, ``"45 min"`` or ``"12 s"`` for a duration in seconds."""
     if seconds is None:
         return "–"
-    if seconds >= 3600:
-        return f"{seconds / 3600.0:.1f} h"
-    if seconds >= 60:
+    s = max(0.0, float(seconds))
+    # The unit is chosen after rounding: 59.96 s is "1 min" (never "60 s"), 3599.96 s "1.0 h".
+    if round(s) < 60:
+        return f"{s:.0f} s"
+    minutes = s / 60.0
+    if round(minutes, 1) < 10:
         # Below 10 min one decimal matters: a 90 s file is "1.5 min", not "2 min".
-        minutes = seconds / 60.0
-        text = f"{minutes:.1f}" if minutes < 10 else f"{minutes:.0f}"
-        return text.removesuffix(".0") + " min"
-    return f"{seconds:.0f} s"
+        return f"{minutes:.1f}".removesuffix(".0") + " min"
+    if round(minutes) < 60:
+        return f"{minutes:.0f} min"
+    return f"{s / 3600.0:.1f} h"
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -252,6 +255,39 @@ def fit_to_screen(window: QWidget, wanted: tuple[int, int], available: Any = Non
         h = max(h, min(window.minimumHeight(), available.height()))
     window.resize(w, h)
     return w, h
+
+
+def fit_columns(table: QTableWidget, *, keep: tuple[int, ...] = (), min_width: int = 56) -> None:
+    """Columns as wide as their text, then narrowed so they all fit the table's width.
+
+    A laptop screen cannot show every column at its full text width; a horizontal scroll bar
+    would then hide the last columns (the "Counted" one in the results). The widest columns
+    give way first (their text is elided; every cell keeps its full text in a tooltip);
+    columns in ``keep`` keep their width; none gets narrower than ``min_width``.
+    """
+    table.resizeColumnsToContents()
+    n = table.columnCount()
+    avail = table.viewport().width()
+    widths = [table.columnWidth(c) for c in range(n)]
+    if avail <= 0:
+        return
+    if sum(widths) <= avail:
+        if n and table.horizontalHeader().stretchLastSection():
+            # resizeColumnsToContents undid the stretch: the last column takes the room left.
+            table.setColumnWidth(n - 1, avail - sum(widths[:-1]))
+        return
+    fixed = sum(widths[c] for c in keep)
+    free = [c for c in range(n) if c not in keep]
+    # The largest cap that fits: columns wider than it are cut to it (binary search on pixels).
+    lo, hi = min_width, max([widths[c] for c in free], default=min_width)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fixed + sum(min(widths[c], mid) for c in free) <= avail:
+            lo = mid
+        else:
+            hi = mid - 1
+    for c in free:
+        table.setColumnWidth(c, min(widths[c], lo))
 
 
 def compact_rows(table: QTableWidget) -> None:

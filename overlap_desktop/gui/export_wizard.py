@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -29,14 +31,22 @@ from PySide6.QtWidgets import (
 )
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import SealField, compact_rows, fit_to_screen, fmt_hours, fmt_size, open_local_file
+from overlap_desktop.gui.common import (
+    SealField,
+    compact_rows,
+    error_text,
+    fit_to_screen,
+    fmt_hours,
+    fmt_size,
+    open_local_file,
+)
 from overlap_desktop.gui.signing import SigningBlock
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
 from overlap_desktop.gui.workers import Job
 from overlap_desktop.gui.workspaces_dialog import WorkspacesDialog, workspaces_summary
 
-__all__ = ["ExportWizard", "run_self_dedupe"]
+__all__ = ["ExportWizard", "fingerprint_offer", "run_self_dedupe", "save_offer"]
 
 PAGE_FOLDERS, PAGE_FINGERPRINT, PAGE_DEDUPE, PAGE_OPTIONS, PAGE_SAVE = range(5)
 
@@ -48,14 +58,47 @@ def run_self_dedupe(index_path: Path, folders: list[str], config: Any, *, progre
                            progress=progress, cancel=cancel)
 
 
+def fingerprint_offer(folders: list[str], workspace: Path, label: str, config: Any, *, progress: Any = None,
+                      cancel: Any = None) -> Any:
+    """Fingerprint the offer into its workspace (worker thread), noting the offer's name there.
+
+    A workspace this run created for folders holding no footage at all is removed again: nothing
+    of an offer that cannot be made is left behind.
+    """
+    existed = workspace.exists()
+    api.note_vendor_workspace(workspace, label=label, finished=False)
+    summary = api.index_paths([Path(f) for f in folders], index=workspace, config=config, progress=progress,
+                              cancel=cancel)
+    if summary.files_seen == 0 and not existed:
+        api.remove_vendor_workspace(workspace)
+    return summary
+
+
+def save_offer(workspace: Path, out: Path, label: str, **options: Any) -> Any:
+    """Write the manifest (worker thread) and note in the workspace that the offer is finished."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary = api.export_manifest(workspace, out, label=label, **options)
+    api.note_vendor_workspace(workspace, label=label, finished=True, manifest=out)
+    return summary
+
+
 class _OfferFoldersPage(FolderListPage):
-    """The offered folders and the offer's name (which names its private workspace)."""
+    """The offered folders and the offer's name (which names its private workspace).
+
+    Signals:
+        footage_checked(str, bool): a listed folder was checked: whether it holds footage.
+    """
+
+    footage_checked = Signal(str, bool)
 
     def __init__(self, wizard: ExportWizard) -> None:
         super().__init__("Which footage are you offering?",
                          "Choose the folders that hold the offer. Videos, ROS bags, MCAP recordings, "
                          "LeRobot datasets and image folders are recognised.")
         self.wiz = wizard
+        self.checks: dict[str, bool | None] = {}
+        self.problems: dict[str, str] = {}  # why a folder could not be checked
+        self.check_jobs: list[Job] = []
         form = QFormLayout()
         self.name = QLineEdit()
         self.name.setAccessibleName("Name of this offer")
@@ -63,10 +106,20 @@ class _OfferFoldersPage(FolderListPage):
         self.name.textChanged.connect(self._name_changed)
         form.addRow("Name of this offer:", self.name)
         self.lay.insertLayout(0, form)
+        self.empty_note = QLabel("")
+        self.empty_note.setWordWrap(True)
+        self.empty_note.setTextFormat(Qt.TextFormat.PlainText)  # folder names
+        self.empty_note.setAccessibleName("Folders without footage")
+        self.empty_note.setStyleSheet("color: #b2182b;")
+        self.empty_note.hide()
+        self.lay.addWidget(self.empty_note)
         self.where = QLabel("")
         self.where.setWordWrap(True)
         self.where.setTextFormat(Qt.TextFormat.PlainText)  # a path
         self.where.setAccessibleName("Where the fingerprints are kept")
+        # Room for three lines from the start, so a longer name does not push the page about.
+        self.where.setMinimumHeight(3 * self.where.fontMetrics().lineSpacing() + 4)
+        self.where.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.lay.addWidget(self.where)
         earlier = QHBoxLayout()
         self.earlier = QLabel("")
@@ -82,9 +135,56 @@ class _OfferFoldersPage(FolderListPage):
         self.refresh_earlier()
 
     def add_folder(self, folder: str | Path) -> None:
+        """List ``folder`` and check in a worker that it holds footage (said on this page if not)."""
+        before = set(self.folders())
         super().add_folder(folder)
         if not self.name.text().strip() and self.folders():
             self.name.setText(Path(self.folders()[0]).name)
+        for f in self.folders():
+            if f not in before:
+                self.checks[f] = None
+                self._mark(f, "checking for footage…")
+                job = Job(api.folder_has_footage, f, parent=self, with_progress=False, with_cancel=False)
+                job.succeeded.connect(lambda has, f=f: self._checked(f, bool(has), ""))
+                job.failed.connect(lambda exc, f=f: self._checked(f, False, error_text(exc)[0]))
+                self.check_jobs.append(job)
+                job.start()
+        self.completeChanged.emit()
+
+    def _mark(self, folder: str, note: str, *, bad: bool = False) -> None:
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            if item.data(Qt.ItemDataRole.UserRole) == folder:
+                item.setText(folder + (f"  —  {note}" if note else ""))
+                item.setForeground(QColor("#b2182b") if bad else self.palette().text().color())
+
+    def _checked(self, folder: str, has_footage: bool, problem: str) -> None:
+        self.checks[folder] = has_footage
+        self.problems[folder] = problem
+        if has_footage:
+            self._mark(folder, "")
+        else:
+            self._mark(folder, "could not be read" if problem else "no footage found in this folder", bad=True)
+        self._say_empty()
+        self.completeChanged.emit()
+        self.footage_checked.emit(folder, has_footage)
+
+    def _say_empty(self) -> None:
+        bad = [f for f in self.folders() if self.checks.get(f) is False]
+        empty = [f for f in bad if not self.problems.get(f)]
+        lines = [self.problems[f] for f in bad if self.problems.get(f)]
+        if empty:
+            names = ", ".join(Path(f).name or f for f in empty[:3]) + (", …" if len(empty) > 3 else "")
+            lines.append(
+                f"No footage found in this folder: {names}. Videos, ROS bags, MCAP recordings, LeRobot "
+                "datasets and image folders are recognised (hidden and system files are skipped). Remove "
+                "it from the list and add the folder that holds the footage.")
+        self.empty_note.setText("\n".join(lines))
+        self.empty_note.setVisible(bool(bad))
+
+    def remove_selected(self) -> None:
+        super().remove_selected()
+        self._say_empty()
 
     def offer_name(self) -> str:
         return self.name.text().strip()
@@ -101,7 +201,13 @@ class _OfferFoldersPage(FolderListPage):
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:
-        return super().isComplete() and bool(self.offer_name())
+        # Every listed folder checked and holding footage: an empty one is said here, not at the end.
+        return (super().isComplete() and bool(self.offer_name())
+                and all(self.checks.get(f) is True for f in self.folders()))
+
+    def validatePage(self) -> bool:
+        # Not past this page with a folder unchecked or without footage (Enter, or next() in a script).
+        return self.isComplete()
 
     def refresh_earlier(self) -> None:
         """Say how much earlier offers' workspaces keep (hidden when there are none)."""
@@ -131,10 +237,19 @@ class _FingerprintPage(RunPage):
         return "Fingerprinting…"
 
     def make_job(self) -> Job:
-        return Job(api.index_paths, [Path(f) for f in self.wiz.folders()], parent=self,
-                   index=self.wiz.workspace(), config=self.wiz.config)
+        return Job(fingerprint_offer, self.wiz.folders(), self.wiz.workspace(),
+                   self.wiz.folders_page.offer_name(), self.wiz.config, parent=self)
+
+    def isComplete(self) -> bool:
+        # Nothing fingerprinted (no footage, or none of it readable): there is nothing to offer.
+        s = self.result
+        return super().isComplete() and s is not None and (s.indexed + s.skipped) > 0
 
     def on_result(self, s: Any) -> None:
+        if s.files_seen == 0:
+            self.status.setText("No footage found in the chosen folders, so there is nothing to put in a "
+                                "manifest. Click Back and add the folder that holds the footage.")
+            return
         text = (f"Done: {s.files_seen} files found, {s.indexed} fingerprinted, {s.skipped} already up to "
                 f"date ({fmt_hours(s.hours_indexed * 3600.0)} of footage).")
         if s.failed:
@@ -202,8 +317,14 @@ class _DedupePage(RunPage):
         if rows:
             # The core's self-dedupe headline speaks of "this library"; here it is the offer.
             share = (f"{api.format_percent(report.overlap_percent)} of this offer's footage "
-                     f"({fmt_hours(report.matched_seconds)} of {fmt_hours(report.offered_seconds)}) repeats "
-                     "other footage in the same offer.")
+                     f"({api.format_duration(report.matched_seconds)} of "
+                     f"{api.format_duration(report.offered_seconds)}) repeats other footage in the same offer.")
+            listed = sum(s.query_end - s.query_start for f in report.files for s in f.segments)
+            if listed > report.matched_seconds + 0.5:
+                # The rows overlap: one offered stretch can repeat footage in several places.
+                share += (f" The rows below add up to {api.format_duration(listed)} because some overlap "
+                          "(the same offered seconds repeat footage in more than one place); counted once, "
+                          f"they are {api.format_duration(report.matched_seconds)}.")
             self.status.setText(f"{len(rows)} internal duplicate{'s' if len(rows) != 1 else ''} — review "
                                 f"before quoting. {share}")
         else:
@@ -226,15 +347,20 @@ class _OptionsPage(QWizardPage):
         self.anonymize.setAccessibleName("Hide file names")
         form.addRow("", self.anonymize)
         self.fps = QDoubleSpinBox()
-        self.fps.setAccessibleName("Fingerprints per second")
+        self.fps.setAccessibleName("Fingerprints kept in the manifest per second")
         self.fps.setRange(0.1, 10.0)
-        self.fps.setDecimals(1)
+        self.fps.setDecimals(2)  # as in Settings, so "1.00" and "4.00" read as the same kind of number
         self.fps.setSingleStep(0.5)
         self.fps.setSuffix(" per second")
         self.fps.setToolTip("More fingerprints per second make a bigger manifest and a more precise "
                             "comparison. 1 per second is plenty for most offers.")
-        form.addRow("Fingerprints kept:", self.fps)
+        form.addRow("Fingerprints kept in the manifest:", self.fps)
+        self.fps_note = QLabel("")
+        self.fps_note.setWordWrap(True)
+        self.fps_note.setAccessibleName("How fingerprints are kept")
+        form.addRow("", self.fps_note)
         row = QHBoxLayout()
+        self.replace_ok: Path | None = None
         self.out = QLineEdit()
         self.out.setAccessibleName("Save manifest as")
         self.out.textChanged.connect(self.completeChanged)
@@ -259,7 +385,13 @@ class _OptionsPage(QWizardPage):
         if not self.label.text() and (name or folders):
             self.label.setText(name or Path(folders[0]).name)
         self.anonymize.setChecked(bool(c["export.anonymize_paths"]))
-        self.fps.setValue(float(c["export.fps"]))
+        # The manifest keeps some of the fingerprints taken while reading (Settings: index.fps).
+        taken = float(c["index.fps"])
+        self.fps.setMaximum(max(self.fps.minimum(), min(10.0, taken)))
+        self.fps.setValue(min(float(c["export.fps"]), self.fps.maximum()))
+        self.fps_note.setText(f"Your footage was fingerprinted at {taken:.2f} per second (Settings, "
+                              "\u201cFingerprints per second\u201d); the manifest keeps this many of them per "
+                              "second of footage.")
         if not self.out.text():
             self.out.setText(str(api.documents_dir() / api.file_name_for(self.label.text(), ".ovlm",
                                                                          fallback="offer")))
@@ -269,6 +401,30 @@ class _OptionsPage(QWizardPage):
                                               "Manifests (*.ovlm)")
         if path:
             self.out.setText(path if path.lower().endswith(".ovlm") else path + ".ovlm")
+            # The save dialog already asked before replacing this one: not twice.
+            self.replace_ok = self.out_path()
+
+    def validatePage(self) -> bool:
+        """A typed path to an existing manifest is replaced only when the seller says so."""
+        out = self.out_path()
+        if out.exists() and out != self.replace_ok:
+            if not self.ask_replace(out):
+                return False
+            self.replace_ok = out
+        return True
+
+    def ask_replace(self, path: Path) -> bool:
+        """Ask before replacing an existing manifest (a window-modal question)."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Replace the manifest?",
+                          f"{path.name} already exists in {path.parent}.\n\nIf you quoted its seal to a "
+                          "buyer, replacing it leaves that seal without its manifest. Replace it, or choose "
+                          "another name?", QMessageBox.StandardButton.NoButton, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        replace = box.addButton("Replace", QMessageBox.ButtonRole.DestructiveRole)
+        keep = box.addButton("Choose another name", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(keep)
+        box.exec()
+        return box.clickedButton() is replace
 
     def out_path(self) -> Path:
         p = Path(self.out.text().strip()).expanduser()
@@ -315,14 +471,19 @@ class _SavePage(RunPage):
 
     def make_job(self) -> Job:
         o = self.wiz.options_page
-        out = o.out_path()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        return Job(api.export_manifest, self.wiz.workspace(), out, parent=self,
-                   paths=[Path(f) for f in self.wiz.folders()], label=o.label.text().strip(),
-                   anonymize=o.anonymize.isChecked(), fps=float(o.fps.value()), created=True,
+        return Job(save_offer, self.wiz.workspace(), o.out_path(), o.label.text().strip(), parent=self,
+                   paths=[Path(f) for f in self.wiz.folders()], anonymize=o.anonymize.isChecked(),
+                   fps=float(o.fps.value()), created=True,
                    **o.signing.export_arguments())
 
+    def initializePage(self) -> None:
+        self.wiz.setOption(QWizard.WizardOption.NoCancelButtonOnLastPage, False)
+        self.wiz.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, True)
+        super().initializePage()
+
     def on_result(self, s: Any) -> None:
+        # Saved: Finish is the only way on (Cancel beside it would suggest the save can be undone).
+        self.wiz.setOption(QWizard.WizardOption.NoCancelButtonOnLastPage, True)
         self.setSubTitle("Send this file to the buyer. They can check it against their own library "
                          "without receiving any footage.")
         self.status.setText(f"Saved {s.path}")
@@ -376,7 +537,7 @@ class ExportWizard(QWizard):
         return self.workspace_for(self.folders_page.offer_name())
 
     def jobs(self) -> list[Job | None]:
-        return [self.fingerprint.job, self.dedupe.job, self.save.job]
+        return [self.fingerprint.job, self.dedupe.job, self.save.job, *self.folders_page.check_jobs]
 
     def reject(self) -> None:
         for j in self.jobs():

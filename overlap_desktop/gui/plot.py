@@ -19,8 +19,9 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from overlap_desktop import api
+from overlap_desktop.gui.result_parts import short_names
 
-__all__ = ["MatchPlot", "MAX_POINTS"]
+__all__ = ["BAND_COLOUR", "BAND_WORDS", "MAX_POINTS", "MatchPlot"]
 
 #: Dots drawn per file; larger sets are thinned in numpy first (ScatterPlotItem has no downsampling).
 MAX_POINTS = 20_000
@@ -33,6 +34,17 @@ _DIST_WORDS = tuple(level.words for level in api.DISTANCE_SCALE)
 #: Colours for "which owned file / transformation" (cycled).
 _GROUP_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _BELOW_COLOUR = "#9e9e9e"
+#: Shapes for "owned file and change" colouring (cycled with the colours): two copies of the same
+#: footage put their dots on the same spot, and a cross over a circle still shows both.
+_GROUP_SYMBOLS = ("o", "x", "t", "s", "d", "+", "star", "h")
+#: The same shapes as text, for the legend under the plot.
+_SYMBOL_GLYPHS = {"o": "\u25cf", "x": "\u2716", "t": "\u25bc", "s": "\u25a0", "d": "\u25c6", "+": "\u271a",
+                  "star": "\u2605", "h": "\u2b22"}
+#: Larger shapes for earlier groups, drawn first: a later group's smaller shape sits inside them.
+_GROUP_SIZES = (10, 8, 7, 7, 6, 6, 6, 6)
+#: The shading of offered time that could not be judged (plot and legend).
+BAND_COLOUR = (128, 128, 128, 50)
+BAND_WORDS = "could not be judged (static or featureless): counted neither way"
 
 
 def _brushes(colours: tuple[str, ...]) -> list[Any]:
@@ -63,6 +75,9 @@ class MatchPlot(QWidget):
         self.plot = self.widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setMenuEnabled(False)
+        # pyqtgraph's auto-range button is an unlabelled "A" glyph: the results view has a labelled
+        # "Show all" button instead (reset_zoom).
+        self.plot.hideButtons()
         lay.addWidget(self.widget)
         self._dist_brushes = _brushes(_DIST_COLOURS)
         self._group_brushes = _brushes(_GROUP_COLOURS)
@@ -84,6 +99,17 @@ class MatchPlot(QWidget):
         self.no_match.setZValue(20)
         self.plot.addItem(self.no_match, ignoreBounds=True)
         self.no_match.hide()
+        # The stretch chosen in the match table, drawn as a wide translucent band over its line.
+        self.highlight = pg.PlotDataItem(pen=pg.mkPen(QColor(255, 200, 0, 150), width=12))
+        self.highlight.setZValue(5)
+        self.plot.addItem(self.highlight)
+        self.highlighted: Any = None
+        # The dot last clicked: a ring in data coordinates, so zooming and panning keep it on its dot.
+        self.marker = pg.ScatterPlotItem(size=16, symbol="o", brush=pg.mkBrush(None),
+                                         pen=pg.mkPen(QColor(0, 0, 0), width=2))
+        self.marker.setZValue(30)
+        self.plot.addItem(self.marker)
+        self.selected_point: tuple[float, float] | None = None
         self._regions: list[Any] = []
         self.segments: list[tuple[Any, bool]] = []
         self.colour_mode = "distance"
@@ -96,15 +122,26 @@ class MatchPlot(QWidget):
         pal = self.palette()
         fg = pal.text().color()
         self.widget.setBackground(pal.base().color())
-        for side, text in (("bottom", "Time in the offered file (s)"),
-                           ("left", "Time in your file (s)")):
+        for side in ("bottom", "left"):
             ax = self.plot.getAxis(side)
             ax.setPen(fg)
             ax.setTextPen(fg)
-            ax.setLabel(text, color=fg.name())
+        self._label_axes()
         self.lines.setPen(self._line_pen())
+        self.marker.setPen(pg.mkPen(fg, width=2))
         if hasattr(self, "no_match"):
             self.no_match.setColor(fg)
+
+    def y_axis_words(self) -> str:
+        """The y axis title: one owned file is "your file"; lines from several are told apart by colour."""
+        owned = {s.corpus_file for s, _below in self.segments}
+        # Short: the axis is only as long as the plot is high.
+        return "Time in each file (s)" if len(owned) > 1 else "Time in your file (s)"
+
+    def _label_axes(self) -> None:
+        fg = self.palette().text().color().name()
+        self.plot.getAxis("bottom").setLabel("Time in the offered file (s)", color=fg)
+        self.plot.getAxis("left").setLabel(self.y_axis_words(), color=fg)
 
     def _line_pen(self) -> Any:
         # Thin and half transparent: the line shows the fitted stretch without hiding its dots.
@@ -125,8 +162,11 @@ class MatchPlot(QWidget):
             self.plot.removeItem(r)
         self._regions = []
         self.no_match.hide()
+        self.set_highlight(None)
+        self.set_selected_point(None)
         if file_result is None:
             self.segments = []
+            self._label_axes()
             self.scatter.setData([], [])
             self.lines.setData([], [])
             self.below_lines.setData([], [])
@@ -138,6 +178,7 @@ class MatchPlot(QWidget):
                          + [(s, True) for s in getattr(file_result, "weak", [])])
         self._update_points()
         self._update_lines()
+        self._label_axes()
         duration = max(1.0, float(file_result.duration_s or 1.0))
         if not self.segments:
             # Nothing matched: say so on this file's own axes, never the previous file's.
@@ -148,7 +189,7 @@ class MatchPlot(QWidget):
             self.plot.setYRange(0, duration, padding=0.02)
         for span in file_result.indeterminate:
             region = pg.LinearRegionItem(values=(span.start_s, span.end_s), movable=False,
-                                         brush=pg.mkBrush(128, 128, 128, 50), pen=pg.mkPen(None))
+                                         brush=pg.mkBrush(*BAND_COLOUR), pen=pg.mkPen(None))
             region.setZValue(-10)
             region.setToolTip(f"Could not be judged ({span.reason or 'static or featureless'}): "
                               f"{api.format_clock(span.start_s)}–{api.format_clock(span.end_s)}")
@@ -197,16 +238,24 @@ class MatchPlot(QWidget):
             keep = np.linspace(0, len(x) - 1, MAX_POINTS).astype(np.int64)
             x, y, d, sid = x[keep], y[keep], d[keep], sid[keep]
         below = np.array([self.segments[int(k)][1] for k in sid], dtype=bool)
+        symbols: Any = "o"
+        sizes: Any = 6
         if self.colour_mode == "distance":
             brushes = [self._dist_brushes[int(b)] for b in api.distance_level_indices(d)]
         else:
             groups = self._groups()
-            gidx = [groups[(self.segments[int(k)][0].corpus_file, self.segments[int(k)][0].variant)]
-                    for k in sid]
-            brushes = [self._group_brushes[g % len(self._group_brushes)] for g in gidx]
+            g_arr = np.array([groups[(self.segments[int(k)][0].corpus_file, self.segments[int(k)][0].variant)]
+                              for k in sid], dtype=np.int64)
+            # Earlier groups first (drawn below) with larger shapes: two copies on the same spot
+            # show as a cross inside a circle, not one dot hiding the other.
+            order = np.argsort(g_arr, kind="stable")
+            x, y, d, sid, below, g_arr = x[order], y[order], d[order], sid[order], below[order], g_arr[order]
+            brushes = [self._group_brushes[g % len(self._group_brushes)] for g in g_arr]
+            symbols = [_GROUP_SYMBOLS[g % len(_GROUP_SYMBOLS)] for g in g_arr]
+            sizes = [_GROUP_SIZES[g % len(_GROUP_SIZES)] for g in g_arr]
         brushes = [self._below_brush if b else br for b, br in zip(below, brushes)]
         data = [(int(k), float(dd)) for k, dd in zip(sid, d)]
-        self.scatter.setData(x=x, y=y, brush=brushes, data=data)
+        self.scatter.setData(x=x, y=y, brush=brushes, symbol=symbols, size=sizes, data=data)
         self.point_count = int(len(x))
 
     def _update_lines(self) -> None:
@@ -221,17 +270,32 @@ class MatchPlot(QWidget):
         self.lines.setData(seg_xy, seg_yy, connect="pairs")
         self.below_lines.setData(below_xy, below_yy, connect="pairs")
 
+    def group_symbol(self, corpus_file: str, variant: Any) -> str:
+        """The dot shape of one owned file and change in "owned file" colouring."""
+        return _GROUP_SYMBOLS[self._groups()[(corpus_file, variant)] % len(_GROUP_SYMBOLS)]
+
+    def has_bands(self) -> bool:
+        """True when the shown file has time that could not be judged (grey bands)."""
+        return bool(self._regions)
+
     def legend_entries(self) -> list[tuple[str, str]]:
         """``(colour, words)`` for the current colouring (shown under the plot by the results view)."""
+        return [(colour, words) for colour, words, _glyph in self.legend_items()]
+
+    def legend_items(self) -> list[tuple[str, str, str]]:
+        """``(colour, words, glyph)``: the legend with each group's dot shape as a character."""
+        dot = _SYMBOL_GLYPHS["o"]
         if self.colour_mode == "distance":
-            out = list(zip(_DIST_COLOURS, _DIST_WORDS))
+            out = [(c, w, dot) for c, w in zip(_DIST_COLOURS, _DIST_WORDS)]
         else:
             out = []
-            for (corpus_file, variant), g in self._groups().items():
-                name = api.safe_text(corpus_file.replace("\\", "/").rsplit("/", 1)[-1], max_len=40)
+            groups = self._groups()
+            names = short_names([f for f, _v in groups])
+            for (corpus_file, variant), g in groups.items():
                 how = variant.describe() or "unchanged"
-                out.append((_GROUP_COLOURS[g % len(_GROUP_COLOURS)], f"{name} ({how})"))
-        out.append((_BELOW_COLOUR, "not counted: below the evidence floor or weak evidence"))
+                out.append((_GROUP_COLOURS[g % len(_GROUP_COLOURS)], f"{names[corpus_file]} ({how})",
+                            _SYMBOL_GLYPHS[_GROUP_SYMBOLS[g % len(_GROUP_SYMBOLS)]]))
+        out.append((_BELOW_COLOUR, "not counted: below the evidence floor or weak evidence", dot))
         return out
 
     # ------------------------------------------------------------------ interaction
@@ -256,7 +320,25 @@ class MatchPlot(QWidget):
         """Act as if the dot at ``(x, y)`` carrying ``data`` was clicked (also used by tests)."""
         seg_idx, dist = int(data[0]), float(data[1])
         seg, _below = self.segments[seg_idx]
+        self.set_selected_point((float(x), float(y)))
         self.point_clicked.emit(seg, float(x), float(y), dist)
 
+    def set_selected_point(self, xy: tuple[float, float] | None) -> None:
+        """Ring the dot at ``xy`` (``None`` removes the ring)."""
+        self.selected_point = xy
+        if xy is None:
+            self.marker.setData([], [])
+        else:
+            self.marker.setData([xy[0]], [xy[1]])
+
+    def set_highlight(self, seg: Any | None) -> None:
+        """Draw a wide band over the stretch ``seg`` (a segment of the shown file), or remove it."""
+        self.highlighted = seg
+        if seg is None:
+            self.highlight.setData([], [])
+        else:
+            self.highlight.setData([seg.query_start, seg.query_end], [seg.corpus_start, seg.corpus_end])
+
     def reset_zoom(self) -> None:
+        """Show the whole file again after zooming or panning."""
         self.plot.enableAutoRange()

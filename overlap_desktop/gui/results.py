@@ -11,10 +11,10 @@ import html
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QGridLayout,
@@ -24,13 +24,28 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import SavedNote, compact_rows, fmt_hours, headline_label, open_or_explain, show_error
+from overlap_desktop.gui.common import (
+    SavedNote,
+    compact_rows,
+    fit_columns,
+    fmt_hours,
+    headline_label,
+    open_or_explain,
+    show_error,
+)
+from overlap_desktop.gui.result_parts import (
+    FrameLabel,
+    extra_lines,
+    rgb_to_pixmap,
+    short_names,
+    sorting_item,
+    table_item,
+)
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
@@ -47,109 +62,16 @@ ROW_KINDS = {
     "repeat": "yes: repeats other offered footage",
 }
 
+#: What the owned-frame panel says when no frame is shown, and the line under it.
+PREVIEW_PROMPT = ("Click a dot in the plot (or a row of the table below it) to see the frame of your own "
+                  "footage it matched.")
+PREVIEW_NOTE = "The manifest carries no pictures: frames are shown from your own copy of the footage."
+
 EXPORT_KINDS = {
     "html": ("Report for people (*.html)", "write_report_html"),
     "json": ("Report for machines (*.json)", "write_report_json"),
     "csv": ("Spreadsheet (*.csv)", "write_report_csv"),
 }
-
-
-def rgb_to_pixmap(rgb: Any) -> QPixmap:
-    """Convert an RGB ``uint8 (h, w, 3)`` array to a pixmap (UI thread only)."""
-    h, w = rgb.shape[:2]
-    img = QImage(rgb.data, w, h, int(rgb.strides[0]), QImage.Format.Format_RGB888)
-    return QPixmap.fromImage(img.copy())  # copy: the array may be freed after return
-
-
-def _item(text: str, tip: str = "", sort: Any = None) -> QTableWidgetItem:
-    it = QTableWidgetItem(text)
-    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
-    if tip:
-        it.setToolTip(tip)
-    if sort is not None:
-        it.setData(Qt.ItemDataRole.UserRole, sort)
-    return it
-
-
-def _speed_text(seg: Any) -> str:
-    """Speed with its interval when it differs from normal ("0.5x (0.48–0.52x)"), else "normal"."""
-    if api.speed_words(seg) is None:
-        return "normal" + (", reversed" if seg.speed < 0 else "")
-    return str(api.speed_text(seg)) + (", reversed" if seg.speed < 0 else "")
-
-
-def _sorting_item(text: str, value: float, tip: str = "") -> QTableWidgetItem:
-    """An item that sorts by ``value`` (seconds, percent) rather than by its text."""
-    it = _NumItem(text)
-    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
-    it.setData(Qt.ItemDataRole.UserRole + 1, float(value))
-    if tip:
-        it.setToolTip(tip)
-    return it
-
-
-class _NumItem(QTableWidgetItem):
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        a = self.data(Qt.ItemDataRole.UserRole + 1)
-        b = other.data(Qt.ItemDataRole.UserRole + 1)
-        if a is None or b is None:
-            return super().__lt__(other)
-        return float(a) < float(b)
-
-
-#: Lines of evaluation examples and episode matches shown under the details (all are in the reports).
-MAX_EXTRA_LINES = 8
-
-
-def _extra_lines(report: Any) -> list[str]:
-    """Matched evaluation examples and episode matches, one plain line each (capped)."""
-    out: list[str] = []
-    block = getattr(report, "text_overlap", None) or {}
-    examples = [e for e in block.get("matched_examples", []) if isinstance(e, dict)]
-    if block.get("status") == "checked" and examples:
-        out.append("Your evaluation examples sharing an n-gram with the vendor's annotations:")
-        out += [f"  • {api.safe_text(e.get('locator', ''), max_len=40)}: "
-                f"{api.safe_text(e.get('text', ''), max_len=160)}" for e in examples[:MAX_EXTRA_LINES]]
-    labels = [e.get("label", "") for f in report.files for e in f.episodes
-              if isinstance(e, dict) and not e.get("below_floor")]
-    if labels:
-        out.append("Episodes:")
-        out += [f"  • {api.safe_text(x, max_len=160)}" for x in labels[:MAX_EXTRA_LINES]]
-    more = max(0, len(examples) - MAX_EXTRA_LINES) + max(0, len(labels) - MAX_EXTRA_LINES)
-    if more:
-        out.append(f"  … {more} more in the saved reports")
-    return out
-
-
-class _FrameLabel(QLabel):
-    """Shows a frame scaled to fit, re-scaled when the label is resized."""
-
-    def __init__(self, text: str = "") -> None:
-        super().__init__(text)
-        self._frame: QPixmap | None = None
-
-    def set_frame(self, pm: QPixmap) -> None:
-        self._frame = pm
-        self._rescale()
-
-    def resizeEvent(self, event: Any) -> None:
-        super().resizeEvent(event)
-        if self._frame is not None:
-            self._rescale()
-
-    def _rescale(self) -> None:
-        assert self._frame is not None
-        # Scale in device pixels so the frame stays sharp on high-DPI screens.
-        dpr = self.devicePixelRatioF()
-        box = self.contentsRect().size() * dpr
-        pm = self._frame.scaled(box, Qt.AspectRatioMode.KeepAspectRatio,
-                                Qt.TransformationMode.SmoothTransformation)
-        pm.setDevicePixelRatio(dpr)
-        self.setPixmap(pm)
-
-    def sizeHint(self) -> Any:
-        # Never ask for the pixmap's size: the frame follows the layout, not the other way round.
-        return super().minimumSizeHint()
 
 
 class ResultsView(QWidget):
@@ -167,6 +89,7 @@ class ResultsView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.report: Any = None
+        self._seg_rows: list[tuple[Any, str]] = []
         self.last_export: Path | None = None
         self.preview_job: Job | None = None
         self._preview_seq = 0
@@ -255,13 +178,19 @@ class ResultsView(QWidget):
             b = QPushButton(label)
             b.setAccessibleName(label.rstrip("…"))
             b.clicked.connect(lambda _=False, k=kind: self.choose_export(k))
-            grid.addWidget(b, i // 2, i % 2)
+            grid.addWidget(b, 0, i)
             self.export_buttons[kind] = b
         self.open_button = QPushButton("Open report")
         self.open_button.setAccessibleName("Open report")
         self.open_button.setToolTip("Open the last saved report (or a fresh HTML copy) in your browser")
         self.open_button.clicked.connect(self.open_report)
-        grid.addWidget(self.open_button, 1, 1)
+        grid.addWidget(self.open_button, 1, 0)
+        # Buyers forward reports while negotiating: the lab's folder names are its own business.
+        self.hide_folders = QCheckBox("Hide my folder names")
+        self.hide_folders.setAccessibleName("Hide my folder names in saved reports")
+        self.hide_folders.setToolTip("Saved reports name your files without the folders they are in (for "
+                                     "reports you forward to a seller). The window keeps showing full paths.")
+        grid.addWidget(self.hide_folders, 1, 1, 1, 2)
         top_row.addLayout(grid)
         top_row.setAlignment(grid, Qt.AlignmentFlag.AlignTop)
 
@@ -282,12 +211,17 @@ class ResultsView(QWidget):
         self.colour_combo.addItem("Owned file and change", "group")
         self.colour_combo.currentIndexChanged.connect(self._on_colour_mode)
         top.addWidget(self.colour_combo)
+        self.fit_button = QPushButton("Show all")
+        self.fit_button.setAccessibleName("Show the whole file in the plot")
+        self.fit_button.setToolTip("Zoom back out to the whole file after zooming or panning")
+        top.addWidget(self.fit_button)
         rl.addLayout(top)
         from overlap_desktop.gui.plot import MatchPlot  # pyqtgraph loads here, not at start-up
 
         self.plot = MatchPlot()
         self.plot.point_clicked.connect(self.show_owned_frame)
-        self.plot.setMinimumHeight(160)
+        self.fit_button.clicked.connect(self.plot.reset_zoom)
+        self.plot.setMinimumHeight(150)
         rl.addWidget(self.plot, 3)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
@@ -297,31 +231,43 @@ class ResultsView(QWidget):
         self.seg_table = QTableWidget(0, len(SEG_COLUMNS))
         self.seg_table.setAccessibleName("Matched stretches of the selected file")
         self.seg_table.setHorizontalHeaderLabels(list(SEG_COLUMNS))
+        for c, title in enumerate(SEG_COLUMNS):  # a narrowed column's title is elided: the tip has it all
+            head = self.seg_table.horizontalHeaderItem(c)
+            if head is not None:
+                head.setToolTip(title)
         self.seg_table.verticalHeader().setVisible(False)
         self.seg_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.seg_table.horizontalHeader().setStretchLastSection(True)
+        self.seg_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         compact_rows(self.seg_table)
-        self.seg_table.setMinimumHeight(70)
+        # Four stretches in view at 1366x768 (it showed one or two), never a horizontal scroll bar.
+        self.seg_table.setMinimumHeight(self.seg_table.horizontalHeader().sizeHint().height()
+                                        + 4 * self.seg_table.verticalHeader().defaultSectionSize() + 4)
+        self.seg_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Its share of the height by stretch, not by the scroll area's generous size hint.
+        self.seg_table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
+        self.seg_table.itemSelectionChanged.connect(self._on_stretch_selected)
+        self.seg_table.installEventFilter(self)  # columns re-fitted to its width when it is resized
         rl.addWidget(self.seg_table, 1)
         hl.addWidget(left, 1)
 
     def _build_preview_side(self, hl: QHBoxLayout) -> None:
         """The owned-frame preview and how to read the plot."""
         right = QWidget()
-        right.setFixedWidth(340)
+        # Narrower on a small screen, so the stretches table keeps its columns; never wider than 340.
+        right.setMinimumWidth(270)
+        right.setMaximumWidth(340)
         pv = QVBoxLayout(right)
         pv.setContentsMargins(0, 0, 0, 0)
         pv.addWidget(QLabel("Your owned frame"))
-        self.preview = _FrameLabel("Click a dot in the plot to see the frame of your own footage it "
-                                   "matched.")
+        self.preview = FrameLabel(PREVIEW_PROMPT)
         self.preview.setAccessibleName("Owned frame preview")
         self.preview.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.preview.setMinimumHeight(120)
         self.preview.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.preview.setWordWrap(True)
         self.preview.setFrameShape(QLabel.Shape.StyledPanel)
-        self.preview_caption = QLabel("The manifest carries no pictures: frames are shown from your own "
-                                      "copy of the footage.")
+        self.preview_caption = QLabel(PREVIEW_NOTE)
         self.preview_caption.setWordWrap(True)
         self.preview_caption.setTextFormat(Qt.TextFormat.PlainText)  # shows file names
         pv.addWidget(self.preview, 1)
@@ -330,9 +276,17 @@ class ResultsView(QWidget):
                       "stretch (a flatter line: the copy was slowed down). Drag to pan, scroll to zoom, "
                       "hover for times, click a dot to see your own frame.")
         hint.setWordWrap(True)
-        hint.setEnabled(False)
+        # Full contrast (a disabled label was too faint to read) and room for all of its lines.
+        hint.setAccessibleName("How to read the plot")
+        hint.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        self.hint = hint
         pv.addWidget(hint)
         hl.addWidget(right)
+
+    def eventFilter(self, obj: Any, event: Any) -> bool:
+        if obj is self.seg_table and event.type() == QEvent.Type.Resize:
+            fit_columns(self.seg_table)
+        return super().eventFilter(obj, event)
 
     def jobs(self) -> list[Job | None]:
         return [self.preview_job]
@@ -343,10 +297,15 @@ class ResultsView(QWidget):
 
     def _update_legend(self) -> None:
         """A legend under the plot (inside it, it would hide dots)."""
-        items = self.plot.legend_entries()
-        self.legend.setText("&nbsp;&nbsp;".join(
-            f'<span style="color:{colour}; font-size:large;">&#9679;</span>&nbsp;{html.escape(text)}'
-            for colour, text in items))
+        from overlap_desktop.gui.plot import BAND_COLOUR, BAND_WORDS
+
+        parts = [f'<span style="color:{colour}; font-size:large;">{glyph}</span>&nbsp;{html.escape(text)}'
+                 for colour, text, glyph in self.plot.legend_items()]
+        if self.plot.has_bands():
+            r, g, b, _a = BAND_COLOUR
+            parts.append(f'<span style="color:rgb({r},{g},{b}); font-size:large;">&#9632;</span>&nbsp;'
+                         f"{html.escape(BAND_WORDS)}")
+        self.legend.setText("&nbsp;&nbsp;".join(parts))
 
     def _set_enabled(self, on: bool) -> None:
         for b in self.export_buttons.values():
@@ -363,38 +322,43 @@ class ResultsView(QWidget):
         self.new_footage.setVisible(bool(self.new_footage.text()))
         self.saved_note.hide()
         self.details.setText(" ".join(api.headline_details(report)))
-        extras = _extra_lines(report)
+        extras = extra_lines(report)
         self.extras.setText("\n".join(extras))
         self.extras.setVisible(bool(extras))
         ft = self.file_table
         ft.setSortingEnabled(False)
+        # A new report replaces the old one entirely: no selection (and so no plot, table or frame)
+        # of the previous offer may survive, even when the new offer selects the same row number.
+        ft.blockSignals(True)
+        ft.clearSelection()
+        ft.setRowCount(0)
         ft.setRowCount(len(report.files))
         for r, f in enumerate(report.files):
             name = api.safe_text(f.query_file)
-            ft.setItem(r, 0, _item(name, tip=name, sort=r))  # the row's file, found again when selected
-            ft.setItem(r, 1, _sorting_item(fmt_hours(f.duration_s), f.duration_s))
+            ft.setItem(r, 0, table_item(name, tip=name, sort=r))  # the row's file, found again when selected
+            ft.setItem(r, 1, sorting_item(fmt_hours(f.duration_s), f.duration_s))
             pct = api.format_percent(f.matched_percent)
             below = len(f.below_floor)
             owned_text = pct + (f" (+{below} below floor)" if below else "")
-            ft.setItem(r, 2, _sorting_item(owned_text, f.matched_percent,
-                                           tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
-                                               "match footage you own"))
+            ft.setItem(r, 2, sorting_item(owned_text, f.matched_percent,
+                                          tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
+                                              "match footage you own"))
             rep = float(getattr(f, "repeated_seconds", 0.0) or 0.0)
-            ft.setItem(r, 3, _sorting_item(fmt_hours(rep) if rep > 0.5 else "–", rep,
-                                           tip="Offered time that repeats other footage of the same offer "
-                                               "(you would pay for it twice)"))
+            ft.setItem(r, 3, sorting_item(fmt_hours(rep) if rep > 0.5 else "–", rep,
+                                          tip="Offered time that repeats other footage of the same offer "
+                                              "(you would pay for it twice)"))
             new = float(getattr(f, "new_seconds", 0.0) or 0.0)
             cant = float(getattr(f, "cant_tell_seconds", 0.0) or 0.0)
             # Issue 33: "new" only where shown not owned; evidence that proves neither way is named.
             tip = "Judged time shown not to be owned, and not repeated inside the offer"
             if cant > 0.5:
                 tip += f". Can't tell for {fmt_hours(cant)} (some evidence of ownership, not enough): not counted"
-            ft.setItem(r, 4, _sorting_item(fmt_hours(new) if new > 0.5 else "–", new, tip=tip))
+            ft.setItem(r, 4, sorting_item(fmt_hours(new) if new > 0.5 else "–", new, tip=tip))
             ind = f.indeterminate_seconds
-            ft.setItem(r, 5, _sorting_item(fmt_hours(ind) if ind > 0.5 else "–", ind,
-                                           tip="Static or featureless time: counted neither way"))
+            ft.setItem(r, 5, sorting_item(fmt_hours(ind) if ind > 0.5 else "–", ind,
+                                          tip="Static or featureless time: counted neither way"))
             words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else "no match")
-            ft.setItem(r, 6, _item(words, tip=words))
+            ft.setItem(r, 6, table_item(words, tip=words))
         ft.resizeColumnsToContents()
         if ft.columnWidth(0) > 260:
             ft.setColumnWidth(0, 260)
@@ -404,8 +368,9 @@ class ResultsView(QWidget):
                       or getattr(f, "repeats", None)), 0)
         if report.files:
             ft.selectRow(first)
-        else:
-            self.plot.set_file(None)
+        ft.blockSignals(False)
+        # Always show the selected row: selectRow emits nothing when the row number did not change.
+        self._on_file_selected()
 
     def selected_file(self) -> Any:
         rows = self.file_table.selectionModel().selectedRows()
@@ -418,10 +383,13 @@ class ResultsView(QWidget):
 
     def _on_file_selected(self) -> None:
         f = self.selected_file()
+        # The frame of another file (or of the previous offer) never stays beside this plot.
+        self.clear_preview()
         self.plot.set_file(f)
         self._update_legend()
         self._fill_segments(f)
         if f is None:
+            self.plot_title.setText("Select a file to see where it matches your footage.")
             return
         name = api.safe_text(f.query_file, max_len=70)
         if f.segments or f.below_floor or getattr(f, "weak", None):
@@ -444,34 +412,79 @@ class ResultsView(QWidget):
     def _fill_segments(self, f: Any) -> None:
         st = self.seg_table
         rows = self.segment_rows(f)
+        self._seg_rows = rows
+        # Two owned files can share a name (a backup copy): then their folders tell them apart.
+        names = short_names([s.corpus_file for s, _kind in rows])
+        st.blockSignals(True)
+        st.clearSelection()
         st.setRowCount(len(rows))
+        st.blockSignals(False)
         for r, (s, kind) in enumerate(rows):
-            st.setItem(r, 0, _item(f"{api.format_clock(s.query_start)}–{api.format_clock(s.query_end)}"))
-            other = api.safe_text(s.corpus_file)
+            st.setItem(r, 0, table_item(f"{api.format_clock(s.query_start)}–{api.format_clock(s.query_end)}"))
             where = "offered " if kind == "repeat" else "yours: "
-            st.setItem(r, 1, _item(where + Path(other).name, tip=other))
-            st.setItem(r, 2, _item(f"{api.format_clock(s.corpus_start)}–{api.format_clock(s.corpus_end)}"))
-            st.setItem(r, 3, _item(_speed_text(s)))
-            st.setItem(r, 4, _item(s.variant.describe() or "none"))
+            st.setItem(r, 1, table_item(where + names[s.corpus_file], tip=api.safe_text(s.corpus_file)))
+            st.setItem(r, 2, table_item(f"{api.format_clock(s.corpus_start)}–{api.format_clock(s.corpus_end)}"))
+            # The same speed words as the HTML report ("normal (0.9–1.02x)", "0.5x (0.48–0.52x)").
+            st.setItem(r, 3, table_item(api.speed_cell(s)))
+            identical = kind == "repeat" and api.identical_files(self.report, f.query_file, s.corpus_file)
+            st.setItem(r, 4, table_item("none: byte-identical file" if identical else (s.variant.describe() or "none")))
             chance = api.chance_words(getattr(s, "chance", None))
             short = chance.removeprefix("chance of a coincidence like this: ") if chance else "not measured"
-            st.setItem(r, 5, _item(short, tip=chance or "This report was made before chances were measured"))
+            tip = chance or "This report was made before chances were measured"
+            if identical:
+                # Same sha256: the same bytes, so the repeat is certain whatever the fitted line says.
+                short, tip = "none: same checksum", ("The two offered files are byte-identical (same "
+                                                     "sha256 in the manifest): a certain repeat.")
+            st.setItem(r, 5, table_item(short, tip=tip))
             tip = (api.describe_repeat(s) if kind == "repeat"
                    else api.describe_segment(s, below_floor=(kind == "below")))
-            st.setItem(r, 6, _item(ROW_KINDS[kind], tip=tip))
-        st.resizeColumnsToContents()
+            st.setItem(r, 6, table_item(ROW_KINDS[kind], tip=tip))
+        fit_columns(st)
+
+    def selected_stretch(self) -> tuple[Any, str] | None:
+        """``(segment, kind)`` of the row selected in the stretches table, or ``None``."""
+        rows = self.seg_table.selectionModel().selectedRows()
+        if not rows or rows[0].row() >= len(self._seg_rows):
+            return None
+        return self._seg_rows[rows[0].row()]
+
+    def _on_stretch_selected(self) -> None:
+        """A row of the stretches table: its line is highlighted and its owned frame shown (middle)."""
+        chosen = self.selected_stretch()
+        if chosen is None:
+            self.plot.set_highlight(None)
+            return
+        seg, kind = chosen
+        if kind == "repeat":
+            # A repeat's other side is offered footage: it is not on this plot and has no owned frame.
+            self.plot.set_highlight(None)
+            return
+        self.plot.set_highlight(seg)
+        q = 0.5 * (seg.query_start + seg.query_end)
+        c = 0.5 * (seg.corpus_start + seg.corpus_end)
+        self.plot.set_selected_point((q, c))
+        self.show_owned_frame(seg, q, c, float(seg.mean_distance))
 
     # ------------------------------------------------------------------ owned-frame preview
+    def clear_preview(self) -> None:
+        """Back to "click a dot" (a pending decode is dropped: its frame would belong elsewhere)."""
+        if self.preview_job is not None and self.preview_job.running:
+            self.preview_job.cancel()
+        self._preview_seq += 1
+        self.preview.clear_frame(PREVIEW_PROMPT)
+        self.preview_caption.setText(PREVIEW_NOTE)
+
     def show_owned_frame(self, segment: Any, offered_s: float, owned_s: float, distance: float) -> Job:
         """Decode the owned frame at ``owned_s`` in a worker and show it."""
         if self.preview_job is not None and self.preview_job.running:
             self.preview_job.cancel()
         self._preview_seq += 1
         seq = self._preview_seq
-        owned = api.safe_text(segment.corpus_file)
+        # Named as in the table: with the folder when two owned files share a name (a backup copy).
+        owned = short_names([s.corpus_file for s, _k in self._seg_rows] + [segment.corpus_file])[segment.corpus_file]
         self.preview.setText("Decoding your frame…")
         self.preview_caption.setText(
-            f"Your file {Path(owned).name} at {api.format_clock(owned_s)}, matched to the offer at "
+            f"Your file {owned} at {api.format_clock(owned_s)}, matched to the offer at "
             f"{api.format_clock(offered_s)} ({api.distance_words(distance)} match). The manifest carries "
             "no pictures: this frame comes from your own copy.")
         job = Job(api.frame_at, segment.corpus_file, segment.corpus_stream, owned_s, parent=self,
@@ -500,6 +513,11 @@ class ResultsView(QWidget):
         label = (self.report.manifest.get("label") if self.report is not None else None) or "offer"
         return api.documents_dir() / api.file_name_for(str(label), f"-report.{kind}", fallback="offer")
 
+    def save_report(self) -> None:
+        """Ask where to save the HTML report and save it (File > Save report, Ctrl+S)."""
+        if self.report is not None:
+            self.choose_export("html")
+
     def choose_export(self, kind: str) -> None:
         filt, _ = EXPORT_KINDS[kind]
         path, _ = QFileDialog.getSaveFileName(self, "Save the report", str(self.suggested_path(kind)), filt)
@@ -512,8 +530,9 @@ class ResultsView(QWidget):
             return None
         if path.suffix.lower() != "." + kind:
             path = path.with_name(path.name + "." + kind)
+        report = api.hide_folder_names(self.report) if self.hide_folders.isChecked() else self.report
         try:
-            written = getattr(api, EXPORT_KINDS[kind][1])(self.report, path)
+            written = getattr(api, EXPORT_KINDS[kind][1])(report, path)
         except Exception as exc:
             show_error(self, "The report could not be saved", exc)
             return None

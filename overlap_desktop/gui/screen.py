@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +30,28 @@ from overlap_desktop.gui.common import SealField, fmt_hours, fmt_size, headline_
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
-__all__ = ["ScreenOfferPage"]
+__all__ = ["ScreenOfferPage", "preload_plot_library"]
 
 #: The next step when the library is empty (the button beside it goes there).
 ADD_FOOTAGE_FIRST = "Add your footage first: the folders of videos you own, in My library."
+
+
+def preload_plot_library() -> threading.Thread | None:
+    """Import the match plot (and pyqtgraph, about a second) in a background thread, once.
+
+    Started when a comparison or the demo starts, so the import is done by the time the
+    results appear instead of freezing the window then. Only modules are loaded there; every
+    widget is still made on the UI thread.
+    """
+    global _PRELOAD
+    if _PRELOAD is None and "overlap_desktop.gui.plot" not in sys.modules:
+        _PRELOAD = threading.Thread(target=importlib.import_module, args=("overlap_desktop.gui.plot",),
+                                    name="overlap-preload-plot", daemon=True)
+        _PRELOAD.start()
+    return _PRELOAD
+
+
+_PRELOAD: threading.Thread | None = None
 
 
 #: Shown under the offer before comparing.
@@ -135,11 +156,13 @@ class ScreenOfferPage(QWidget):
         self.form = QGridLayout()
         self.form.setHorizontalSpacing(10)
         self.form.setVerticalSpacing(4)
-        self.form.setColumnStretch(1, 1)
-        self.form.setColumnStretch(3, 1)
+        self.form.setColumnStretch(1, 2)
+        self.form.setColumnStretch(3, 3)
+        self.form.setColumnStretch(5, 3)
         self.fields: dict[str, QLabel] = {}
-        layout_rows = ((0, 0, "label", "Offer"), (0, 2, "made", "Made"), (1, 0, "amount", "Footage"),
-                       (1, 2, "compat", "Can be compared"))
+        # Two rows, not three: at 1366x768 every line of height goes to the results below.
+        layout_rows = ((0, 0, "label", "Offer"), (0, 2, "amount", "Footage"), (0, 4, "made", "Made"),
+                       (1, 4, "compat", "Can be compared"))
         for row, col, key, label in layout_rows:
             v = QLabel("–")
             # Values come from the seller's manifest: never let Qt render them as rich text.
@@ -157,10 +180,10 @@ class ScreenOfferPage(QWidget):
         seal_name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         seal_name.setToolTip(api_tip("seal"))
         self.seal = SealField()
-        self.form.addWidget(seal_name, 2, 0)
-        self.form.addWidget(self.seal, 2, 1, 1, 3)
-        self._build_signature_row(3)
-        self.form.setRowStretch(4, 1)  # extra height (a tall button column) goes below the facts
+        self.form.addWidget(seal_name, 1, 0)
+        self.form.addWidget(self.seal, 1, 1, 1, 3)
+        self._build_signature_row(2)
+        self.form.setRowStretch(3, 1)  # extra height (a tall button column) goes below the facts
         sl.addLayout(self.form, 1)
         self._build_buttons(sl)
 
@@ -375,6 +398,7 @@ class ScreenOfferPage(QWidget):
             self._fail("Your settings have a problem", exc)
             return None
         job = Job(api.compare, self.manifest_path, self.state.index_path, parent=self, config=config)
+        preload_plot_library()
         self._start_long(job, "Comparing with your library…")
         job.succeeded.connect(lambda rep: self.show_report(rep, self.state.index_path))
         self.compare_job = job
@@ -466,6 +490,7 @@ class ScreenOfferPage(QWidget):
             self.fields[k].setText("")
         self.seal.set_seal("")
         job = Job(run, out, parent=self)
+        preload_plot_library()
         self._start_long(job, "Running the demo…")
         job.succeeded.connect(self._on_demo_done)
         self.demo_job = job

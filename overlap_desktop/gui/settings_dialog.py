@@ -47,7 +47,7 @@ EDITABLE: tuple[tuple[str, str], ...] = (
     ("index.path", "Library folder (fingerprints)"),
     ("index.preset", "Detection of cropped copies"),
     ("index.crop_edges", "Also catch copies trimmed at the"),
-    ("index.fps", "Fingerprints per second"),
+    ("index.fps", "Fingerprints per second (when reading footage)"),
     ("match.floor_seconds", "Shortest match that counts"),
     ("index.threads", "Decoding threads"),
 )
@@ -232,8 +232,10 @@ class SettingsDialog(QDialog):
         self.fps.setSingleStep(0.5)
         self.fps.setValue(float(c["index.fps"]))
         self.fps.setSuffix(" per second")
-        self.fps.setToolTip("How many frames per second of footage are fingerprinted. Below 4 some "
-                            "trimmed or re-timed copies are missed.")
+        self.fps.setToolTip("How many frames per second of footage are fingerprinted when it is read. Below 4 "
+                            "some trimmed or re-timed copies are missed. A manifest for a buyer keeps fewer "
+                            "of them (1 per second by default: \u201cFingerprints kept in the manifest\u201d in "
+                            "the vendor wizard).")
         self.editors["index.fps"] = self.fps
 
         self.floor = QDoubleSpinBox()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -101,14 +101,69 @@ class _PathPage(QWizardPage):
 
 
 class _ManifestPage(_PathPage):
+    """The quoted manifest; its label and seal are shown as soon as it is chosen (read in a worker).
+
+    Signals:
+        described(object): the manifest's facts (a dict) were read and shown, or ``None`` (unusable).
+    """
+
+    described = Signal(object)
+
     def __init__(self) -> None:
         super().__init__("Which manifest was quoted?",
                          "Choose the .ovlm file the seller sent with the offer you bought.",
                          folder=False, placeholder="quoted-offer.ovlm")
         self.info: dict[str, Any] | None = None
+        self.job: Job | None = None
+        self._seq = 0
+        lay = self.layout()
+        assert isinstance(lay, QVBoxLayout)
+        self.quote = QLabel("")
+        self.quote.setWordWrap(True)
+        self.quote.setTextFormat(Qt.TextFormat.PlainText)  # the seller's label
+        self.quote.setAccessibleName("The quoted offer")
+        self.seal = SealField()
+        self.seal.hide()
+        lay.insertWidget(1, self.quote)
+        lay.insertWidget(2, self.seal)
+
+    def _changed(self) -> None:
+        super()._changed()
+        self.info = None
+        self._seq += 1
+        self.quote.setText("")
+        self.seal.hide()
+        if not self.isComplete():
+            return
+        seq = self._seq
+        job = Job(api.inspect_manifest, self.path(), parent=self, with_progress=False, with_cancel=False)
+        job.succeeded.connect(lambda info: self._described(seq, info))
+        job.failed.connect(lambda exc: self._not_described(seq, exc))
+        self.job = job
+        job.start()
+
+    def _described(self, seq: int, info: dict[str, Any]) -> None:
+        if seq != self._seq:
+            return
+        self.info = info
+        label = api.safe_text(info.get("label") or "", max_len=120) or "(no label)"
+        files = info.get("files")
+        self.quote.setText(f"Quote: {label}" + (f" — {files} files" if isinstance(files, int) else "")
+                           + "\nSeal of the quote (compare it with the one in your purchase order):")
+        self.seal.set_seal(str(info.get("root") or "–"))
+        self.seal.show()
+        self.described.emit(info)
+
+    def _not_described(self, seq: int, exc: BaseException) -> None:
+        if seq != self._seq:
+            return
+        self.quote.setText(error_text(exc)[0])
+        self.described.emit(None)
 
     def validatePage(self) -> bool:
         # Reading a manifest is quick (it is small); a bad one is refused here, in plain words.
+        if self.info is not None:  # already read (in a worker) when it was chosen
+            return True
         try:
             self.info = api.inspect_manifest(self.path())
         except Exception as exc:
@@ -176,6 +231,11 @@ class _ResultPage(QWizardPage):
         self.table.horizontalHeader().setStretchLastSection(True)
         lay.addWidget(self.table, 1)
         row = QHBoxLayout()
+        self.again_button = QPushButton("Verify another folder…")
+        self.again_button.setAccessibleName("Verify another folder against the same quote")
+        self.again_button.setToolTip("Check another delivery folder against the same manifest")
+        self.again_button.clicked.connect(self.verify_another)
+        row.addWidget(self.again_button)
         self.export_button = QPushButton("Save report…")
         self.export_button.setAccessibleName("Save verification report")
         self.export_button.setToolTip("A readable report (HTML) to file with the purchase; JSON for machines")
@@ -183,6 +243,7 @@ class _ResultPage(QWizardPage):
         row.addWidget(self.export_button)
         self.saved_note = SavedNote()
         row.addWidget(self.saved_note, 1)
+        row.addStretch()  # the buttons keep their size while no file is saved yet
         lay.addLayout(row)
         self.setFinalPage(True)
         self.rows: list[tuple[str, str, str]] = []
@@ -218,8 +279,12 @@ class _ResultPage(QWizardPage):
         rows: list[tuple[str, str, str]] = []
         for e in r.entries:
             detail = e.reason or ""
-            if e.renamed and e.delivered:
-                detail = (detail + "; " if detail else "") + f"delivered as {e.delivered}"
+            if e.delivered and (e.renamed or r.anonymized or e.delivered != e.name):
+                # With hidden names the quoted name is a number: say which delivered file it is.
+                detail = (detail + "; " if detail else "") + f"delivered as {api.safe_text(e.delivered)}"
+            if e.status == "missing" and not detail:
+                detail = (f"not in the delivery folder: quoted as {fmt_size(e.size)}, checksum "
+                          f"{e.sha256[:12]}…")
             if e.status == "matched" and not detail:
                 detail = fmt_size(e.size)
             rows.append((api.safe_text(e.name), e.status, detail))
@@ -240,6 +305,15 @@ class _ResultPage(QWizardPage):
                 it.setToolTip(it.text())
                 self.table.setItem(i, col, it)
         self.table.resizeColumnsToContents()
+
+    def verify_another(self) -> None:
+        """Back to "Where is the delivery?" with the same quote (the folder field emptied)."""
+        wiz = self.wiz
+        while wiz.currentId() not in (PAGE_FOLDER, PAGE_MANIFEST, -1):
+            wiz.back()
+        if wiz.currentId() == PAGE_FOLDER:
+            wiz.folder_page.edit.clear()
+            wiz.folder_page.edit.setFocus()
 
     def suggested_path(self) -> Path:
         """The Documents folder and a name from the quote's label."""
@@ -289,6 +363,8 @@ class VerifyWizard(QWizard):
         self.setAccessibleName("Verify a delivery")
         self.setWizardStyle(QWizard.WizardStyle.ModernStyle)
         self.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, True)
+        # The result is final: Finish closes, "Verify another folder" goes back; Cancel would undo nothing.
+        self.setOption(QWizard.WizardOption.NoCancelButtonOnLastPage, True)
         self.manifest_page = _ManifestPage()
         self.folder_page = _PathPage("Where is the delivery?",
                                      "Choose the folder the purchased footage was delivered to. "
@@ -308,7 +384,7 @@ class VerifyWizard(QWizard):
         return self.hash_page.result
 
     def jobs(self) -> list[Job | None]:
-        return [self.hash_page.job]
+        return [self.hash_page.job, self.manifest_page.job]
 
     def reject(self) -> None:
         for j in self.jobs():

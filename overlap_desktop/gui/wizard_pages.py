@@ -11,9 +11,11 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QListWidget,
+    QListWidgetItem,
     QProgressBar,
     QPushButton,
     QVBoxLayout,
+    QWizard,
     QWizardPage,
 )
 
@@ -31,20 +33,21 @@ class FolderListPage(QWizardPage):
         self.setTitle(title)
         self.setSubTitle(subtitle)
         lay = self.lay = QVBoxLayout(self)
-        self.list = QListWidget()
-        self.list.setAccessibleName("Chosen folders")
-        lay.addWidget(self.list, 1)
+        # The buttons above the list: text that grows below it never moves them.
         row = QHBoxLayout()
-        add = QPushButton("Add folder…")
-        add.setAccessibleName("Add folder")
-        add.clicked.connect(self._choose)
+        self.add_button = QPushButton("Add folder…")
+        self.add_button.setAccessibleName("Add folder")
+        self.add_button.clicked.connect(self._choose)
         rem = QPushButton("Remove")
         rem.setAccessibleName("Remove folder from list")
-        rem.clicked.connect(self._remove)
-        row.addWidget(add)
+        rem.clicked.connect(self.remove_selected)
+        row.addWidget(self.add_button)
         row.addWidget(rem)
         row.addStretch(1)
         lay.addLayout(row)
+        self.list = QListWidget()
+        self.list.setAccessibleName("Chosen folders")
+        lay.addWidget(self.list, 1)
 
     def _choose(self) -> None:
         d = QFileDialog.getExistingDirectory(self, "Choose a folder of footage")
@@ -55,16 +58,21 @@ class FolderListPage(QWizardPage):
         """Add ``folder`` to the list (ignored if already there)."""
         f = str(Path(folder).resolve())
         if f not in self.folders():
-            self.list.addItem(f)
+            item = QListWidgetItem(f)
+            item.setData(Qt.ItemDataRole.UserRole, f)
+            self.list.addItem(item)
             self.completeChanged.emit()
 
-    def _remove(self) -> None:
+    def remove_selected(self) -> None:
+        """Take the selected folders off the list."""
         for it in self.list.selectedItems():
             self.list.takeItem(self.list.row(it))
         self.completeChanged.emit()
 
     def folders(self) -> list[str]:
-        return [self.list.item(i).text() for i in range(self.list.count())]
+        """The chosen folders (an item's text can carry a note after the path; its data is the path)."""
+        return [str(self.list.item(i).data(Qt.ItemDataRole.UserRole) or self.list.item(i).text())
+                for i in range(self.list.count())]
 
     def isComplete(self) -> bool:
         return self.list.count() > 0
@@ -197,8 +205,12 @@ class RunPage(QWizardPage):
     def _failed(self, exc: BaseException) -> None:
         self.bar.hide()
         self.cancel_button.hide()
+        wiz = self.wizard()
+        if wiz is not None and self.isFinalPage():
+            # The last page hides Back once it succeeded; after a problem the way back is needed.
+            wiz.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, False)
         self.status.setText("Stopped because of a problem: " + error_text(exc)[0]
-                            + "\nGo back to change your choices, or click Continue to try again.")
+                            + "\nClick Back to change your choices, or Continue to try again.")
         self.continue_button.show()
         show_error(self, self.title() or "A problem", exc)
         self.error.emit(error_text(exc)[0])

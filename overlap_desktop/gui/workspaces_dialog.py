@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from overlap_desktop import api
 from overlap_desktop.gui.common import compact_rows, fmt_size, show_error
 
-__all__ = ["WorkspacesDialog", "workspaces_summary"]
+__all__ = ["WorkspacesDialog", "state_words", "workspaces_summary"]
 
 
 def workspaces_summary(workspaces: list[api.VendorWorkspace]) -> str:
@@ -36,8 +36,18 @@ def workspaces_summary(workspaces: list[api.VendorWorkspace]) -> str:
         return ""
     total = sum(w.size_bytes for w in workspaces)
     n = len(workspaces)
+    unfinished = sum(1 for w in workspaces if w.finished is False)
     return (f"{n} offer{'s' if n != 1 else ''} prepared on this computer keep{'s' if n == 1 else ''} "
-            f"{fmt_size(total)} of fingerprints.")
+            f"{fmt_size(total)} of fingerprints" + (f" ({unfinished} unfinished)." if unfinished else "."))
+
+
+def state_words(w: api.VendorWorkspace) -> str:
+    """Whether the offer's manifest was saved ("unfinished" when fingerprinting began but no manifest was)."""
+    if w.finished is True:
+        return "manifest saved"
+    if w.finished is False:
+        return "unfinished: no manifest saved yet"
+    return "not known (prepared by an earlier version)"
 
 
 class WorkspacesDialog(QDialog):
@@ -54,8 +64,8 @@ class WorkspacesDialog(QDialog):
                        "saved are separate files and stay as they are.")
         intro.setWordWrap(True)
         lay.addWidget(intro)
-        self.table = QTableWidget(0, 3)
-        self.table.setHorizontalHeaderLabels(["Offer", "Size", "Last used"])
+        self.table = QTableWidget(0, 4)
+        self.table.setHorizontalHeaderLabels(["Offer", "State", "Size", "Last used"])
         self.table.setAccessibleName("Earlier offers")
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -85,8 +95,9 @@ class WorkspacesDialog(QDialog):
         self.table.setRowCount(len(self.workspaces))
         for row, w in enumerate(self.workspaces):
             used = _dt.datetime.fromtimestamp(w.modified).strftime("%Y-%m-%d %H:%M")
-            name = w.name + ("  (this offer)" if self.current is not None and w.path == self.current else "")
-            for col, text in enumerate((name, fmt_size(w.size_bytes), used)):
+            # The offer's name as the seller typed it (not the folder name made from it).
+            name = w.title + ("  (this offer)" if self.current is not None and w.path == self.current else "")
+            for col, text in enumerate((name, state_words(w), fmt_size(w.size_bytes), used)):
                 item = QTableWidgetItem(text)
                 item.setToolTip(str(w.path))
                 self.table.setItem(row, col, item)
@@ -112,7 +123,7 @@ class WorkspacesDialog(QDialog):
         chosen = self.selected()
         if not chosen:
             return
-        names = ", ".join(w.name for w in chosen[:5]) + (", …" if len(chosen) > 5 else "")
+        names = ", ".join(w.title for w in chosen[:5]) + (", …" if len(chosen) > 5 else "")
         size = fmt_size(sum(w.size_bytes for w in chosen))
         if not self.confirm(f"Remove the fingerprints of {names} ({size})? Preparing "
                             f"{'this offer' if len(chosen) == 1 else 'these offers'} again will read "
@@ -123,7 +134,7 @@ class WorkspacesDialog(QDialog):
             try:
                 freed += api.remove_vendor_workspace(w.path)
             except api.OverlapError as exc:
-                show_error(self, f"Could not remove {w.name}", exc)
+                show_error(self, f"Could not remove {w.title}", exc)
                 break
         self.refresh()
         self.status.setText(f"Freed {fmt_size(freed)}. " + self.status.text())

@@ -16,8 +16,12 @@ listing finishes removing renamed folders.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import shutil
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +31,18 @@ import platformdirs
 from overlap_desktop.core.index.db import DB_NAME
 from overlap_desktop.core.index.lock import WriterLock
 from overlap_desktop.core.index.schema import LOCK_NAME
-from overlap_desktop.errors import IndexBusyError, UsageError
+from overlap_desktop.errors import IndexBusyError, InputError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
-__all__ = ["VendorWorkspace", "list_vendor_workspaces", "remove_vendor_workspace", "vendor_workspaces_root"]
+__all__ = ["VendorWorkspace", "folder_has_footage", "list_vendor_workspaces", "name_from_label",
+           "note_vendor_workspace", "remove_vendor_workspace", "vendor_workspaces_root", "workspace_folder_name"]
 
 #: Prefix of a workspace folder being removed (skipped by listings, swept by them).
 _REMOVING = ".removing-"
+#: A small file in each workspace: the offer's name as typed and whether its manifest was saved.
+NOTE_NAME = "offer.json"
+#: Characters no folder name may hold on Windows, macOS or Linux (plus spaces, which we turn into dashes).
+_NOT_IN_NAMES = re.compile(r'[\x00-\x1f<>:"/\\|?*\s]+')
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,99 @@ class VendorWorkspace:
     path: Path
     size_bytes: int
     modified: float
+    label: str = ""
+    finished: bool | None = None
+
+    @property
+    def title(self) -> str:
+        """The offer's name as the seller typed it (the folder name for workspaces made before it was kept)."""
+        return self.label or self.name
+
+
+def name_from_label(label: str | None, *, max_len: int = 60) -> str:
+    """A file or folder name made from a label typed by a person ("" when nothing usable is left).
+
+    ASCII labels keep letters, digits and ``._-`` (the rule of earlier versions, so names made
+    before are made the same way again); others keep letters of every script and lose only
+    what no file system accepts, control and invisible characters (bidi overrides included).
+    """
+    text = unicodedata.normalize("NFC", label or "")
+    if text.isascii():
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:max_len].strip("-._")
+    text = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") else ch for ch in text)
+    return _NOT_IN_NAMES.sub("-", text).strip("-. ")[:max_len].strip("-. ")
+
+
+def workspace_folder_name(label: str) -> str:
+    """The folder name of the workspace for the offer called ``label``.
+
+    Letters of every script are kept ("Offre été 日本" -> ``Offre-été-日本``), so offers whose names
+    differ only outside ASCII get different workspaces; only characters no file system accepts
+    become dashes. ASCII names follow the earlier rule (letters, digits, ``._-``), so their
+    workspaces are found again. A name with nothing usable left becomes ``offer-<8 hex digits of its hash>``,
+    so two such names still do not share a workspace.
+    """
+    text = unicodedata.normalize("NFC", label or "")
+    # ASCII names as in earlier versions: an offer prepared before finds its workspace again.
+    stem = name_from_label(text)
+    if not stem or stem.upper() in {"CON", "PRN", "AUX", "NUL"} or re.fullmatch(r"(?i)(COM|LPT)\d", stem):
+        return "offer-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return stem
+
+
+def note_vendor_workspace(path: str | os.PathLike[str], *, label: str, finished: bool,
+                          manifest: str | os.PathLike[str] | None = None) -> None:
+    """Record the offer's name and whether its manifest was saved, in the workspace (created if needed).
+
+    The workspaces dialog lists offers by these names (not by folder names) and says which
+    are unfinished. Best effort: a note that cannot be written only costs the nicer listing.
+    """
+    folder = Path(path)
+    note = {"label": label, "finished": bool(finished)}
+    if manifest is not None:
+        note["manifest"] = os.fspath(manifest)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / (NOTE_NAME + ".tmp")
+        tmp.write_text(json.dumps(note, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, folder / NOTE_NAME)
+    except OSError:
+        pass
+
+
+def _read_note(folder: Path) -> tuple[str, bool | None]:
+    try:
+        data = json.loads((folder / NOTE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "", None
+    if not isinstance(data, dict):
+        return "", None
+    label = data.get("label") if isinstance(data.get("label"), str) else ""
+    finished = data.get("finished") if isinstance(data.get("finished"), bool) else None
+    return str(label)[:200], finished
+
+
+def folder_has_footage(folder: str | os.PathLike[str]) -> bool:
+    """True as soon as one file or recording under ``folder`` is footage a reader opens.
+
+    Stops at the first one, so a folder of footage answers at once; a folder without any is
+    walked to the end (run it off the UI thread).
+
+    Raises:
+        UsageError: the folder does not exist.
+        InputError: nothing was found and (part of) the folder could not be listed (no permission,
+            a disconnected drive): "no footage" would then be a guess.
+    """
+    from overlap_desktop.core.index.walk import walk_candidates
+
+    unlisted: list[tuple[Path, str]] = []
+    if any(reader is not None for _item, reader in walk_candidates([folder], unlisted=unlisted)):
+        return True
+    if unlisted:
+        where, why = unlisted[0]
+        raise InputError(f"{why.split(';')[0]}, so it is not known whether it holds footage; check that "
+                         "you may open it (and that its drive is connected), then add it again", path=where)
+    return False
 
 
 def vendor_workspaces_root() -> Path:
@@ -96,7 +198,8 @@ def list_vendor_workspaces(root: Path | None = None) -> list[VendorWorkspace]:
             size, modified = _measure(entry)
         except OSError:
             continue
-        out.append(VendorWorkspace(entry.name, entry, size, modified))
+        label, finished = _read_note(entry)
+        out.append(VendorWorkspace(entry.name, entry, size, modified, label, finished))
     out.sort(key=lambda w: (-w.modified, w.name))
     return out
 
@@ -126,7 +229,8 @@ def remove_vendor_workspace(path: str | os.PathLike[str], *, root: Path | None =
         raise UsageError(f"{folder}: not an offer workspace (only folders directly inside {root} are "
                          "removed here)")
     names = {p.name for p in resolved.iterdir()}
-    if names and DB_NAME not in names and LOCK_NAME not in names:
+    # An offer noted but stopped before its index was made holds only its note.
+    if names - {NOTE_NAME} and DB_NAME not in names and LOCK_NAME not in names:
         raise UsageError(f"{folder}: does not hold an overlap index, so it is left alone; remove it "
                          "yourself if you are sure")
     size, _ = _measure(resolved)

@@ -91,6 +91,7 @@ def test_vendor_flow_end_to_end_never_touches_the_library(qtbot: Any, lab_index:
     assert wiz.workspace() == workspace
     where = wiz.folders_page.where.text()
     assert str(workspace) in where and "library is not touched" in where
+    qtbot.waitUntil(wiz.folders_page.isComplete, timeout=60_000)  # checked for footage in a worker
     wiz.next()
     qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
     assert "2 fingerprinted" in wiz.fingerprint.status.text()
@@ -312,6 +313,7 @@ def test_vendor_wizard_continue_after_a_stop(qtbot: Any, state: Any, footage: di
     qtbot.addWidget(wiz)
     wiz.show()
     wiz.folders_page.add_folder(footage["offer"])
+    qtbot.waitUntil(wiz.folders_page.isComplete, timeout=60_000)
     wiz.next()
     page = wiz.fingerprint
     page.job.cancel()  # stopped at its first check

@@ -30,7 +30,8 @@ def test_export_wizard_end_to_end(qtbot: Any, state: Any, footage: dict[str, Pat
     assert wiz.currentId() == ew.PAGE_FOLDERS
     assert not wiz.currentPage().isComplete()
     wiz.folders_page.add_folder(vendor)
-    assert wiz.currentPage().isComplete()
+    # The folder is checked for footage in a worker; the page is complete once it was found.
+    qtbot.waitUntil(wiz.currentPage().isComplete, timeout=60_000)
 
     wiz.next()
     assert wiz.currentId() == ew.PAGE_FINGERPRINT

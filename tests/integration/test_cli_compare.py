@@ -94,7 +94,7 @@ def test_compare_finds_the_slowed_copy_and_not_the_new_footage(compared: dict[st
 def test_compare_prints_headline_and_file_lines(compared: dict[str, Any]) -> None:
     lines = compared["stdout"].splitlines()
     assert lines[0] == compared["report"]["headline"]
-    assert lines[0].endswith("match footage you already own.")
+    assert lines[0].endswith("matches footage you already own.")  # a 44 s offer: "of this footage"
     assert any("slow.mp4" in ln and "slowed to 0.5x" in ln for ln in lines)
 
 

@@ -137,7 +137,7 @@ def test_details_explain_slowdown_below_floor_and_indeterminate() -> None:
 def test_zero_headline_still_mentions_below_floor_evidence() -> None:
     f = FileResult("a.mp4", 60.0, below_floor=[seg(0, 4, 0, qf="a.mp4")])
     r = Report("compare", 60.0, 0.0, 0.0, files=[f], settings={"floor_seconds": 10})
-    assert headline(r).startswith("0% of these hours")
+    assert headline(r).startswith("0% of this footage")
     assert any("1 shorter match below the 10 s evidence floor is listed" in d for d in headline_details(r))
 
 
@@ -308,7 +308,7 @@ def test_html_is_self_contained_and_complete(tmp_path: Path) -> None:
     html = write_report_html(sample_report(), tmp_path / "r.html").read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//|file:)""", html, re.I)
     assert "@import" not in html and "url(" not in html
-    assert "31% of these hours (2.5 of 8.0 min) match footage you already own." in html
+    assert "31% of this footage (2.5 of 8.0 min) matches footage you already own." in html
     assert html.count("<svg") == 5  # one plot per (offered file, owned file) pair with matches
     assert "slowed to 0.5x" in html and "cropped bottom 18%" in html and "spliced from 2 sources" in html
     assert "Below the evidence floor (10 s)" in html
@@ -318,7 +318,7 @@ def test_html_is_self_contained_and_complete(tmp_path: Path) -> None:
 
 def test_html_of_an_empty_report(tmp_path: Path) -> None:
     html = render_report_html(Report("compare", 0.0, 0.0, 0.0))
-    assert "0% of these hours" in html and "<svg" not in html
+    assert "0% of this footage" in html and "<svg" not in html
 
 
 def test_html_from_a_loaded_report_still_plots(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def test_compare_writes_all_outputs_and_prints_headline(tmp_path: Path, manifest
     assert Path(args[1]) == tmp_path / "ix"  # --index reaches the core
     text = capsys.readouterr()
     lines = text.out.splitlines()
-    assert lines[0] == "31% of these hours (2.5 of 8.0 min) match footage you already own."
+    assert lines[0] == "31% of this footage (2.5 of 8.0 min) matches footage you already own."
     assert lines[1].startswith("New footage you would get: ")  # the stub report never checked for repeats
     assert any("offer/ep1.mp4" in ln and "slowed to 0.5x" in ln and "spliced from 2 sources" in ln
                for ln in lines)

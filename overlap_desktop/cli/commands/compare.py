@@ -58,6 +58,9 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
                    help="write a self-contained HTML report for people (no scripts, no external files)")
     g.add_argument("--csv", metavar="REPORT.csv", type=Path, default=None,
                    help="write one row per matched segment (below-floor rows marked)")
+    g.add_argument("--hide-paths", action="store_true",
+                   help="leave your folder names out of the report files (your files are named without "
+                        "their folders), for reports you forward to a seller")
     add_force_argument(g)
 
 
@@ -92,6 +95,9 @@ def write_outputs(report: Report, args: argparse.Namespace, ctx: CliContext) -> 
     if folder_settings:
         # Recorded with the report so a reader of the file sees it too, not only the terminal.
         report.settings["from_current_folder_overlap_toml"] = folder_settings
+    if getattr(args, "hide_paths", False):
+        # The files only: the terminal summary keeps full paths (it stays on this computer).
+        report = api.hide_folder_names(report)
     written: list[tuple[str, Path]] = []
     if args.output is not None:
         written.append(("JSON", api.write_report_json(report, args.output)))

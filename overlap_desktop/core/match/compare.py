@@ -128,7 +128,8 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         report.settings["search"]["orientations"] = orientations_setting()
         report.text_overlap = text_block
         # The offer against itself: internal repeats and the new footage a buyer would get.
-        fill_repeats(report, queries, params, progress=progress, cancel=cancel)
+        fill_repeats(report, queries, params, progress=progress, cancel=cancel,
+                     sha256={f.name: f.sha256 for f in m.files})
         return report
     finally:
         if own:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -146,13 +146,16 @@ def new_and_repeated_seconds(f: FileResult) -> tuple[float, float]:
 
 
 def fill_repeats(report: Report, queries: Sequence[QueryStream], params: MatchParams, *,
-                 progress: ProgressCallback | None = None, cancel: CancelCallback | None = None) -> None:
+                 progress: ProgressCallback | None = None, cancel: CancelCallback | None = None,
+                 sha256: Mapping[str, str] | None = None) -> None:
     """Find the offer's internal repeats and fill the report's repeat and new-footage figures.
 
     Called by :func:`~overlap_desktop.core.match.compare.compare` after the comparison with the
     library. Sets ``FileResult.repeats``, ``repeated_seconds``, ``new_seconds``, the
     report totals, and ``report.settings[REPEATS_SETTING]`` (so readers can tell "no
-    repeats" from "not checked").
+    repeats" from "not checked"). With ``sha256`` (offered file name -> checksum from the
+    manifest) the block also lists ``identical_files``: groups of offered files that are the
+    same bytes (see :func:`~overlap_desktop.core.report.model.identical_files`).
     """
     found = {fr.query_file: fr for fr in find_repeats(queries, params, progress=progress, cancel=cancel)}
     for f in report.files:
@@ -167,3 +170,11 @@ def fill_repeats(report: Report, queries: Sequence[QueryStream], params: MatchPa
         "files_with_repeats": sum(1 for f in report.files if f.repeats),
         "rule": "a repeated stretch is listed once: on the copy that bills more time, else the later one",
     }
+    if sha256 is not None:
+        # Offered files with the same checksum are the same bytes: a repeat between them is certain.
+        by_hash: dict[str, list[str]] = {}
+        for name, digest in sha256.items():
+            if digest:
+                by_hash.setdefault(digest, []).append(name)
+        report.settings[REPEATS_SETTING]["identical_files"] = sorted(
+            sorted(g) for g in by_hash.values() if len(g) > 1)

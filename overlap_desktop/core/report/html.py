@@ -25,7 +25,7 @@ import jinja2
 
 from overlap_desktop.core.report.glossary import GLOSSARY
 from overlap_desktop.core.report.json_io import REPORT_SCHEMA, jsonable, tool_version
-from overlap_desktop.core.report.model import FileResult, Report, repeats_checked
+from overlap_desktop.core.report.model import FileResult, Report, identical_files, repeats_checked
 from overlap_desktop.core.report.output import write_atomically
 from overlap_desktop.core.report.scale import DISTANCE_SCALE, distance_level
 from overlap_desktop.core.report.signing import report_signature_lines
@@ -34,6 +34,7 @@ from overlap_desktop.core.report.wording import (
     chance_words,
     describe_flags,
     evidence_floor,
+    format_amount,
     format_clock,
     format_date,
     format_duration,
@@ -44,7 +45,7 @@ from overlap_desktop.core.report.wording import (
     manipulation_words,
     new_footage_sentence,
     safe_text,
-    speed_text,
+    speed_cell,
     stream_words,
     text_overlap_sentence,
 )
@@ -106,7 +107,7 @@ def _environment() -> jinja2.Environment:
     )
     env.globals.update(
         GLOSSARY=GLOSSARY, DISTANCE_SCALE=DISTANCE_SCALE, distance_level=distance_level,
-        format_clock=format_clock, format_duration=format_duration, speed_text=speed_text,
+        format_clock=format_clock, format_duration=format_duration, speed_cell=speed_cell,
         chance_words=chance_words, stream_words=stream_words, manipulation_words=manipulation_words,
     )
     return env
@@ -126,12 +127,16 @@ def render_page(template: str, context: Mapping[str, Any]) -> str:
     return _environment().get_template(template).render(context)
 
 
-def segment_table(rows: list[tuple[FileResult, Segment]], *, repeats: bool = False) -> dict[str, Any]:
+def segment_table(rows: list[tuple[FileResult, Segment]], *, repeats: bool = False,
+                  report: Report | None = None) -> dict[str, Any]:
     """Context of the ``segment_table`` macro.
 
-    ``repeats``: the rows are repeats inside the offer (the other side is offered footage).
+    ``repeats``: the rows are repeats inside the offer (the other side is offered footage);
+    with ``report``, repeats between byte-identical files (same sha256) are marked certain.
     """
-    return {"rows": rows, "repeats": repeats,
+    identical = ({(f.query_file, s.corpus_file) for f, s in rows
+                  if identical_files(report, f.query_file, s.corpus_file)} if repeats and report else set())
+    return {"rows": rows, "repeats": repeats, "identical": identical,
             "with_chance": not repeats and any(s.chance is not None for _, s in rows)}
 
 
@@ -197,8 +202,9 @@ def _files_context(report: Report) -> dict[str, Any]:
         rows.append({
             "name": f.query_file, "duration": format_duration(f.duration_s),
             "matched": format_percent(f.matched_percent), "bar": f"{min(100.0, max(0.0, f.matched_percent)):.1f}",
-            "real": format_duration(f.real_footage_seconds), "repeated": format_duration(f.repeated_seconds),
-            "new": format_duration(f.new_seconds), "not_judged": format_duration(f.indeterminate_seconds),
+            # "–" for nothing, as the app shows it (not "0.0 s").
+            "real": format_amount(f.real_footage_seconds), "repeated": format_amount(f.repeated_seconds),
+            "new": format_amount(f.new_seconds), "not_judged": format_amount(f.indeterminate_seconds),
             "flags": flags,
             "uncounted": f"{n_ev} uncounted match{'es' if n_ev != 1 else ''}" if not flags and n_ev else "",
         })
@@ -229,7 +235,8 @@ def _evidence_context(report: Report) -> dict[str, Any]:
     return {
         "segments": segment_table(seg_rows[:MAX_HTML_SEGMENT_ROWS]),
         "segments_hidden": max(0, len(seg_rows) - MAX_HTML_SEGMENT_ROWS),
-        "repeats": segment_table([(f, s) for f in report.files for s in f.repeats], repeats=True),
+        "repeats": segment_table([(f, s) for f in report.files for s in f.repeats], repeats=True,
+                                 report=report),
         "repeats_checked": repeats_checked(report),
         "weak": segment_table([(f, s) for f in report.files for s in f.weak]),
         "ambiguous": segment_table([(f, s) for f in report.files for s in f.ambiguous]),

@@ -20,8 +20,8 @@ from typing import Any
 
 from overlap_desktop.core.types import Segment, Span
 
-__all__ = ["REPEATS_SETTING", "FileResult", "Report", "judged_unmatched_seconds", "offered_pieces",
-           "repeats_checked"]
+__all__ = ["REPEATS_SETTING", "FileResult", "Report", "identical_files", "judged_unmatched_seconds",
+           "offered_pieces", "repeats_checked"]
 
 
 @dataclass(slots=True)
@@ -180,3 +180,17 @@ def repeats_checked(report: Report) -> bool:
     """True when the report's offer was compared with itself for internal repeats."""
     block = report.settings.get(REPEATS_SETTING)
     return isinstance(block, Mapping) and bool(block.get("checked"))
+
+
+def identical_files(report: Report, a: str, b: str) -> bool:
+    """True when offered files ``a`` and ``b`` are byte-identical (the manifest gives them the
+    same sha256): a repeat between them is certain, whatever its fitted line's chance says.
+
+    Reports made before checksums were compared (no ``identical_files`` in the repeats block)
+    answer False.
+    """
+    block = report.settings.get(REPEATS_SETTING)
+    groups = block.get("identical_files") if isinstance(block, Mapping) else None
+    if a == b or not isinstance(groups, list):
+        return False
+    return any(isinstance(g, list) and a in g and b in g for g in groups)

@@ -25,10 +25,10 @@ from overlap_desktop.core.types import Segment, Variant
 
 __all__ = ["SPEED_TOLERANCE", "ambiguous_episodes", "chance_words", "describe_flags", "describe_repeat",
            "describe_segment",
-           "evidence_floor", "format_clock", "format_date", "format_duration", "format_estimate",
+           "evidence_floor", "format_amount", "format_clock", "format_date", "format_duration", "format_estimate",
            "format_percent", "headline",
            "headline_details", "manifest_label", "manipulation_words", "new_footage_sentence", "safe_text",
-           "speed_text", "speed_words", "stream_words", "text_overlap_sentence"]
+           "speed_cell", "speed_text", "speed_words", "stream_words", "text_overlap_sentence"]
 
 #: Speeds within this distance of 1.0 count as "normal speed" in plain-word flags.
 SPEED_TOLERANCE = 0.08
@@ -73,13 +73,23 @@ def safe_text(value: object, *, max_len: int | None = None) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"3.5 min"``, ``"42 s"``."""
+    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"3.5 min"``, ``"42 s"``; the unit is
+    chosen after rounding (59.96 s is ``"1.0 min"``, never ``"60 s"``; 3599.96 s ``"1.0 h"``)."""
     s = max(0.0, float(seconds))
-    if s >= 3600:
-        return f"{s / 3600:.1f} h"
-    if s >= 60:
+    if round(s, 1) < 10:
+        return f"{s:.1f} s"
+    if round(s) < 60:
+        return f"{s:.0f} s"
+    if round(s / 60, 1) < 60:
         return f"{s / 60:.1f} min"
-    return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+    return f"{s / 3600:.1f} h"
+
+
+def format_amount(seconds: float) -> str:
+    """A per-file amount for a table cell: ``"–"`` for nothing worth naming (half a second or
+    less), else :func:`format_duration`. The app and the HTML report show the same dash."""
+    s = float(seconds or 0.0)
+    return "–" if not s > 0.5 else format_duration(s)
 
 
 def format_estimate(seconds: float) -> str:
@@ -93,15 +103,24 @@ def format_estimate(seconds: float) -> str:
     return f"about {s / 3600:.1f} hours"
 
 
+#: Under 3 minutes, "24 of 95 s" reads better than "0.4 of 1.6 min".
+_SECONDS_READ_BETTER = 180.0
+
+
 def _pair_of_durations(part: float, whole: float) -> str:
-    """``"12.4 of 20.0 h"``: both numbers in the unit chosen for the whole."""
+    """``"12.4 of 20.0 h"``: both in the unit of the (rounded) whole; a small part reads ``"<0.1"``, not 0."""
     w = max(0.0, float(whole))
-    p = max(0.0, float(part))
-    if w >= 3600:
-        return f"{p / 3600:.1f} of {w / 3600:.1f} h"
-    if w >= 60:
-        return f"{p / 60:.1f} of {w / 60:.1f} min"
-    return f"{p:.1f} of {w:.1f} s"
+    p = max(0.0, min(float(part), w))
+    if round(w) < _SECONDS_READ_BETTER:
+        digits = 1 if round(w, 1) < 10 else 0
+        unit, scale = "s", 1.0
+    elif round(w / 60, 1) < 60:
+        digits, unit, scale = 1, "min", 60.0
+    else:
+        digits, unit, scale = 1, "h", 3600.0
+    small = 10.0 ** -digits
+    part_text = (f"<{small:.{digits}f}" if 0 < p / scale < small / 2 else f"{p / scale:.{digits}f}")
+    return f"{part_text} of {w / scale:.{digits}f} {unit}"
 
 
 def format_percent(pct: float) -> str:
@@ -204,6 +223,17 @@ def speed_text(seg: Segment) -> str:
         return f"{rev}{_format_speed(seg.speed)}"
     lo, hi = iv
     return f"{rev}{_format_speed(seg.speed)} ({_plain_speed(lo)}–{_plain_speed(hi)}x)"
+
+
+def speed_cell(seg: Segment) -> str:
+    """A segment's speed for a table cell, the same in the app and the HTML report: ``"normal
+    (0.9–1.02x)"`` unless :func:`speed_words` calls it changed, then as :func:`speed_text`;
+    reversed copies start with ``"reversed, "``."""
+    rev = "reversed, " if seg.speed < 0 else ""
+    if speed_words(seg) is None:
+        iv = _speed_interval(seg)
+        return rev + "normal" + (f" ({_plain_speed(iv[0])}–{_plain_speed(iv[1])}x)" if iv else "")
+    return rev + speed_text(seg).removeprefix("reversed ")
 
 
 def _plain_speed(a: float) -> str:
@@ -451,7 +481,10 @@ def headline(report: Report) -> str:
         return f"{pct} of {first}'s hours ({amounts}) also appear in {second}."
     if report.kind == "audit":
         return f"{pct} of the sample you were shown ({amounts}) is covered by the manifest."
-    return f"{pct} of these hours ({amounts}) match footage you already own."
+    # "These hours" only when there are hours: a 31 s offer is "this footage".
+    if report.offered_seconds >= 3600:
+        return f"{pct} of these hours ({amounts}) match footage you already own."
+    return f"{pct} of this footage ({amounts}) matches footage you already own."
 
 
 def new_footage_sentence(report: Report) -> str:
