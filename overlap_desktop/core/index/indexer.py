@@ -107,7 +107,10 @@ class IndexSummary:
 
 def _settings(config: Config, variants: Sequence[Variant]) -> str:
     """The settings that change fingerprints; a file fingerprinted with others is redone."""
-    return json.dumps({"fps": float(config["index.fps"]), "variants": [v.to_dict() for v in variants],
+    from overlap_desktop.core.ingest.prep import PREP_ID  # a file of an older normalisation is redone
+
+    return json.dumps({"fps": float(config["index.fps"]), "prep": PREP_ID,
+                       "variants": [v.to_dict() for v in variants],
                        "quality_floor": int(config["index.quality_floor"]),
                        "static_seconds": float(config["index.static_seconds"])}, sort_keys=True)
 

@@ -153,6 +153,8 @@ class Manifest:
         size_bytes: Size of the encoded manifest.
         text_ngrams: Keyed hashes of the vendor's annotation n-grams (optional
             TEXT_NGRAMS section), or ``None``.
+        prep_id_written: The normalisation the file itself names, when it was read as a later,
+            comparable one (``prep.PREP_PREDECESSORS``); else equal to ``prep_id`` or empty.
     """
 
     label: str
@@ -168,6 +170,7 @@ class Manifest:
     path: Path | None = None
     size_bytes: int = 0
     text_ngrams: TextNgrams | None = None
+    prep_id_written: str = ""
 
     @property
     def duration_s(self) -> float:
