@@ -27,6 +27,7 @@ import pytest
 from overlap_desktop import api
 from tests import manipulations as m
 from tests.footage import write_video
+from tests.rig import RigEpisode
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +157,8 @@ def small_crop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     lib, offer = root / "library", root / "offer"
     _clip(lib / "room-clock.mp4", ROOM, 0.0, 30.0, clock=True)
     # 5% cut from every border of owned seconds 14-28, scaled back to 320x240 and re-encoded.
-    _clip(offer / "ctl-room-clock-crop90.mp4", ROOM, 14.0, 28.0, clock=True, transform=m.crop_centre(0.90), crf="26")
+    _clip(offer / "ctl-room-clock-crop90.mp4", lib / "room-clock.mp4", 14.0, 28.0, transform=m.crop_centre(0.90),
+          crf="26")
     # The same camera later (never owned), cut the same way.
     _clip(offer / "neg-room-clock-later-crop90.mp4", ROOM, 34.0, 60.0, clock=True, transform=m.crop_centre(0.90))
     return _compare(root, lib, offer, ("fast", "balanced"))
@@ -174,6 +176,9 @@ def test_small_frame_crop_look_alike_is_not_owned(small_crop: dict[str, dict[str
 
 # --------------------------------------------------------------------------- dark, low-contrast rigs
 
+RIG_SIZE, RIG_FPS = (192, 144), 12.0
+DIM = 0.25  # a quarter of the range above a black level, sensor noise sigma 3: a dim arena
+
 
 @pytest.fixture(scope="module")
 def dark(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
@@ -181,25 +186,48 @@ def dark(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         pytest.skip("tests/data footage missing")
     root = tmp_path_factory.mktemp("dark")
     lib, offer = root / "library", root / "offer"
-    _clip(lib / "room-dark.mp4", ROOM, 0.0, 30.0, transform=darken(0.12))
+    _clip(lib / "room-dark.mp4", ROOM, 0.0, 30.0, transform=darken(DIM))
     _clip(lib / "carpark.mp4", CARPARK, 0.0, 15.0)
-    _clip(offer / "ctl-dark-room.mp4", ROOM, 14.0, 28.0, transform=darken(0.12, seed=21), crf="28")
-    _clip(offer / "neg-dark-room-later.mp4", ROOM, 34.0, 60.0, transform=darken(0.12, seed=23))
+    for e in (3, 4):
+        m.write_edit(lib / f"rig-dark-ep{e:02d}.mp4", [m.Piece(RigEpisode(1, e), 0.0, 16.0, master_fps=RIG_FPS)],
+                     out_fps=RIG_FPS, size=RIG_SIZE, transform=darken(DIM, seed=e), options={"crf": "23"})
+    # True copies: owned seconds cut from the owned files (their sensor noise is the owned noise), re-encoded.
+    _clip(offer / "ctl-dark-room.mp4", lib / "room-dark.mp4", 16.0, 30.0, crf="28")
+    _clip(offer / "ctl-dark-rig.mp4", lib / "rig-dark-ep03.mp4", 2.0, 14.0, size=RIG_SIZE, crf="28")
+    # Look-alikes: later moments of the same cameras, other episodes of the same dim rig.
+    _clip(offer / "neg-dark-room-later.mp4", ROOM, 34.0, 60.0, transform=darken(DIM, seed=23))
     _clip(offer / "neg-carpark-later.mp4", CARPARK, 16.0, 30.0)
-    _clip(offer / "neg-carpark-dark-later.mp4", CARPARK, 16.0, 30.0, transform=darken(0.25, offset=6.0, seed=24))
+    for e in (13, 14):
+        m.write_edit(offer / f"neg-dark-rig-ep{e:02d}.mp4", [m.Piece(RigEpisode(1, e), 0.0, 14.0, master_fps=RIG_FPS)],
+                     out_fps=RIG_FPS, size=RIG_SIZE, transform=darken(DIM, seed=e), options={"crf": "23"})
     _lens_cap(offer / "blank-lens-cap.mp4")
     return _compare(root, lib, offer, ("fast",))["fast"]
 
 
+def test_dark_rig_copy_is_found(dark: dict[str, Any]) -> None:
+    _found(dark["ctl-dark-rig"], "rig-dark-ep03", 2.0, 12.0)
+
+
+@pytest.mark.xfail(strict=True, reason="measured gap (issue 33, left open): the dim room is still most of the time; "
+                   "at the manifest's 1 sample/s the copy's frames sit 14-32 bits from their source and 14-84 from "
+                   "the closest other moment, so only 2-3 samples of 14 are evidence; it reads new, not can't tell")
+def test_dark_near_static_copy_is_found(dark: dict[str, Any]) -> None:
+    _found(dark["ctl-dark-room"], "room-dark", 16.0, 14.0)
+
+
 def test_dark_look_alikes_are_not_owned(dark: dict[str, Any]) -> None:
     _not_owned(dark)
+    assert sum(n.startswith("neg-") for n in dark) == 4
 
 
-@pytest.mark.parametrize("name", ["neg-dark-room-later", "neg-carpark-later", "neg-carpark-dark-later"])
+@pytest.mark.parametrize("name", ["neg-dark-room-later", "neg-carpark-later", "neg-dark-rig-ep13", "neg-dark-rig-ep14"])
 def test_dark_footage_is_judged_not_featureless(dark: dict[str, Any], name: str) -> None:
-    """Before the contrast stretch these read "featureless" nearly throughout (PDQ quality 3-40)."""
+    """Before the contrast stretch most of these read "featureless" (PDQ quality 3-50). Now they
+    are judged; still stretches of them are "static" (can't tell), as in bright footage."""
     f = dark[name]
-    assert f.indeterminate_seconds <= 0.25 * f.duration_s, (name, f.indeterminate_seconds, f.indeterminate)
+    featureless = sum(s.end_s - s.start_s for s in f.indeterminate if s.reason == "featureless")
+    assert featureless <= 0.1 * f.duration_s, (name, f.indeterminate)
+    assert f.new_seconds >= 0.2 * f.duration_s, (name, f.new_seconds)
 
 
 def test_a_lens_cap_recording_stays_cant_tell(dark: dict[str, Any]) -> None:
@@ -207,10 +235,3 @@ def test_a_lens_cap_recording_stays_cant_tell(dark: dict[str, Any]) -> None:
     assert not f.segments
     assert f.new_seconds == 0.0, f
     assert f.indeterminate_seconds >= 0.9 * f.duration_s, f
-
-
-@pytest.mark.xfail(strict=True, reason="measured gap (issue 33 item 1, left open): in the indexing decode path the "
-                   "dark copy sits 46 bits median from its source, as far as other moments of the room (42); "
-                   "frame by frame, decoded exactly, it is 12-19 bits")
-def test_dark_copy_is_found(dark: dict[str, Any]) -> None:
-    _found(dark["ctl-dark-room"], "room-dark", 14.0, 14.0)

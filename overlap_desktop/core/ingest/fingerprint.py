@@ -45,9 +45,11 @@ from overlap_desktop.core.types import (
 __all__ = [
     "ALGO_ID",
     "DEFAULT_EDGE_LADDER",
+    "DIM_NOISE_BITS",
     "EDGE_DEFAULT_RUNG",
     "PRESET_LADDERS",
     "STATIC_BITS",
+    "STATIC_JITTER_SPREAD",
     "bits_to_code",
     "code_to_hex",
     "fingerprint_stream",
@@ -56,6 +58,7 @@ __all__ = [
     "hex_to_code",
     "prep_and_hash_image",
     "resample",
+    "static_bits_for",
     "variants_for",
     "variants_from_config",
 ]
@@ -91,6 +94,19 @@ DEFAULT_EDGE_LADDER: tuple[float, ...] = (0.06, 0.09, 0.12, 0.15, 0.18, 0.21, 0.
 EDGE_DEFAULT_RUNG = 0.08
 #: Identity codes within this many bits of a run's first frame count as "no change".
 STATIC_BITS = 12
+#: In a dim camera's footage (mostly contrast-stretched samples: prep.contrast_gains) a still
+#: scene's codes jitter with the sensor noise by more than STATIC_BITS. There "no change" is
+#: widened to the jitter's upper tail, estimated from the quietest quarter ``q`` of the
+#: stream's sample-to-sample steps as ``q + STATIC_JITTER_SPREAD * sqrt(q) + 1``: a dimmed
+#: room measured q = 8 and up to 20-25 bits from a run's first sample while nothing moved; its
+#: still stretches were otherwise judged moment by moment on their noise (and a copy of them,
+#: which cannot be placed in time, would have read "new" rather than "can't tell").
+STATIC_JITTER_SPREAD = 6.0
+#: A dim camera whose quietest tenth of sample-to-sample steps still exceeds this many bits
+#: gives codes that are mostly noise (fine texture under heavy sensor noise: a car park at half
+#: its range measured 30-32, a dimmed room 6-8, a dimmed robot rig 14-18 while its arm moves):
+#: its stretched samples are "featureless", as they were before the stretch.
+DIM_NOISE_BITS = 24.0
 
 # ----------------------------------------------------------------------------- codes
 
@@ -226,6 +242,8 @@ class _FrameHasher:
             groups.setdefault(_geometry_key(v), []).append((i, v))
         self.groups = list(groups.values())
         self._scratch: dict[str, np.ndarray] = {}
+        #: The contrast gains of the last batch hashed (1 = not stretched).
+        self.last_gains = np.ones(0, np.float32)
 
     def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         """A ``float32`` scratch array kept between batches (a fresh one of megabytes is
@@ -265,7 +283,7 @@ class _FrameHasher:
                     small[np.asarray(ks) + gi * n] = prep.resample_luma(y[ks, g.y0:g.y1, g.x0:g.x1])
         # Low-contrast samples are stretched (prep.contrast_gains), every geometry of a sample
         # by the gain and around the mean of its identity image (group 0, which holds variants[0]).
-        gains = prep.contrast_gains(small[:n])
+        gains = self.last_gains = prep.contrast_gains(small[:n])
         if (gains != 1.0).any():
             means = small[:n].reshape(n, -1).mean(axis=1)
             for gi in range(g_count):
@@ -387,13 +405,29 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()))
 
 
-def _static_runs(codes0: np.ndarray, min_len: int) -> list[tuple[int, int]]:
-    """Runs of at least ``min_len`` samples whose codes stay within :data:`STATIC_BITS`
+def _quiet_step(codes0: np.ndarray, pct: float = 10.0) -> float:
+    """The ``pct`` percentile of the distances between consecutive codes (0 for fewer than 2)."""
+    if codes0.shape[0] < 2:
+        return 0.0
+    return float(np.percentile(hamming(codes0[1:], codes0[:-1]), pct))
+
+
+def static_bits_for(codes0: np.ndarray) -> int:
+    """The "no change" distance of a dim camera's stream (see :data:`STATIC_JITTER_SPREAD`):
+    :data:`STATIC_BITS`, or the upper tail of its noise jitter when that is wider."""
+    if codes0.shape[0] < 8:
+        return STATIC_BITS
+    q = _quiet_step(codes0, 25.0)
+    return max(STATIC_BITS, int(round(q + STATIC_JITTER_SPREAD * math.sqrt(q) + 1)))
+
+
+def _static_runs(codes0: np.ndarray, min_len: int, static_bits: int = STATIC_BITS) -> list[tuple[int, int]]:
+    """Runs of at least ``min_len`` samples whose codes stay within ``static_bits``
     of the run's first sample (anchored, so a slow drift is not called static)."""
     n = codes0.shape[0]
     out: list[tuple[int, int]] = []
     # Where the very next sample already differs no run can start: skip those fast.
-    starts = np.flatnonzero(hamming(codes0[1:], codes0[:-1]) <= STATIC_BITS)
+    starts = np.flatnonzero(hamming(codes0[1:], codes0[:-1]) <= static_bits)
     i = 0
     while i < n:
         k = int(np.searchsorted(starts, i))
@@ -404,7 +438,7 @@ def _static_runs(codes0: np.ndarray, min_len: int) -> list[tuple[int, int]]:
         j, chunk = i + 1, 16
         while j < n:
             d = hamming(codes0[j:j + chunk], codes0[i])
-            far = np.flatnonzero(d > STATIC_BITS)
+            far = np.flatnonzero(d > static_bits)
             if far.size:
                 j += int(far[0])
                 break
@@ -441,6 +475,7 @@ class _SampleBatcher:
         self.filled = 0
         self.codes: list[np.ndarray] = []
         self.quality: list[np.ndarray] = []
+        self.stretched: list[np.ndarray] = []
         self.sample_of: list[int] = []  # for each grid point, the hashed image it shows
         self.hashed = 0
 
@@ -469,17 +504,20 @@ class _SampleBatcher:
             codes, quality = self.hasher.hash_luma_batch(self.pending[:self.filled])
             self.codes.append(codes)
             self.quality.append(quality)
+            self.stretched.append(self.hasher.last_gains > 1.0)
             self.filled = 0
 
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Codes ``(n, V, 32)`` and qualities ``uint8 (n,)`` of every grid point so far."""
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Codes ``(n, V, 32)``, qualities ``uint8 (n,)`` and contrast-stretched flags ``bool (n,)``
+        of every grid point so far."""
         self._flush()
         v = len(self.hasher.variants)
         if not self.sample_of:
-            return np.zeros((0, v, CODE_BYTES), np.uint8), np.zeros(0, np.uint8)
+            return np.zeros((0, v, CODE_BYTES), np.uint8), np.zeros(0, np.uint8), np.zeros(0, bool)
         which = np.asarray(self.sample_of, dtype=np.int64)
         codes = np.concatenate(self.codes)[which]
-        return codes, np.concatenate(self.quality).astype(np.uint8)[which]
+        return (codes, np.concatenate(self.quality).astype(np.uint8)[which],
+                np.concatenate(self.stretched)[which])
 
 
 def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
@@ -533,7 +571,7 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
             on_frame(s.t_ns / NS_PER_S)
     n = len(times)
     times_ns = np.asarray(times, dtype=np.int64)
-    code_arr, quality = batch.result()
+    code_arr, quality, stretched = batch.result()
     step_s = 1.0 / fps
     if duration_s is not None and math.isfinite(duration_s) and duration_s > 0:
         # A stated duration far beyond what decoded (a truncated file) is not trusted.
@@ -541,13 +579,20 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
     else:
         dur = n * step_s
     low = quality < quality_floor
+    ok_idx = np.flatnonzero(~low)
+    # A dim camera (mostly contrast-stretched samples) jitters with its noise: see DIM_NOISE_BITS.
+    dim = ok_idx.size >= 8 and bool(stretched[ok_idx].mean() >= 0.5)
+    if dim and _quiet_step(code_arr[ok_idx, 0]) > DIM_NOISE_BITS:
+        low |= stretched
+        ok_idx = np.flatnonzero(~low)
     usable = ~low
     spans = _spans(times_ns, _runs(low), step_s, dur, "featureless")
     min_len = max(2, int(math.ceil(static_seconds * fps)))
-    ok_idx = np.flatnonzero(~low)
     if ok_idx.size >= min_len:
         # Static runs among the informative samples; runs are mapped back to grid indexes.
-        for a, b in _static_runs(code_arr[ok_idx, 0], min_len):
+        ok_codes = code_arr[ok_idx, 0]
+        static_bits = static_bits_for(ok_codes) if dim else STATIC_BITS
+        for a, b in _static_runs(ok_codes, min_len, static_bits):
             lo, hi = int(ok_idx[a]), int(ok_idx[b - 1]) + 1
             if (hi - lo) * step_s + 1e-9 < static_seconds:
                 continue

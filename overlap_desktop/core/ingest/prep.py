@@ -86,8 +86,11 @@ CONTRAST_TARGET_STD = 32.0
 CONTRAST_MAX_GAIN = 8.0
 #: Detail an image needs before it is stretched: the standard deviation of what a 9-pixel
 #: box blur removes, less the noise's share, in levels. Blank, lens-cap and vignetted frames
-#: measure 0-0.5 whatever their noise; a room at a tenth of its range 1.4-2.9.
-_CONTRAST_MIN_DETAIL = 1.0
+#: measure 0-0.5 whatever their noise. Below ~2.5 an encoder has flattened the content:
+#: measured on a dimmed rendered rig re-encoded at CRF 28, a copy's code sat 16-19 bits from
+#: its source at 3-4 levels of detail, 28-30 at 1.3-2, 38-52 below 1 (as far as other
+#: moments), so such frames would be judged on noise. They stay "featureless".
+_CONTRAST_MIN_DETAIL = 2.5
 #: ... and the detail must be at least this many times the noise, so noise is never amplified
 #: into "content".
 _CONTRAST_MIN_SNR = 2.0

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.index.status import LibraryStatus, library_status
-from overlap_desktop.core.ingest.prep import comparable_prep
 from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.ingest.prep import comparable_prep
 from overlap_desktop.core.manifest.inspect import inspect_manifest
 from overlap_desktop.errors import OverlapError
 
