@@ -67,18 +67,19 @@ __all__ = [
 ALGO_ID = "pdq256-v1"
 
 #: Centred crop rungs (fraction of each dimension kept) per preset. Chosen from the
-#: measurements in docs/architecture.md: a crop costs ~8-12 bits per 1% away from
-#: the nearest rung, and halfway between rungs 4% apart (a 5% cut from every border,
-#: keeping 90%, between 0.92 and 0.88) it measured 22-28 bits median on real footage at
-#: any frame size: too far for a fixed camera, whose other moments sit close. Every
-#: preset therefore covers cuts of up to 5% per border (keeping 90-100%) with rungs 2%
-#: apart (at most 1% from a rung: 12-18 bits), and deeper crops 3% apart as before.
-_DENSE_RUNGS: tuple[float, ...] = (0.98, 0.96, 0.94, 0.92, 0.90)
+#: measurements in docs/architecture.md: a crop costs ~8-12 bits per 1% away from the nearest
+#: rung. Rungs 4% apart (the earlier 0.96, 0.92) left a 5% cut from every border (keeping 90%)
+#: 22-28 bits median from both, on real footage at any frame size: too far for a fixed camera,
+#: whose other moments sit close, so such copies were found or not depending on the footage.
+#: Rungs 3% apart keep any centred cut within 1.5% of a rung (at most ~20 bits median; 0.90 is
+#: 14 from 0.89); the fast ladder covers cuts up to ~7% per border in 12 codes per sample
+#: (under the 6 MB per footage hour budget), balanced and thorough continue the same spacing.
+_LADDER_STEP_RUNGS: tuple[float, ...] = (0.98, 0.95, 0.92, 0.89, 0.86, 0.83, 0.80, 0.77, 0.74, 0.71,
+                                         0.68, 0.65, 0.62, 0.59, 0.56)
 PRESET_LADDERS: dict[str, tuple[float, ...]] = {
-    "fast": _DENSE_RUNGS,
-    "balanced": (*_DENSE_RUNGS, 0.88, 0.85, 0.82, 0.79, 0.76, 0.73, 0.70),
-    "thorough": (*_DENSE_RUNGS, 0.88, 0.85, 0.82, 0.79, 0.76, 0.73, 0.70,
-                 0.67, 0.64, 0.61, 0.58, 0.55),
+    "fast": _LADDER_STEP_RUNGS[:4],
+    "balanced": _LADDER_STEP_RUNGS[:10],
+    "thorough": _LADDER_STEP_RUNGS,
 }
 #: Off-centre windows of the thorough preset: the kept fraction, and the window's
 #: position along each axis as a fraction of the slack (0 = against the left/top edge,
@@ -100,7 +101,8 @@ STATIC_BITS = 12
 #: stream's sample-to-sample steps as ``q + STATIC_JITTER_SPREAD * sqrt(q) + 1``: a dimmed
 #: room measured q = 8 and up to 20-25 bits from a run's first sample while nothing moved; its
 #: still stretches were otherwise judged moment by moment on their noise (and a copy of them,
-#: which cannot be placed in time, would have read "new" rather than "can't tell").
+#: which cannot be placed in time, would have read "new" rather than "can't tell"). Never wider
+#: than twice STATIC_BITS: a moving arm's steps are larger than noise, not a reason to call it still.
 STATIC_JITTER_SPREAD = 6.0
 #: A dim camera whose quietest tenth of sample-to-sample steps still exceeds this many bits
 #: gives codes that are mostly noise (fine texture under heavy sensor noise: a car park at half
@@ -418,7 +420,8 @@ def static_bits_for(codes0: np.ndarray) -> int:
     if codes0.shape[0] < 8:
         return STATIC_BITS
     q = _quiet_step(codes0, 25.0)
-    return max(STATIC_BITS, int(round(q + STATIC_JITTER_SPREAD * math.sqrt(q) + 1)))
+    wide = int(round(q + STATIC_JITTER_SPREAD * math.sqrt(q) + 1))
+    return min(max(STATIC_BITS, wide), 2 * STATIC_BITS)
 
 
 def _static_runs(codes0: np.ndarray, min_len: int, static_bits: int = STATIC_BITS) -> list[tuple[int, int]]:
