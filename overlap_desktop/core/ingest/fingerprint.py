@@ -73,13 +73,12 @@ ALGO_ID = "pdq256-v1"
 #: whose other moments sit close, so such copies were found or not depending on the footage.
 #: Rungs 3% apart keep any centred cut within 1.5% of a rung (at most ~20 bits median; 0.90 is
 #: 14 from 0.89); the fast ladder covers cuts up to ~7% per border in 12 codes per sample
-#: (under the 6 MB per footage hour budget), balanced and thorough continue the same spacing.
-_LADDER_STEP_RUNGS: tuple[float, ...] = (0.98, 0.95, 0.92, 0.89, 0.86, 0.83, 0.80, 0.77, 0.74, 0.71,
-                                         0.68, 0.65, 0.62, 0.59, 0.56)
+#: (under the 6 MB per footage hour budget); balanced and thorough keep their deeper rungs.
+_FAST_RUNGS: tuple[float, ...] = (0.98, 0.95, 0.92, 0.89)
 PRESET_LADDERS: dict[str, tuple[float, ...]] = {
-    "fast": _LADDER_STEP_RUNGS[:4],
-    "balanced": _LADDER_STEP_RUNGS[:10],
-    "thorough": _LADDER_STEP_RUNGS,
+    "fast": _FAST_RUNGS,
+    "balanced": (*_FAST_RUNGS, 0.85, 0.82, 0.79, 0.76, 0.73, 0.70),
+    "thorough": (*_FAST_RUNGS, 0.85, 0.82, 0.79, 0.76, 0.73, 0.70, 0.67, 0.64, 0.61, 0.58, 0.55),
 }
 #: Off-centre windows of the thorough preset: the kept fraction, and the window's
 #: position along each axis as a fraction of the slack (0 = against the left/top edge,
