@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from overlap_desktop.core.ingest import fingerprint as fpm
-from overlap_desktop.core.ingest import pdq_batch, prep
+from overlap_desktop.core.ingest import pdq_batch, prep, stillness
 from overlap_desktop.core.ingest.fingerprint import hamming, prep_and_hash_image
 from overlap_desktop.core.types import Variant
 from tests.footage import Scene
@@ -134,5 +134,5 @@ def test_static_bits_follow_a_dim_streams_jitter() -> None:
     noisy = _jittery(40, 7)  # two samples differ by ~14 bits, a run's first by up to ~20
     bits = fpm.static_bits_for(noisy)
     assert fpm.STATIC_BITS < bits <= 2 * fpm.STATIC_BITS
-    assert fpm._static_runs(noisy, 20, bits) == [(0, 40)]
-    assert fpm._static_runs(noisy, 20, fpm.STATIC_BITS) == []
+    assert stillness.static_runs(noisy, 20, bits) == [(0, 40)]
+    assert stillness.static_runs(noisy, 20, fpm.STATIC_BITS) == []

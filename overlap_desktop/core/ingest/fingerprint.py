@@ -32,6 +32,16 @@ import numpy as np
 
 from overlap_desktop.core.ingest import pdq_batch, prep
 from overlap_desktop.core.ingest.frames import MAX_HOLD_S, sample_on_grid
+from overlap_desktop.core.ingest.pdq_batch import hamming
+from overlap_desktop.core.ingest.stillness import (
+    DIM_NOISE_BITS,
+    STATIC_BITS,
+    STATIC_JITTER_SPREAD,
+    quiet_step,
+    runs,
+    static_bits_for,
+    static_runs,
+)
 from overlap_desktop.core.types import (
     CODE_BYTES,
     NS_PER_S,
@@ -92,22 +102,6 @@ THOROUGH_OFFCENTRE_ANCHORS: tuple[float, ...] = (0.0, 0.125, 0.25, 0.5, 0.75, 0.
 DEFAULT_EDGE_LADDER: tuple[float, ...] = (0.06, 0.09, 0.12, 0.15, 0.18, 0.21, 0.24)
 #: The bottom strip removed by the always-on edge rung (a trimmed HUD / timestamp bar).
 EDGE_DEFAULT_RUNG = 0.08
-#: Identity codes within this many bits of a run's first frame count as "no change".
-STATIC_BITS = 12
-#: In a dim camera's footage (mostly contrast-stretched samples: prep.contrast_gains) a still
-#: scene's codes jitter with the sensor noise by more than STATIC_BITS. There "no change" is
-#: widened to the jitter's upper tail, estimated from the quietest quarter ``q`` of the
-#: stream's sample-to-sample steps as ``q + STATIC_JITTER_SPREAD * sqrt(q) + 1``: a dimmed
-#: room measured q = 8 and up to 20-25 bits from a run's first sample while nothing moved; its
-#: still stretches were otherwise judged moment by moment on their noise (and a copy of them,
-#: which cannot be placed in time, would have read "new" rather than "can't tell"). Never wider
-#: than twice STATIC_BITS: a moving arm's steps are larger than noise, not a reason to call it still.
-STATIC_JITTER_SPREAD = 6.0
-#: A dim camera whose quietest tenth of sample-to-sample steps still exceeds this many bits
-#: gives codes that are mostly noise (fine texture under heavy sensor noise: a car park at half
-#: its range measured 30-32, a dimmed room 6-8, a dimmed robot rig 14-18 while its arm moves):
-#: its stretched samples are "featureless", as they were before the stretch.
-DIM_NOISE_BITS = 24.0
 
 # ----------------------------------------------------------------------------- codes
 
@@ -135,21 +129,6 @@ def hex_to_code(text: str) -> np.ndarray:
     if len(s) != 2 * CODE_BYTES:
         raise ValueError(f"a PDQ hash is {2 * CODE_BYTES} hex digits, got {len(s)}")
     return np.frombuffer(bytes.fromhex(s), dtype=np.uint8).copy()
-
-
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
-
-def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamming distances between codes ``uint8 (..., 32)``, with numpy broadcasting.
-
-    Returns:
-        ``int32`` array of the broadcast shape without the last axis.
-    """
-    x = np.bitwise_xor(np.asarray(a, dtype=np.uint8), np.asarray(b, dtype=np.uint8))
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x).sum(axis=-1, dtype=np.int32)
-    return _POPCOUNT[x].sum(axis=-1, dtype=np.int32)  # pragma: no cover - numpy < 2
 
 
 # ----------------------------------------------------------------------------- hashing
@@ -398,60 +377,6 @@ def variants_from_config(config: Mapping[str, Any]) -> tuple[Variant, ...]:
 # ----------------------------------------------------------------------------- streams
 
 
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """``[start, end)`` index runs where ``mask`` is true."""
-    if mask.size == 0:
-        return []
-    d = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()))
-
-
-def _quiet_step(codes0: np.ndarray, pct: float = 10.0) -> float:
-    """The ``pct`` percentile of the distances between consecutive codes (0 for fewer than 2)."""
-    if codes0.shape[0] < 2:
-        return 0.0
-    return float(np.percentile(hamming(codes0[1:], codes0[:-1]), pct))
-
-
-def static_bits_for(codes0: np.ndarray) -> int:
-    """The "no change" distance of a dim camera's stream (see :data:`STATIC_JITTER_SPREAD`):
-    :data:`STATIC_BITS`, or the upper tail of its noise jitter when that is wider."""
-    if codes0.shape[0] < 8:
-        return STATIC_BITS
-    q = _quiet_step(codes0, 25.0)
-    wide = int(round(q + STATIC_JITTER_SPREAD * math.sqrt(q) + 1))
-    return min(max(STATIC_BITS, wide), 2 * STATIC_BITS)
-
-
-def _static_runs(codes0: np.ndarray, min_len: int, static_bits: int = STATIC_BITS) -> list[tuple[int, int]]:
-    """Runs of at least ``min_len`` samples whose codes stay within ``static_bits``
-    of the run's first sample (anchored, so a slow drift is not called static)."""
-    n = codes0.shape[0]
-    out: list[tuple[int, int]] = []
-    # Where the very next sample already differs no run can start: skip those fast.
-    starts = np.flatnonzero(hamming(codes0[1:], codes0[:-1]) <= static_bits)
-    i = 0
-    while i < n:
-        k = int(np.searchsorted(starts, i))
-        if k >= starts.size:
-            break
-        i = int(starts[k])
-        # Look ahead in growing chunks: linear in the stream length, not quadratic.
-        j, chunk = i + 1, 16
-        while j < n:
-            d = hamming(codes0[j:j + chunk], codes0[i])
-            far = np.flatnonzero(d > static_bits)
-            if far.size:
-                j += int(far[0])
-                break
-            j += d.shape[0]
-            chunk = min(chunk * 2, 4096)
-        if j - i >= min_len:
-            out.append((i, j))
-        i = j
-    return out
-
-
 def _spans(times_ns: np.ndarray, runs: list[tuple[int, int]], step_s: float, end_s: float,
            reason: str) -> list[Span]:
     spans = []
@@ -584,17 +509,17 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
     ok_idx = np.flatnonzero(~low)
     # A dim camera (mostly contrast-stretched samples) jitters with its noise: see DIM_NOISE_BITS.
     dim = ok_idx.size >= 8 and bool(stretched[ok_idx].mean() >= 0.5)
-    if dim and _quiet_step(code_arr[ok_idx, 0]) > DIM_NOISE_BITS:
+    if dim and quiet_step(code_arr[ok_idx, 0]) > DIM_NOISE_BITS:
         low |= stretched
         ok_idx = np.flatnonzero(~low)
     usable = ~low
-    spans = _spans(times_ns, _runs(low), step_s, dur, "featureless")
+    spans = _spans(times_ns, runs(low), step_s, dur, "featureless")
     min_len = max(2, int(math.ceil(static_seconds * fps)))
     if ok_idx.size >= min_len:
         # Static runs among the informative samples; runs are mapped back to grid indexes.
         ok_codes = code_arr[ok_idx, 0]
         static_bits = static_bits_for(ok_codes) if dim else STATIC_BITS
-        for a, b in _static_runs(ok_codes, min_len, static_bits):
+        for a, b in static_runs(ok_codes, min_len, static_bits):
             lo, hi = int(ok_idx[a]), int(ok_idx[b - 1]) + 1
             if (hi - lo) * step_s + 1e-9 < static_seconds:
                 continue
