@@ -56,7 +56,7 @@ OTHER_EXCLUDES: tuple[str, ...] = (
     "zstandard.backend_cffi", "zstandard._cffi", "cffi",
     # The `lerobot` extra (pyarrow, ~170 MB) is not bundled: the LeRobot reader then maps
     # matches to files, not episodes, and says so. HTTP stacks some extras import: unused.
-    "pyarrow", "pandas", "requests", "urllib3", "cryptography", "certifi", "charset_normalizer", "idna",
+    "pyarrow", "pandas", "requests", "urllib3", "certifi", "charset_normalizer", "idna",
     # The `robotdata` extra (h5py above, zarr + numcodecs, google-crc32c, imagecodecs) is not bundled:
     # the Windows folder is at 194 MB of its 200 MB budget and h5py's HDF5 DLLs plus numcodecs'
     # compiled codecs add ~25 MB. The robot-dataset readers are in the bundle and say which extra
