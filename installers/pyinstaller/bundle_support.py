@@ -10,13 +10,15 @@ from __future__ import annotations
 import importlib.metadata as md
 import re
 import shutil
+import subprocess
 import sys
 import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["CONDITIONAL", "DROP_PREFIXES", "OTHER_EXCLUDES", "QT_EXCLUDES", "collected_top_level", "excludes",
-           "keep", "package_imports", "python_licence", "read_version", "stage_licences", "write_version_info"]
+           "keep", "package_imports", "python_licence", "read_version", "scipy_needed", "stage_licences",
+           "write_version_info"]
 
 #: Qt modules the GUI does not use. Excluding their Python bindings keeps PyInstaller's
 #: Qt hooks from collecting the matching Qt libraries and plugins (QML alone is tens of MB).
@@ -62,15 +64,21 @@ OTHER_EXCLUDES: tuple[str, ...] = (
     # compiled codecs add ~25 MB. The robot-dataset readers are in the bundle and say which extra
     # to install (pip); the readers import these libraries only inside functions.
     "zarr", "numcodecs", "google_crc32c", "imagecodecs", "donfig",
+    # The `cluster` extra (Dask, ~14 MB with tornado, click, fsspec...) is a pip-install feature for
+    # pipelines, as on Windows (whose folder is built without it): `overlap index --cluster` in the
+    # bundle names the extra to install. Every worker of a cluster needs the pip install anyway.
+    "dask", "distributed", "tornado", "fsspec", "cloudpickle", "toolz", "partd", "locket", "zict",
+    "tblib", "sortedcontainers", "msgpack", "psutil", "click",
 )
 
 #: Big optional libraries that are bundled only if the product's own code imports them.
 CONDITIONAL: tuple[str, ...] = ("faiss",)
 
-#: scipy is not a runtime dependency (only the tests use it), but pyqtgraph imports
-#: scipy.ndimage/signal, when present, for features the GUI does not use; its subpackages pull in
-#: each other (~90 MB). Unless the product's own code imports scipy, only the bare
-#: package is bundled; once it does, everything PyInstaller finds is kept.
+#: pyqtgraph imports scipy.ndimage/signal, when present, for features the GUI does not use, and
+#: scipy's subpackages pull in each other (~80 MB). scipy is a test-only dependency
+#: (tests/unit/test_code_quality.py keeps the product from importing it undeclared); should the
+#: product ever import a subpackage, only it and those it loads in turn are bundled
+#: (scipy.special alone: ~35 MB with OpenBLAS, against ~80 MB for all of them).
 SCIPY_SUBPACKAGES: tuple[str, ...] = (
     "cluster", "constants", "datasets", "differentiate", "fft", "fftpack", "integrate", "interpolate",
     "io", "linalg", "misc", "ndimage", "odr", "optimize", "signal", "sparse", "spatial", "special",
@@ -86,12 +94,35 @@ def package_imports(root: Path, module: str) -> bool:
                for p in (root / "overlap_desktop").rglob("*.py"))
 
 
+def scipy_needed(root: Path) -> set[str]:
+    """The scipy subpackages the product imports, with those they import in turn.
+
+    The closure is measured by importing them in a fresh interpreter of the build
+    environment: scipy's own imports change between releases, a hand-kept list would not.
+    """
+    wanted = [sub for sub in SCIPY_SUBPACKAGES if package_imports(root, f"scipy.{sub}")
+              or re.search(rf"^\s*from\s+scipy\s+import\s+(?:.*[\s,])?{sub}\b",
+                           _sources(root), re.M)]
+    if not wanted:
+        return set()
+    code = ("import importlib, sys\n"
+            f"for m in {wanted!r}: importlib.import_module('scipy.' + m)\n"
+            "print(' '.join(sorted({n.split('.')[1] for n in sys.modules if n.startswith('scipy.')})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(out.split()) & set(SCIPY_SUBPACKAGES)
+
+
+def _sources(root: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace")
+                     for p in (root / "overlap_desktop").rglob("*.py"))
+
+
 def excludes(root: Path) -> list[str]:
     """Everything the spec excludes for this source tree."""
     out = list(QT_EXCLUDES) + list(OTHER_EXCLUDES)
     out += [m for m in CONDITIONAL if not package_imports(root, m)]
-    if not package_imports(root, "scipy"):
-        out += [f"scipy.{sub}" for sub in SCIPY_SUBPACKAGES]
+    needed = scipy_needed(root)
+    out += [f"scipy.{sub}" for sub in SCIPY_SUBPACKAGES if sub not in needed]
     return out
 
 #: Bundle paths (prefixes, "/"-separated) dropped after analysis. PySide6's wheels lay Qt out

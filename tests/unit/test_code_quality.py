@@ -119,3 +119,45 @@ def test_no_module_imports_another_modules_private_name() -> None:
              for hit in _private_imports(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
     assert not found, ("private names imported from another module (make them public, in __all__, or "
                        "move them to the module that uses them):\n" + "\n".join(found))
+
+
+#: Import name -> distribution, where they differ; imports of the standard library are skipped.
+_DIST_OF = {"av": "av", "yaml": "pyyaml", "PySide6": "pyside6-essentials", "shiboken6": "pyside6-essentials",
+            "jinja2": "jinja2", "markupsafe": "jinja2", "google_crc32c": "google-crc32c",
+            "mcap_ros2": "mcap-ros2-support", "mcap_ros1": "mcap-ros1-support", "dask": "dask",
+            "distributed": "dask", "tomli": "tomli"}
+#: Imported although not declared, and why that is right.
+_UNDECLARED_OK = {
+    "lz4": "rosbags' own dependency (the ros extra); read only inside ROS 1 bags rosbags opened",
+    "ruamel": "rosbags' own dependency (the ros extra); parses rosbag2 metadata.yaml as rosbags does",
+    "imagecodecs": "JPEG-XL zarr buffers only; the reader names the package to install when it is missing",
+}
+
+
+def _declared() -> set[str]:
+    """Distributions the product may import: runtime dependencies and every extra but dev."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    reqs = list(project["dependencies"])
+    for extra, items in project["optional-dependencies"].items():
+        if extra != "dev":
+            reqs += items
+    return {re.split(r"[\s<>=!~;\[]", r.strip(), maxsplit=1)[0].lower() for r in reqs}
+
+
+def test_the_product_imports_only_declared_dependencies() -> None:
+    # scipy once slipped in through a lazy import: a test-only library that the bundle then had to
+    # carry (~35 MB) and that a plain `pip install` would not have installed.
+    declared = _declared()
+    found = []
+    for path in sorted((ROOT / "overlap_desktop").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            for name in names:
+                top = name.split(".")[0]
+                if not top or top in sys.stdlib_module_names or top in ("overlap_desktop", *_UNDECLARED_OK):
+                    continue
+                if _DIST_OF.get(top, top).lower().replace("_", "-") not in declared:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not found, ("the product imports libraries pyproject.toml does not declare for it (add them to "
+                       "dependencies or an extra, with a comment saying why):\n" + "\n".join(found))

@@ -58,6 +58,7 @@ import numpy as np
 
 from overlap_desktop.core.index.shards import popcount_xor
 from overlap_desktop.core.match.stillmatch import into_owned_still, still_pieces
+from overlap_desktop.core.match.student_t import log10_t_sf
 from overlap_desktop.core.match.verify import line_neighbours
 from overlap_desktop.core.types import StreamFingerprints
 
@@ -466,9 +467,7 @@ def _log10_tail(z: float, n_states: int, mean_distance: float, odd_speed: bool) 
     normal tail is computed in log space for large ``z``, so strong lines keep their rank.
     """
     if odd_speed and mean_distance > CLOSE_BITS:
-        from scipy import special
-
-        return math.log10(max(float(special.stdtr(max(1, n_states - 1), -z)), 1e-300))
+        return log10_t_sf(z, max(1, n_states - 1))
     if z < 30.0:
         return math.log10(max(0.5 * math.erfc(z / math.sqrt(2.0)), 1e-300))
     # Mills ratio: sf(z) ~ phi(z) / z for large z.
