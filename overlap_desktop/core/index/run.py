@@ -9,12 +9,13 @@ file back to ``pending`` so the next run does it again.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from overlap_desktop.core.index.walk import utf8_name
+from overlap_desktop.core.index.walk import sha256_item, utf8_name
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import Cancelled
 
@@ -28,6 +29,17 @@ __all__ = ["PROGRESS_INTERVAL", "IndexRun"]
 
 #: Progress callbacks at most this often (seconds) within a file.
 PROGRESS_INTERVAL = 0.1
+
+
+class _CancelEvent(threading.Event):
+    """An event that also reads as set once ``cancel()`` turns true (stops a long hash)."""
+
+    def __init__(self, cancel: CancelCallback | None) -> None:
+        super().__init__()
+        self._cancel = cancel
+
+    def is_set(self) -> bool:
+        return super().is_set() or bool(self._cancel is not None and self._cancel())
 
 
 class IndexRun:
@@ -56,8 +68,14 @@ class IndexRun:
         self.summary.failed.append((path, reason))
         self._finish(path, size, f"failed: {reason}")
 
-    def needs_work(self, item: Path, reader: Reader | None, size: int, mtime_ns: int) -> bool:
-        """False (after reporting it) for an item refused outright or unchanged since it was indexed."""
+    def needs_work(self, item: Path, reader: Reader | None, size: int, mtime_ns: int,
+                   cancel: CancelCallback | None = None) -> bool:
+        """False (after reporting it) for an item refused outright or unchanged since it was indexed.
+
+        An item with a new date but the size and settings it was fingerprinted with is
+        hashed: the same SHA-256 means the same bytes (a copy to a new disk, a backup
+        restore), so its fingerprints stand and only the date is updated.
+        """
         spath = str(item)
         if reader is None:
             self._fail(spath, size, "no reader supports this kind of file")
@@ -67,11 +85,32 @@ class IndexRun:
             self._fail(spath, size, "file name is not valid UTF-8 and cannot be stored in the index; "
                                     "rename the file")
             return False
-        if self.idx.file_state(item) == (size, mtime_ns, "ok", self.settings):
+        state = self.idx.file_state(item)
+        if state == (size, mtime_ns, "ok", self.settings):
             self.summary.skipped += 1
             self._finish(spath, size, "unchanged")
             return False
+        if (state is not None and state[0] == size and state[2:] == ("ok", self.settings)
+                and self._same_bytes(item, cancel)):
+            self.idx.touch_file(item, mtime_ns=mtime_ns)
+            self.summary.skipped += 1
+            self._finish(spath, size, "unchanged (same bytes, new date)")
+            return False
         return True
+
+    def _same_bytes(self, item: Path, cancel: CancelCallback | None) -> bool:
+        """Whether ``item`` still has the SHA-256 its fingerprints were made from."""
+        known = self.idx.indexed_sha256(item)
+        if known is None:
+            return False
+        self.emit(str(item), 0.0, "checking whether the bytes changed")
+        stop = _CancelEvent(cancel)
+        try:
+            now = sha256_item(item, stop)
+        except OSError:
+            return False  # unreadable now: fingerprinting it reports why
+        check_cancel(cancel)  # a stopped hash is partial: never compare it
+        return now == known
 
     def commit(self, job: FileJob, outcome: FileOutcome) -> None:
         """Store one finished file in its own transaction (or mark it pending again if cancelled)."""
@@ -79,7 +118,7 @@ class IndexRun:
 
         self.in_flight.pop(job.path, None)
         if outcome.cancelled:
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
             return
         self.summary.warnings.extend(outcome.warnings)
         if outcome.streams is None:
@@ -120,7 +159,7 @@ class IndexRun:
         try:
             outcome = run_job(job, progress=on_fraction, cancel=cancel)
         except (Cancelled, KeyboardInterrupt):
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
             raise
         self.commit(job, outcome)
 
@@ -156,7 +195,7 @@ class IndexRun:
             if job.path in self.in_flight:
                 self.commit(job, outcome)
         for job in list(self.in_flight.values()):
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
         self.in_flight.clear()
 
     def sort_failed(self, order: Sequence[Path]) -> None:
