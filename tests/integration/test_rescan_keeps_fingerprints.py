@@ -120,3 +120,31 @@ def test_cli_compare_says_when_the_library_is_incomplete(library: tuple[Path, Pa
         api.index_paths([folder], index=ix, config=_cfg(ix), cancel=lambda: True)
     assert main(["--index", str(ix), "compare", str(manifest)]) == 0
     assert "may be incomplete" in capsys.readouterr().err
+
+
+def test_cancel_with_worker_processes_leaves_no_file_running(tmp_path: Path) -> None:
+    """A file waiting for a free worker when Cancel comes was marked "running": it must be
+    "pending" afterwards (a stale "running" row was listed as being read, issue 34 item 7)."""
+    from tests.footage import make_clip
+
+    folder = tmp_path / "many"
+    for i in range(7):
+        make_clip(folder / f"clip-{i}.mp4", 70 + i, duration=1.5, fps=8.0, size=(64, 48))
+    ix = tmp_path / "ix"
+    # Two worker processes: four files in flight, the fifth waits for a slot when one finishes.
+    config = load_config({"index.path": str(ix), "index.workers": 2}, environ={})
+    polls = [0]
+
+    def cancel() -> bool:
+        # The writer polls once per file handed out and once after it (8 for the first four);
+        # the fifth file's 2nd poll is while it waits for a free slot.
+        polls[0] += 1
+        return polls[0] >= 10
+
+    with pytest.raises(Cancelled):
+        api.index_paths([folder], index=ix, config=config, cancel=cancel)
+    statuses = _statuses(ix)
+    assert "running" not in statuses.values()
+    assert set(statuses.values()) <= {"ok", "pending"} and len(statuses) == 5
+    left = api.library_completeness(ix, config=config)
+    assert left.files_unfinished == sum(1 for v in statuses.values() if v == "pending")

@@ -165,8 +165,14 @@ class IndexRun:
 
     def feed(self, engine: Engine, job: FileJob, cancel: CancelCallback | None) -> None:
         """Hand ``job`` to the engine, first committing results while it has enough in flight."""
-        while len(self.in_flight) >= engine.capacity:
-            self.pump(engine, cancel, timeout=PROGRESS_INTERVAL)
+        try:
+            while len(self.in_flight) >= engine.capacity:
+                self.pump(engine, cancel, timeout=PROGRESS_INTERVAL)
+        except (Cancelled, KeyboardInterrupt):
+            # Its row already says "running" and abort only settles files in flight: a file
+            # left "running" would be listed as being read until the next run.
+            self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            raise
         # Tracked before anything can raise: its row already says "running", and a cancel must set it
         # back to pending (abort does that for everything in flight).
         self.in_flight[job.path] = job
