@@ -125,3 +125,31 @@ class AppState(QObject):
             s.setValue("library/unfinished_total", int(n))
         else:
             s.remove("library/unfinished_total")
+
+    def unfinished_left(self) -> int | None:
+        """Files the stopped job had not done yet, as the job itself counted them (``None``: not known)."""
+        v = self.settings().value("library/unfinished_left")
+        try:
+            return int(v) if v not in (None, "") else None
+        except (TypeError, ValueError):
+            return None
+
+    def set_unfinished_left(self, n: int | None) -> None:
+        s = self.settings()
+        if n is None:
+            s.remove("library/unfinished_left")
+        else:
+            s.setValue("library/unfinished_left", int(n))
+
+    def resume_quiet(self) -> bool:
+        """The unfinished job was stopped on purpose (Cancel) or the user said No to finishing
+        it: start-up does not ask again (the library page's banner still offers to resume)."""
+        return str(self.settings().value("library/resume_quiet", "")).lower() in ("true", "1")
+
+    def set_resume_quiet(self, quiet: bool) -> None:
+        s = self.settings()
+        if quiet:
+            s.setValue("library/resume_quiet", True)
+        else:
+            s.remove("library/resume_quiet")
+        s.sync()
