@@ -109,8 +109,8 @@ class MainWindow(QMainWindow):
                 from overlap_desktop.gui.screen import ScreenOfferPage
 
                 page = ScreenOfferPage(self.state, self)
-                page.inspected.connect(self._on_inspected)  # type: ignore[attr-defined]
-                page.compared.connect(self._on_compared)  # type: ignore[attr-defined]
+                page.inspected.connect(self._on_inspected)
+                page.compared.connect(self._on_compared)
             else:
                 raise KeyError(key)
             self._pages[key] = page
