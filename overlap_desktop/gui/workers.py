@@ -289,7 +289,8 @@ def warm_up_imports() -> threading.Thread:
             for name in ("index_paths", "compare", "fingerprint_file"):
                 getattr(api, name)
             api.available_readers()
-            importlib.import_module("overlap_desktop.gui.results")
+            for module in ("overlap_desktop.gui.results", "overlap_desktop.gui.plot"):  # plot: pyqtgraph
+                importlib.import_module(module)
         except Exception:  # an import problem surfaces where the module is really used
             pass
 
