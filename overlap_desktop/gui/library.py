@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +37,11 @@ __all__ = ["LibraryPage", "forget_files", "load_library"]
 
 STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not finished", "running": "Being read"}
 COLUMNS = ("File", "Folder", "Length", "Status", "Could not be judged", "Problem")
+INDET_TIP = "Static or featureless time that cannot be matched"
+#: While indexing, the list is re-read after files finish, at most this often (seconds) and
+#: never more than 1/LIVE_REFRESH_SHARE of the time: a big library takes long to fill.
+LIVE_REFRESH_S = 2.0
+LIVE_REFRESH_SHARE = 20.0
 
 
 def _item(text: str, sort_value: Any = None, tip: str = "") -> QTableWidgetItem:
@@ -79,6 +85,8 @@ class LibraryPage(QWidget):
         self._startup_load = True
         self._shown_once = False
         self._scan_total = 0
+        #: Seconds the last table fill took on the UI thread (spaces out live refreshes).
+        self._fill_cost = 0.0
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(24, 18, 24, 18)
@@ -309,29 +317,39 @@ class LibraryPage(QWidget):
         return max(total - done, len(pending))
 
     def _fill_table(self, files: list[Any]) -> None:
+        started = time.perf_counter()
+        first = self.table.rowCount() == 0
+        self.table.setUpdatesEnabled(False)
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(files))
         for r, f in enumerate(files):
-            p = Path(f.path)
-            status = STATUS_WORDS.get(f.status, f.status)
-            name = _item(p.name, tip=str(p))
-            name.setData(Qt.ItemDataRole.UserRole, str(p))  # the full path, for "Remove"
+            folder, base = os.path.split(f.path)
+            name = _item(base, tip=f.path)
+            name.setData(Qt.ItemDataRole.UserRole, f.path)  # the full path, for "Remove"
             self.table.setItem(r, 0, name)
-            self.table.setItem(r, 1, _item(str(p.parent), tip=str(p.parent)))
+            self.table.setItem(r, 1, _item(folder, tip=folder))
             self.table.setItem(r, 2, _item(fmt_hours(f.duration_s) if f.duration_s else "–"))
-            self.table.setItem(r, 3, _item(status))
+            self.table.setItem(r, 3, _item(STATUS_WORDS.get(f.status, f.status)))
             indet = f.indeterminate_s or 0.0
-            self.table.setItem(r, 4, _item(fmt_hours(indet) if indet > 0.5 else "–",
-                                           tip="Static or featureless time that cannot be matched"))
+            self.table.setItem(r, 4, _item(fmt_hours(indet) if indet > 0.5 else "–", tip=INDET_TIP))
             problem = plain_problem(f.error) if f.error else ""
             tip = (problem + "\n\nDetails: " + f.error) if f.error else ""
             self.table.setItem(r, 5, _item(problem, tip=tip))
         self.table.setSortingEnabled(True)
-        self.table.resizeColumnsToContents()
-        self.table.resizeRowsToContents()
-        for c in (0, 1):
-            if self.table.columnWidth(c) > 320:
-                self.table.setColumnWidth(c, 320)
+        if first or not self.indexing:
+            # Measuring every cell is the slow part of a refresh: while indexing refreshes the
+            # list every few seconds, the widths found at the start stay.
+            self.table.resizeColumnsToContents()
+            for c in (0, 1):
+                if self.table.columnWidth(c) > 320:
+                    self.table.setColumnWidth(c, 320)
+        # Only a row with a problem sentence wraps onto more lines.
+        for r in range(self.table.rowCount()):
+            cell = self.table.item(r, 5)
+            if cell is not None and cell.text():
+                self.table.resizeRowToContents(r)
+        self.table.setUpdatesEnabled(True)
+        self._fill_cost = time.perf_counter() - started
 
     def selected_paths(self) -> list[str]:
         rows = sorted({i.row() for i in self.table.selectedIndexes()})
@@ -443,7 +461,8 @@ class LibraryPage(QWidget):
         eta = self._eta.update(fraction) if p.stage != "scan" else ""
         self.overall_label.setText(what + (f" — {eta}" if eta else ""))
         # Show finished files as they come, without re-reading the list more than every 2 s.
-        if p.message and time.monotonic() - self._last_live_refresh > 2.0:
+        if p.message and time.monotonic() - self._last_live_refresh > max(LIVE_REFRESH_S,
+                                                                         LIVE_REFRESH_SHARE * self._fill_cost):
             self._last_live_refresh = time.monotonic()
             self.refresh()
         if p.current:

@@ -462,3 +462,32 @@ def test_state_flags_round_trip(qtbot: Any, tmp_path: Path) -> None:
     s.set_unfinished_left(None)
     s.set_resume_quiet(False)
     assert s.unfinished_left() is None and not s.resume_quiet()
+
+
+def test_live_refresh_while_indexing_is_spaced_by_how_long_a_fill_takes(qtbot: Any, state: Any,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big library takes long to list: while indexing, the page re-reads it at most every
+    2 s and never more than 1/20 of the time (a 1 s fill waits 20 s), so the UI thread is free."""
+    from overlap_desktop.gui import library as library_module
+
+    page = library_module.LibraryPage(state)
+    qtbot.addWidget(page)
+    qtbot.waitUntil(lambda: not page.load_job.running, timeout=60_000)
+    refreshed: list[int] = []
+    monkeypatch.setattr(page, "refresh", lambda: refreshed.append(1))
+    clock = [1000.0]
+    monkeypatch.setattr(library_module.time, "monotonic", lambda: clock[0])
+    finished = api.Progress(stage="index", done=1, total=10, unit="bytes", current="/x/a.mp4",
+                            message="indexed 3.0 s")
+    page._fill_cost = 0.02  # a small library: every 2 s
+    page._on_progress(finished)
+    clock[0] += 2.5
+    page._on_progress(finished)
+    assert len(refreshed) == 2
+    page._fill_cost = 1.0  # a fill that blocks the UI thread for 1 s: 20 s apart
+    clock[0] += 10.0
+    page._on_progress(finished)
+    assert len(refreshed) == 2
+    clock[0] += 10.5
+    page._on_progress(finished)
+    assert len(refreshed) == 3
