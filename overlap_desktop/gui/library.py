@@ -38,6 +38,7 @@ __all__ = ["LibraryPage", "forget_files", "load_library"]
 STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not finished", "running": "Being read"}
 COLUMNS = ("File", "Folder", "Length", "Status", "Could not be judged", "Problem")
 INDET_TIP = "Static or featureless time that cannot be matched"
+INDEXING_TEXT = "Indexing… files appear here as they are finished."
 #: While indexing, the list is re-read after files finish, at most this often (seconds) and
 #: never more than 1/LIVE_REFRESH_SHARE of the time: a big library takes long to fill.
 LIVE_REFRESH_S = 2.0
@@ -269,7 +270,7 @@ class LibraryPage(QWidget):
         indet = sum((f.indeterminate_s or 0.0) for f in ok)
         unfinished = self.state.unfinished_job()
         if self.indexing and not ok and not bad:
-            text = "Indexing… files appear here as they are finished."
+            text = INDEXING_TEXT
         elif not ok and not bad and (unfinished or pending):
             text = ("Nothing is in your library yet: indexing was stopped before the first file finished. "
                     "Click \"Resume indexing\" to go on.")
@@ -415,6 +416,9 @@ class LibraryPage(QWidget):
         self.resume_frame.hide()
         self.progress_frame.show()
         self.overall_label.setText("Looking for footage…")
+        if not any(f.status == "ok" for f in self.files):
+            # Never "Your library is empty" under a running progress bar.
+            self.summary_label.setText(INDEXING_TEXT)
         self.overall_bar.setRange(0, 0)
         self.file_bar.setRange(0, 100)
         self.file_bar.setValue(0)

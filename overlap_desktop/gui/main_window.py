@@ -104,7 +104,7 @@ class MainWindow(QMainWindow):
                 page: QWidget = LibraryPage(self.state, self)
                 page.stats_changed.connect(self._on_stats)  # type: ignore[attr-defined]
                 page.unfinished_found.connect(self.offer_resume)  # type: ignore[attr-defined]
-                page.indexing_finished.connect(lambda _s: self.check_library())  # type: ignore[attr-defined]
+                page.indexing_finished.connect(self._on_indexing_finished)  # type: ignore[attr-defined]
             elif key == "screen":
                 from overlap_desktop.gui.screen import ScreenOfferPage
 
@@ -486,6 +486,13 @@ class MainWindow(QMainWindow):
         for d in self._dialogs:
             d.close()
         super().closeEvent(event)
+
+    def _on_indexing_finished(self, _summary: Any) -> None:
+        if self.quit_box is not None:
+            # The user asked to quit and indexing ended meanwhile: nothing is lost by quitting now.
+            self.quit_box.done(QMessageBox.StandardButton.Yes)
+            return
+        self.check_library()
 
     def confirm_quit(self) -> QMessageBox:
         """Ask before quitting while the library is being indexed (No keeps it running)."""

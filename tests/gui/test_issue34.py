@@ -130,6 +130,8 @@ def test_screen_warns_while_the_library_is_being_indexed(qtbot: Any, state: Any,
     w = _window(qtbot, state)
     release = _blocking_index(monkeypatch)
     w.library.add_folders([str(owned_copy)])
+    assert "empty" not in w.library.summary_label.text()  # not under a running progress bar
+    assert "Indexing" in w.library.summary_label.text()
     w.go("screen")
     assert w.notice.isVisible() and w.notice_label.text() == INDEXING_NOTE
     w.go("library")
@@ -158,6 +160,18 @@ def test_closing_while_indexing_asks_and_keep_indexing_keeps_it(qtbot: Any, stat
     qtbot.waitUntil(lambda: not job.running, timeout=60_000)
     assert state.unfinished_job()  # offered again next time
     release.set()
+
+
+def test_indexing_ending_while_quit_is_asked_quits(qtbot: Any, state: Any, owned_copy: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    w = _window(qtbot, state)
+    release = _blocking_index(monkeypatch)
+    w.library.add_folders([str(owned_copy)])
+    w.close()
+    assert w.quit_box is not None and w.isVisible()
+    release.set()  # the job ends while the question is on screen: nothing is lost by quitting
+    qtbot.waitUntil(lambda: not w.isVisible(), timeout=60_000)
+    assert w.quit_box is None
 
 
 def test_closing_when_idle_does_not_ask(qtbot: Any, state: Any) -> None:
