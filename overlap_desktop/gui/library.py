@@ -42,6 +42,8 @@ INDEXING_TEXT = "Indexing… files appear here as they are finished."
 #: While indexing, the list is re-read after files finish, at most this often (seconds) and
 #: never more than 1/LIVE_REFRESH_SHARE of the time: a big library takes long to fill.
 LIVE_REFRESH_S = 2.0
+#: Rows measured when columns are sized to their contents (Qt's default is 1000).
+RESIZE_SAMPLE_ROWS = 300
 LIVE_REFRESH_SHARE = 20.0
 
 
@@ -192,12 +194,15 @@ class LibraryPage(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
+        # One line per file (rows with a problem sentence grow to fit it when filled).
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 10)
         # Problems can be long sentences: wrap them in their cell instead of cutting them off.
         self.table.setWordWrap(True)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
+        hh.setResizeContentsPrecision(RESIZE_SAMPLE_ROWS)
         # A to Z by name unless the user clicks another header (Qt's default indicator is Z to A).
         hh.setSortIndicator(0, Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
@@ -283,6 +288,8 @@ class LibraryPage(QWidget):
                          "as a robot standing still); it is never counted either way.")
             if bad:
                 text += f" {len(bad)} file{'s' if len(bad) != 1 else ''} could not be read (see Problem)."
+            if pending and not self.indexing:
+                text += f" {len(pending)} not finished yet."
         self.summary_label.setText(text)
         self.update_buttons()
         startup, self._startup_load = self._startup_load, False
@@ -319,7 +326,6 @@ class LibraryPage(QWidget):
 
     def _fill_table(self, files: list[Any]) -> None:
         started = time.perf_counter()
-        first = self.table.rowCount() == 0
         self.table.setUpdatesEnabled(False)
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(files))
@@ -337,13 +343,12 @@ class LibraryPage(QWidget):
             tip = (problem + "\n\nDetails: " + f.error) if f.error else ""
             self.table.setItem(r, 5, _item(problem, tip=tip))
         self.table.setSortingEnabled(True)
-        if first or not self.indexing:
-            # Measuring every cell is the slow part of a refresh: while indexing refreshes the
-            # list every few seconds, the widths found at the start stay.
-            self.table.resizeColumnsToContents()
-            for c in (0, 1):
-                if self.table.columnWidth(c) > 320:
-                    self.table.setColumnWidth(c, 320)
+        # Widths from at most RESIZE_SAMPLE_ROWS rows (set on the header): measuring every cell
+        # of a big library was the slow part of a refresh.
+        self.table.resizeColumnsToContents()
+        for c in (0, 1):
+            if self.table.columnWidth(c) > 320:
+                self.table.setColumnWidth(c, 320)
         # Only a row with a problem sentence wraps onto more lines.
         for r in range(self.table.rowCount()):
             cell = self.table.item(r, 5)

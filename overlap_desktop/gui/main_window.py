@@ -554,9 +554,11 @@ class MainWindow(QMainWindow):
         self._showing_demo = False
         self._library_note = getattr(summary, "library_note", "") or ""
         compat = getattr(self.screen, "fields", {}).get("compat")
-        if self._library_note and compat is not None and summary.compatible is True:
-            # "Can be compared: yes" must not hide that the library is still missing footage.
-            compat.setText(compat.text() + " But " + self._library_note[0].lower() + self._library_note[1:])
+        done = getattr(summary, "completeness", None)
+        if self._library_note and done is not None and compat is not None and summary.compatible is True:
+            # "Can be compared: yes" must not hide that the library is still missing footage (the
+            # bar above says what that means).
+            compat.setText(compat.text() + f" But your library may be incomplete ({done.why}).")
         self._update_notice()
 
     def _on_compared(self, report: Any) -> None:

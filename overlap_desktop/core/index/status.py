@@ -144,18 +144,22 @@ class LibraryCompleteness:
         return not (self.files_unfinished or self.unfinished_runs or self.indexing_now)
 
     @property
+    def why(self) -> str:
+        """Why the library may be incomplete, as a clause (``"indexing is running now"``...)."""
+        if self.complete:
+            return ""
+        why = "indexing is running now" if self.indexing_now else "indexing was stopped before it finished"
+        if self.files_unfinished:
+            why += f"; {self.files_unfinished} file{'s' if self.files_unfinished != 1 else ''} not fingerprinted yet"
+        return why
+
+    @property
     def note(self) -> str:
         """One plain sentence for a window or a terminal; empty when the library is complete."""
         if self.complete:
             return ""
         ready = f"{self.files_ready} file{'s' if self.files_ready != 1 else ''}"
-        if self.indexing_now:
-            why = "indexing is running now"
-        else:
-            why = "indexing was stopped before it finished"
-        left = (f"; {self.files_unfinished} file{'s' if self.files_unfinished != 1 else ''} "
-                "not fingerprinted yet" if self.files_unfinished else "")
-        return (f"Your library may be incomplete ({why}{left}): a comparison now uses the {ready} fingerprinted "
+        return (f"Your library may be incomplete ({self.why}): a comparison now uses the {ready} fingerprinted "
                 "so far, and footage not yet read counts as not owned. "
                 + ("Wait for indexing to finish" if self.indexing_now else "Resume indexing (or re-scan)")
                 + " for a full answer.")
