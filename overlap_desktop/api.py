@@ -73,6 +73,8 @@ _EXPORTS: dict[str, str] = {
     "library_status": "overlap_desktop.core.index.status",
     "LibraryStatus": "overlap_desktop.core.index.status",
     "library_files": "overlap_desktop.core.index.status",
+    "library_completeness": "overlap_desktop.core.index.status",
+    "LibraryCompleteness": "overlap_desktop.core.index.status",
     # Core 2: manifests and delivery verification
     "export_manifest": "overlap_desktop.core.manifest.export",
     "read_manifest": "overlap_desktop.core.manifest.parse",
@@ -258,7 +260,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.index.merge import MergeSummary, merge_indexes
     from overlap_desktop.core.index.reading import IndexedFile
     from overlap_desktop.core.index.run import IndexSummary
-    from overlap_desktop.core.index.status import LibraryStatus, library_files, library_status
+    from overlap_desktop.core.index.status import (
+        LibraryCompleteness,
+        LibraryStatus,
+        library_completeness,
+        library_files,
+        library_status,
+    )
     from overlap_desktop.core.index.store import Index, open_index
     from overlap_desktop.core.ingest.readers import available_readers
     from overlap_desktop.core.ingest.readers.lerobot import episode_spans_for

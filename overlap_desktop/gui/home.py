@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtGui import QKeyEvent, QPainter, QPalette, QPen
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from overlap_desktop.gui.common import headline_label
 
@@ -31,6 +42,14 @@ def demo_available() -> bool:
         return importlib.util.find_spec("overlap_desktop.services.demo") is not None
     except (ImportError, ValueError):
         return False
+
+
+#: Width of the focus ring around a focused card.
+FOCUS_RING_PX = 3
+
+#: On the home page while the library is empty: the first step.
+START_HERE = ("Start by adding your footage: your library is empty, and every offer is checked against it. "
+              "Add the folders where your videos and recordings live.")
 
 
 class _ChoiceButton(QPushButton):
@@ -59,6 +78,28 @@ class _ChoiceButton(QPushButton):
             lay.addWidget(w)
         lay.addStretch(1)
 
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        # A card is a choice: Enter activates it like Space (a plain QPushButton ignores Enter
+        # outside a dialog).
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.isAutoRepeat():
+            self.animateClick()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def paintEvent(self, event: Any) -> None:
+        super().paintEvent(event)
+        if not self.hasFocus():
+            return
+        # Fusion's focus ring is a faint dotted line: draw a clear 3 px ring in the highlight colour.
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pen = QPen(self.palette().color(QPalette.ColorRole.Highlight), FOCUS_RING_PX)
+        painter.setPen(pen)
+        half = FOCUS_RING_PX / 2
+        painter.drawRoundedRect(self.rect().adjusted(int(half), int(half), -int(half) - 1, -int(half) - 1), 6, 6)
+        painter.end()
+
 
 class HomePage(QWidget):
     """Four big choices and "Try the demo".
@@ -66,10 +107,12 @@ class HomePage(QWidget):
     Signals:
         chosen(str): ``"screen"``, ``"export"``, ``"verify"`` or ``"library"``.
         demo_requested(): the user clicked "Try the demo".
+        add_footage_requested(): the user clicked "Add your footage…" (empty library).
     """
 
     chosen = Signal(str)
     demo_requested = Signal()
+    add_footage_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -83,6 +126,7 @@ class HomePage(QWidget):
         sub.setWordWrap(True)
         outer.addWidget(sub)
         outer.addSpacing(12)
+        self._build_start_here(outer)
         grid = QGridLayout()
         grid.setSpacing(14)
         self.buttons: dict[str, QPushButton] = {}
@@ -105,12 +149,35 @@ class HomePage(QWidget):
         outer.addStretch(1)
         self.set_demo_available(demo_available())
 
+    def _build_start_here(self, outer: QVBoxLayout) -> None:
+        """"Start by adding your footage", shown while the library is empty (first start)."""
+        self.start_frame = QFrame()
+        self.start_frame.setObjectName("startHere")
+        self.start_frame.setFrameShape(QFrame.Shape.StyledPanel)
+        self.start_frame.setStyleSheet("#startHere { border: 2px solid palette(highlight); }")
+        row = QHBoxLayout(self.start_frame)
+        self.start_label = QLabel(START_HERE)
+        self.start_label.setWordWrap(True)
+        self.start_label.setAccessibleName("First step")
+        self.start_button = QPushButton("Add your footage…")
+        self.start_button.setAccessibleName("Add your footage to the library")
+        self.start_button.clicked.connect(self.add_footage_requested)
+        row.addWidget(self.start_label, 1)
+        row.addWidget(self.start_button)
+        self.start_frame.hide()
+        outer.addWidget(self.start_frame)
+        outer.addSpacing(8)
+
+    def set_library_empty(self, empty: bool) -> None:
+        """Show the first step while nothing is in the library."""
+        self.start_frame.setVisible(empty)
+
     def set_demo_available(self, available: bool) -> None:
         """Enable "Try the demo", or disable it with a tooltip saying why."""
         self.demo_button.setEnabled(available)
         if available:
-            tip = ("Makes a small set of sample videos and a sample offer, then shows what a "
-                   "screening looks like. Your own library is not touched.")
+            tip = ("Makes a small set of sample videos (the demo library) and a sample offer, then shows "
+                   "what a screening looks like. Your own library is not touched.")
             self.demo_note.setText("New here? The demo shows a complete screening on sample footage "
                                    "in under a minute.")
         else:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -25,48 +28,23 @@ from PySide6.QtWidgets import (
 
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
+from overlap_desktop.gui.library_data import START_HERE, forget_files, load_library, plain_problem
 from overlap_desktop.gui.shard_upgrade import ShardUpgradeBanner
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
-__all__ = ["LibraryPage", "load_library"]
+__all__ = ["LibraryPage", "forget_files", "load_library"]
 
-STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not finished"}
+STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not finished", "running": "Being read"}
 COLUMNS = ("File", "Folder", "Length", "Status", "Could not be judged", "Problem")
-
-
-def load_library(index_path: Path, config: api.Config) -> dict[str, Any]:
-    """Read the index's file list and totals (runs in a worker thread).
-
-    Args:
-        index_path: The index folder; a missing folder is an empty library.
-        config: The resolved configuration.
-
-    Returns:
-        ``{"files": [IndexedFile...], "stats": {...}, "path": str}``.
-    """
-    if api.library_status(index_path, config=config).empty:
-        # Nothing indexed yet: an empty library, not an error.
-        return {"files": [], "stats": {"files": 0, "hours": 0.0}, "path": str(index_path)}
-    with api.open_index(Path(index_path), config=config, create=False, readonly=True) as idx:
-        files = list(idx.files())
-        stats = dict(idx.stats())
-    stats.setdefault("path", str(index_path))
-    return {"files": files, "stats": stats, "path": str(index_path)}
-
-
-#: Reader messages that mean "the file is damaged or incomplete" (the raw reason stays in the tooltip).
-_DAMAGED_HINTS = ("moov atom", "magic", "invalid data", "truncated", "end of file", "eof", "corrupt",
-                  "runs past", "ffmpeg", "decod", "header")
-
-
-def plain_problem(reason: str) -> str:
-    """Lead with what happened and what to do; the reader's own words are kept for the tooltip."""
-    low = reason.lower()
-    if any(h in low for h in _DAMAGED_HINTS):
-        return ("Damaged or incomplete file: check that it plays, or copy it again from the original. "
-                "(Hover for details.)")
-    return reason
+INDET_TIP = "Static or featureless time that cannot be matched"
+INDEXING_TEXT = "Indexing… files appear here as they are finished."
+#: While indexing, the list is re-read after files finish, at most this often (seconds) and
+#: never more than 1/LIVE_REFRESH_SHARE of the time: a big library takes long to fill.
+LIVE_REFRESH_S = 2.0
+#: Rows measured when columns are sized to their contents (Qt's default is 1000).
+RESIZE_SAMPLE_ROWS = 300
+LIVE_REFRESH_SHARE = 20.0
 
 
 def _item(text: str, sort_value: Any = None, tip: str = "") -> QTableWidgetItem:
@@ -110,6 +88,8 @@ class LibraryPage(QWidget):
         self._startup_load = True
         self._shown_once = False
         self._scan_total = 0
+        #: Seconds the last table fill took on the UI thread (spaces out live refreshes).
+        self._fill_cost = 0.0
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(24, 18, 24, 18)
@@ -131,7 +111,15 @@ class LibraryPage(QWidget):
         self.remove_button.setAccessibleName("Remove selected files from library")
         self.remove_button.setToolTip("Forget the selected files (the files on disk are not touched)")
         self.remove_button.clicked.connect(self.remove_selected)
-        for b in (self.add_button, self.rescan_button, self.remove_button):
+        self.remove_folder_button = QPushButton("Remove folder…")
+        self.remove_folder_button.setAccessibleName("Remove a folder from library")
+        self.remove_folder_button.setToolTip("Forget every file of a folder at once (the files on disk are "
+                                             "not touched)")
+        self.folder_menu = QMenu(self.remove_folder_button)
+        self.folder_menu.aboutToShow.connect(self._fill_folder_menu)
+        self.remove_folder_button.setMenu(self.folder_menu)
+        self.remove_job: Job | None = None
+        for b in (self.add_button, self.rescan_button, self.remove_button, self.remove_folder_button):
             row.addWidget(b)
         row.addStretch(1)
         lay.addLayout(row)
@@ -146,6 +134,7 @@ class LibraryPage(QWidget):
 
         self._build_table(lay)
 
+        self.update_buttons()
         self.refresh()
 
     def _build_panels(self, lay: QVBoxLayout) -> None:
@@ -205,19 +194,32 @@ class LibraryPage(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
+        # One line per file (rows with a problem sentence grow to fit it when filled).
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 10)
         # Problems can be long sentences: wrap them in their cell instead of cutting them off.
         self.table.setWordWrap(True)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
+        hh.setResizeContentsPrecision(RESIZE_SAMPLE_ROWS)
         # A to Z by name unless the user clicks another header (Qt's default indicator is Z to A).
         hh.setSortIndicator(0, Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
+        self.table.itemSelectionChanged.connect(self.update_buttons)
         lay.addWidget(self.table, 1)
 
     def jobs(self) -> list[Job | None]:
-        return [self.index_job, self.load_job, self.shard_banner.job]
+        return [self.index_job, self.load_job, self.shard_banner.job, self.remove_job]
+
+    def update_buttons(self) -> None:
+        """Re-scan and Remove only when there is something to re-scan or remove; nothing while indexing."""
+        busy = self.indexing or (self.remove_job is not None and self.remove_job.running)
+        has_files = bool(self.files)
+        self.add_button.setEnabled(not busy)
+        self.rescan_button.setEnabled(not busy and (has_files or bool(self.state.library_folders())))
+        self.remove_button.setEnabled(not busy and has_files and bool(self.selected_paths()))
+        self.remove_folder_button.setEnabled(not busy and has_files)
 
     def showEvent(self, event: Any) -> None:
         # Coming back to the page shows what the library holds now (another window, the CLI
@@ -271,11 +273,14 @@ class LibraryPage(QWidget):
         pending = [f for f in self.files if f.status == "pending"]
         hours = sum((f.duration_s or 0.0) for f in ok)
         indet = sum((f.indeterminate_s or 0.0) for f in ok)
-        if n == 0 and self.indexing:
-            text = "Indexing… files appear here as they are finished."
+        unfinished = self.state.unfinished_job()
+        if self.indexing and not ok and not bad:
+            text = INDEXING_TEXT
+        elif not ok and not bad and (unfinished or pending):
+            text = ("Nothing is in your library yet: indexing was stopped before the first file finished. "
+                    "Click \"Resume indexing\" to go on.")
         elif n == 0:
-            text = ("Your library is empty. Click \"Add folder…\" or drop a folder of footage on this "
-                    "window to start.")
+            text = START_HERE
         else:
             text = f"{len(ok)} files ready, {fmt_hours(hours)} of footage."
             if indet > 0.5:
@@ -283,8 +288,10 @@ class LibraryPage(QWidget):
                          "as a robot standing still); it is never counted either way.")
             if bad:
                 text += f" {len(bad)} file{'s' if len(bad) != 1 else ''} could not be read (see Problem)."
+            if pending and not self.indexing:
+                text += f" {len(pending)} not finished yet."
         self.summary_label.setText(text)
-        unfinished = self.state.unfinished_job()
+        self.update_buttons()
         startup, self._startup_load = self._startup_load, False
         if (pending or unfinished) and not self.indexing:
             left = self.files_left(unfinished, pending)
@@ -293,13 +300,18 @@ class LibraryPage(QWidget):
                 + (f" ({left} file{'s' if left != 1 else ''} left)." if left else ".")
                 + " Files already finished are kept; resume to do the rest.")
             self.resume_frame.show()
-            if startup:
+            self.progress_frame.hide()  # one panel: the banner replaces the stopped job's progress
+            if startup and not self.state.resume_quiet():
                 self.unfinished_found.emit(max(left, 1))
         else:
             self.resume_frame.hide()
 
     def files_left(self, job_paths: list[str], pending: list[Any]) -> int:
-        """Files of the unfinished job not yet done: found by its scan minus those the index holds."""
+        """Files of the unfinished job not yet done: as the stopped job counted them, else found by
+        its scan minus those the index holds."""
+        counted = self.state.unfinished_left()
+        if counted is not None:
+            return max(counted, len(pending))
         total = self.state.unfinished_total()
         if not total:
             return len(pending)
@@ -313,29 +325,37 @@ class LibraryPage(QWidget):
         return max(total - done, len(pending))
 
     def _fill_table(self, files: list[Any]) -> None:
+        started = time.perf_counter()
+        self.table.setUpdatesEnabled(False)
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(files))
         for r, f in enumerate(files):
-            p = Path(f.path)
-            status = STATUS_WORDS.get(f.status, f.status)
-            name = _item(p.name, tip=str(p))
-            name.setData(Qt.ItemDataRole.UserRole, str(p))  # the full path, for "Remove"
+            folder, base = os.path.split(f.path)
+            name = _item(base, tip=f.path)
+            name.setData(Qt.ItemDataRole.UserRole, f.path)  # the full path, for "Remove"
             self.table.setItem(r, 0, name)
-            self.table.setItem(r, 1, _item(str(p.parent), tip=str(p.parent)))
+            self.table.setItem(r, 1, _item(folder, tip=folder))
             self.table.setItem(r, 2, _item(fmt_hours(f.duration_s) if f.duration_s else "–"))
-            self.table.setItem(r, 3, _item(status))
+            self.table.setItem(r, 3, _item(STATUS_WORDS.get(f.status, f.status)))
             indet = f.indeterminate_s or 0.0
-            self.table.setItem(r, 4, _item(fmt_hours(indet) if indet > 0.5 else "–",
-                                           tip="Static or featureless time that cannot be matched"))
+            self.table.setItem(r, 4, _item(fmt_hours(indet) if indet > 0.5 else "–", tip=INDET_TIP))
             problem = plain_problem(f.error) if f.error else ""
             tip = (problem + "\n\nDetails: " + f.error) if f.error else ""
             self.table.setItem(r, 5, _item(problem, tip=tip))
         self.table.setSortingEnabled(True)
+        # Widths from at most RESIZE_SAMPLE_ROWS rows (set on the header): measuring every cell
+        # of a big library was the slow part of a refresh.
         self.table.resizeColumnsToContents()
-        self.table.resizeRowsToContents()
         for c in (0, 1):
             if self.table.columnWidth(c) > 320:
                 self.table.setColumnWidth(c, 320)
+        # Only a row with a problem sentence wraps onto more lines.
+        for r in range(self.table.rowCount()):
+            cell = self.table.item(r, 5)
+            if cell is not None and cell.text():
+                self.table.resizeRowToContents(r)
+        self.table.setUpdatesEnabled(True)
+        self._fill_cost = time.perf_counter() - started
 
     def selected_paths(self) -> list[str]:
         rows = sorted({i.row() for i in self.table.selectedIndexes()})
@@ -385,6 +405,8 @@ class LibraryPage(QWidget):
         self._job_paths = [str(p) for p in paths]
         # Written before starting, cleared on success: a crash or quit leaves it for "Resume".
         self.state.set_unfinished_job(self._job_paths)
+        self.state.set_unfinished_left(None)
+        self.state.set_resume_quiet(False)  # a crash in this job is asked about at the next start
         job = Job(api.index_paths, [Path(p) for p in paths], parent=self, index=self.state.index_path,
                   config=config, forget_missing=forget_missing)
         job.progress.connect(self._on_progress)
@@ -399,14 +421,17 @@ class LibraryPage(QWidget):
         self.resume_frame.hide()
         self.progress_frame.show()
         self.overall_label.setText("Looking for footage…")
+        if not any(f.status == "ok" for f in self.files):
+            # Never "Your library is empty" under a running progress bar.
+            self.summary_label.setText(INDEXING_TEXT)
         self.overall_bar.setRange(0, 0)
         self.file_bar.setRange(0, 100)
         self.file_bar.setValue(0)
         self.file_label.setText("")
         self.cancel_button.setEnabled(True)
-        for b in (self.add_button, self.rescan_button, self.remove_button):
-            b.setEnabled(False)
+        self.last_summary = None
         job.start()
+        self.update_buttons()
         return job
 
     def cancel_indexing(self) -> None:
@@ -445,7 +470,8 @@ class LibraryPage(QWidget):
         eta = self._eta.update(fraction) if p.stage != "scan" else ""
         self.overall_label.setText(what + (f" — {eta}" if eta else ""))
         # Show finished files as they come, without re-reading the list more than every 2 s.
-        if p.message and time.monotonic() - self._last_live_refresh > 2.0:
+        if p.message and time.monotonic() - self._last_live_refresh > max(LIVE_REFRESH_S,
+                                                                         LIVE_REFRESH_SHARE * self._fill_cost):
             self._last_live_refresh = time.monotonic()
             self.refresh()
         if p.current:
@@ -473,9 +499,21 @@ class LibraryPage(QWidget):
         self.overall_label.setWordWrap(True)
         self.indexing_finished.emit(summary)
 
-    def _on_cancelled(self, _exc: BaseException) -> None:
+    def _on_cancelled(self, exc: BaseException) -> None:
         self.overall_label.setText("Indexing stopped. Files already finished are kept; "
                                    "click \"Resume indexing\" to do the rest.")
+        summary = getattr(exc, "summary", None)
+        seen = int(getattr(summary, "files_seen", 0) or 0)
+        if seen:
+            # The job's own count: a file being read when it stopped is still to do, and files
+            # a re-scan had not checked yet are too, although the library lists them as ready.
+            done = summary.indexed + summary.skipped + len(summary.failed)  # type: ignore[union-attr]
+            self.state.set_unfinished_left(max(0, seen - done))
+        self.state.set_resume_quiet(True)  # stopped on purpose: no "did not finish last time" question
+        self.progress_frame.hide()
+        self.resume_label.setText("Indexing was stopped. Files already finished are kept; resume to do "
+                                  "the rest.")
+        self.resume_frame.show()
         self.indexing_finished.emit(None)
 
     def _on_failed(self, exc: BaseException) -> None:
@@ -485,37 +523,77 @@ class LibraryPage(QWidget):
 
     def _on_job_finished(self) -> None:
         self.cancel_button.setEnabled(False)
-        for b in (self.add_button, self.rescan_button, self.remove_button):
-            b.setEnabled(True)
+        self.update_buttons()
         if self.last_summary is not None and not self.state.unfinished_job():
             self.progress_frame.hide()
         self.refresh()
 
     # ------------------------------------------------------------------ removing
+    def _confirm_remove(self, title: str, text: str, paths: list[str], folders: list[str]) -> QMessageBox:
+        box = QMessageBox(QMessageBox.Icon.Question, title, text,
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # folder names as they are on disk
+        box.setDefaultButton(QMessageBox.StandardButton.No)  # forgetting hours of indexing needs a deliberate Yes
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(lambda r: self.remove_paths(paths, folders=folders)
+                             if r == QMessageBox.StandardButton.Yes else None)
+        box.open()
+        return box
+
     def remove_selected(self) -> QMessageBox | None:
         """Forget the selected files after confirmation (files on disk are untouched)."""
         paths = self.selected_paths()
         if not paths:
             self.summary_label.setText("Select the files to remove first.")
             return None
-        box = QMessageBox(QMessageBox.Icon.Question, "Remove from library?",
-                          f"Forget {len(paths)} file{'s' if len(paths) != 1 else ''} from your library? "
-                          "Offers will no longer be checked against them. The files on disk are not "
-                          "touched.", QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.finished.connect(lambda r: self.remove_paths(paths)
-                             if r == QMessageBox.StandardButton.Yes else None)
-        box.open()
-        return box
+        return self._confirm_remove(
+            "Remove from library?",
+            f"Forget {len(paths)} file{'s' if len(paths) != 1 else ''} from your library? Offers will no longer "
+            "be checked against them. The files on disk are not touched.", paths, [])
 
-    def remove_paths(self, paths: list[str]) -> None:
-        """Forget ``paths`` in the index."""
+    def folders(self) -> list[str]:
+        """Folders whose files can be removed at once: the ones added, and those holding files."""
+        out = list(self.state.library_folders())
+        for f in self.files:
+            parent = str(Path(f.path).parent)
+            if parent not in out and not any(Path(parent).is_relative_to(o) for o in out):
+                out.append(parent)
+        return sorted(out)
+
+    def _fill_folder_menu(self) -> None:
+        self.folder_menu.clear()
+        for folder in self.folders():
+            act = self.folder_menu.addAction(folder)
+            act.triggered.connect(lambda _=False, f=folder: self.remove_folder(f))
+
+    def remove_folder(self, folder: str) -> QMessageBox:
+        """Forget every file at or under ``folder`` after confirmation, and stop re-scanning it."""
+        n = sum(1 for f in self.files if Path(f.path) == Path(folder) or Path(folder) in Path(f.path).parents)
+        return self._confirm_remove(
+            "Remove this folder from your library?",
+            f"Forget the {n} file{'s' if n != 1 else ''} in\n\n{folder}\n\nfrom your library? Offers will no "
+            "longer be checked against them and Re-scan leaves the folder alone. The files on disk are not "
+            "touched.", [], [folder])
+
+    def remove_paths(self, paths: list[str], *, folders: Sequence[str] = ()) -> Job | None:
+        """Forget ``paths`` and the files under ``folders`` in the index, in a worker."""
         try:
-            with api.open_index(self.state.index_path, config=self.state.config(), create=False) as idx:
-                idx.remove_files([Path(p) for p in paths])
+            config = self.state.config()
         except Exception as exc:
-            show_error(self, "Could not remove the files", exc)
-            return
-        for p in paths:
-            self.state.remove_library_folder(p)
-        self.refresh()
+            show_error(self, "Your settings have a problem", exc)
+            return None
+        folders = list(folders)
+        job = Job(forget_files, self.state.index_path, config, list(paths), folders, parent=self,
+                  with_progress=False)
+        job.failed.connect(lambda exc: show_error(self, "Could not remove the files", exc))
+        # Re-scan must not bring them back: the folders (and folders inside them) stop being library folders.
+        gone = [Path(p).resolve() for p in list(paths) + folders]
+        for kept in self.state.library_folders():
+            if any(Path(kept) == g or g in Path(kept).parents for g in gone):
+                self.state.remove_library_folder(kept)
+        job.finished.connect(self.refresh)
+        job.finished.connect(self.update_buttons)
+        self.remove_job = job
+        job.start()
+        self.update_buttons()
+        return job

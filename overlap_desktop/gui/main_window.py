@@ -7,11 +7,21 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QStackedWidget, QToolBar, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QStackedWidget,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 from overlap_desktop import __version__
 from overlap_desktop.gui.common import fit_to_screen, fmt_hours, fmt_size, show_error, show_info
 from overlap_desktop.gui.home import HomePage
+from overlap_desktop.gui.notice import DEMO_NOTE, INDEXING_NOTE, NoticeBar
 from overlap_desktop.gui.state import AppState
 
 __all__ = ["MainWindow", "MANIFEST_SUFFIX"]
@@ -39,10 +49,26 @@ class MainWindow(QMainWindow):
         self._pages: dict[str, QWidget] = {}
         self._dialogs: list[QWidget] = []
         self.stack = QStackedWidget(self)
-        self.setCentralWidget(self.stack)
+        central = QWidget(self)
+        cl = QVBoxLayout(central)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        self.notice = NoticeBar(central)
+        self.notice_label, self.notice_button = self.notice.label, self.notice.button
+        self.notice_button.clicked.connect(lambda: self.go("library"))
+        cl.addWidget(self.notice)
+        cl.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+        #: What the notice says on "Screen an offer" (demo results, an incomplete library).
+        self._library_note = ""
+        self._showing_demo = False
+        self._quit_confirmed = False
+        self.quit_box: QMessageBox | None = None
+        self.completeness_job: Any = None
         self.home = HomePage(self)
         self.home.chosen.connect(self.go)
         self.home.demo_requested.connect(lambda: self.start_demo())
+        self.home.add_footage_requested.connect(self._add_folder_dialog)
         self.stack.addWidget(self.home)
         self._pages["home"] = self.home
         self._build_actions()
@@ -61,6 +87,12 @@ class MainWindow(QMainWindow):
         self.resume_box: QMessageBox | None = None
         # After the window is on screen: read the library (status bar size, unfinished work).
         QTimer.singleShot(250, self.startup_checks)
+        # Meanwhile load the indexing and plotting code in the background: imported on the UI
+        # thread when results first appear (pyqtgraph, ~0.5 s) or beside it when indexing starts,
+        # it froze the window.
+        from overlap_desktop.gui.workers import warm_up_imports
+
+        self.warm_up = warm_up_imports()
 
     # ------------------------------------------------------------------ pages
     def page(self, key: str) -> QWidget:
@@ -72,10 +104,13 @@ class MainWindow(QMainWindow):
                 page: QWidget = LibraryPage(self.state, self)
                 page.stats_changed.connect(self._on_stats)  # type: ignore[attr-defined]
                 page.unfinished_found.connect(self.offer_resume)  # type: ignore[attr-defined]
+                page.indexing_finished.connect(self._on_indexing_finished)  # type: ignore[attr-defined]
             elif key == "screen":
                 from overlap_desktop.gui.screen import ScreenOfferPage
 
                 page = ScreenOfferPage(self.state, self)
+                page.inspected.connect(self._on_inspected)
+                page.compared.connect(self._on_compared)
             else:
                 raise KeyError(key)
             self._pages[key] = page
@@ -104,6 +139,7 @@ class MainWindow(QMainWindow):
         for k, act in (("screen", self.act_screen), ("library", self.act_library)):
             act.setCheckable(True)
             act.setChecked(k == key)
+        self._update_notice()
 
     def current_page_key(self) -> str:
         w = self.stack.currentWidget()
@@ -130,6 +166,9 @@ class MainWindow(QMainWindow):
                                        "Ctrl+E", "Fingerprint your footage into a manifest file")
         self.act_verify = self._action("&Verify a delivery…", self.open_verify_wizard, "Ctrl+Shift+V",
                                        "Check delivered files against the quoted manifest")
+        self.act_save_report = self._action("&Save report…", self.save_report, S.Save,
+                                            "Save the comparison shown in \"Screen an offer\" as a report")
+        self.act_save_report.setEnabled(False)
         self.act_settings = self._action("&Settings…", self.open_settings, S.Preferences)
         if self.act_settings.shortcut().isEmpty():
             self.act_settings.setShortcut(QKeySequence("Ctrl+,"))
@@ -152,6 +191,7 @@ class MainWindow(QMainWindow):
         m = mb.addMenu("&File")
         m.addAction(self.act_open)
         self.recent_menu = m.addMenu("Open &recent")
+        m.addAction(self.act_save_report)
         m.addSeparator()
         m.addAction(self.act_export)
         m.addAction(self.act_verify)
@@ -284,8 +324,9 @@ class MainWindow(QMainWindow):
         self.page("library")
 
     def offer_resume(self, files_left: int) -> QMessageBox | None:
-        """Once per session, offer to finish indexing that an earlier run left unfinished."""
-        if self._resume_offered or self.library.indexing:
+        """Once per session, offer to finish indexing that an earlier run left unfinished
+        (not after a deliberate Cancel, and a No is remembered)."""
+        if self._resume_offered or self.library.indexing or self.state.resume_quiet():
             return None
         self._resume_offered = True
         box = QMessageBox(QMessageBox.Icon.Question, "Finish indexing?",
@@ -300,6 +341,8 @@ class MainWindow(QMainWindow):
             if result == QMessageBox.StandardButton.Yes:
                 self.go("library")
                 self.library.resume()
+            else:  # asked once: the library page's banner still offers to resume
+                self.state.set_resume_quiet(True)
 
         box.finished.connect(done)
         self.resume_box = box
@@ -331,6 +374,9 @@ class MainWindow(QMainWindow):
             parts.append(fmt_hours(float(stats["hours"]) * 3600.0) + " of footage")
         if stats.get("bytes"):
             parts.append(fmt_size(float(stats["bytes"])) + " on disk")
+        empty = not stats.get("files")
+        self.home.set_library_empty(empty)
+        self.act_rescan.setEnabled(not empty or bool(self.state.library_folders()))
         self.index_label.setText(" — ".join(parts[:1]) + ("  (" + ", ".join(parts[1:]) + ")"
                                                           if len(parts) > 1 else ""))
 
@@ -425,6 +471,11 @@ class MainWindow(QMainWindow):
         return [j for j in jobs if j is not None and j.running]
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if "library" in self._pages and self.library.indexing and not self._quit_confirmed:
+            # Quitting stops indexing: say what is kept and let the user keep it running.
+            event.ignore()
+            self.confirm_quit()
+            return
         self.save_window_state()
         # Cancelling keeps finished work; the unfinished job is offered again at next start.
         for job in self.running_jobs():
@@ -435,3 +486,106 @@ class MainWindow(QMainWindow):
         for d in self._dialogs:
             d.close()
         super().closeEvent(event)
+
+    def _on_indexing_finished(self, _summary: Any) -> None:
+        if self.quit_box is not None:
+            # The user asked to quit and indexing ended meanwhile: nothing is lost by quitting now.
+            self.quit_box.done(QMessageBox.StandardButton.Yes)
+            return
+        self.check_library()
+
+    def confirm_quit(self) -> QMessageBox:
+        """Ask before quitting while the library is being indexed (No keeps it running)."""
+        if self.quit_box is not None:
+            return self.quit_box
+        box = QMessageBox(QMessageBox.Icon.Question, "Stop indexing and quit?",
+                          "Your footage is still being added to the library. If you quit now, indexing "
+                          "stops: files already finished are kept, and the rest is done when you resume "
+                          "(My library > Resume indexing). Quit anyway?",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.button(QMessageBox.StandardButton.Yes).setText("Stop and quit")
+        box.button(QMessageBox.StandardButton.No).setText("Keep indexing")
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.setAccessibleName("Stop indexing and quit?")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def done(result: int) -> None:
+            self.quit_box = None
+            if result == QMessageBox.StandardButton.Yes:
+                self._quit_confirmed = True
+                self.close()
+
+        box.finished.connect(done)
+        self.quit_box = box
+        box.open()
+        return box
+
+    # ------------------------------------------------------------------ save report (Ctrl+S)
+    def _results(self) -> Any:
+        if "screen" not in self._pages:
+            return None
+        results = getattr(self.screen, "results", None)
+        return results if results is not None and getattr(results, "report", None) is not None else None
+
+    def save_report(self) -> None:
+        """File > Save report… (Ctrl+S): the results' own save dialog, when a comparison is shown."""
+        results = self._results()
+        if results is None:
+            self.statusBar().showMessage("Compare an offer first: there is no report to save yet.", 6000)
+            return
+        results.choose_export("html")
+
+    # ------------------------------------------------------------------ notice on "Screen an offer"
+    def _update_notice(self) -> None:
+        on_screen = "screen" in self._pages and self.stack.currentWidget() is self._pages["screen"]
+        texts = []
+        if self._showing_demo:
+            texts.append(DEMO_NOTE)
+        note = self._library_note
+        if "library" in self._pages and self.library.indexing:
+            note = INDEXING_NOTE
+        if note and not self._showing_demo:
+            texts.append(note)
+        self.notice_label.setText(" ".join(texts))
+        self.notice_button.setVisible(bool(note) and not self._showing_demo)
+        self.notice.setVisible(on_screen and bool(texts))
+
+    def _on_inspected(self, summary: Any) -> None:
+        self._showing_demo = False
+        self._library_note = getattr(summary, "library_note", "") or ""
+        compat = getattr(self.screen, "fields", {}).get("compat")
+        done = getattr(summary, "completeness", None)
+        if self._library_note and done is not None and compat is not None and summary.compatible is True:
+            # "Can be compared: yes" must not hide that the library is still missing footage (the
+            # bar above says what that means).
+            compat.setText(compat.text() + f" But your library may be incomplete ({done.why}).")
+        self._update_notice()
+
+    def _on_compared(self, report: Any) -> None:
+        used = getattr(self.screen, "report_index", None)
+        self._showing_demo = used is not None and Path(used) != self.state.index_path
+        self.act_save_report.setEnabled(True)
+        self._update_notice()
+        if not self._showing_demo:
+            self.check_library()
+
+    def check_library(self) -> Any:
+        """Ask (in a worker) whether the library is complete; the notice follows the answer."""
+        from overlap_desktop import api
+        from overlap_desktop.gui.workers import Job
+
+        try:
+            config = self.state.config()
+        except Exception:
+            return None
+        job = Job(api.library_completeness, self.state.index_path, parent=self, with_progress=False,
+                  config=config)
+        job.succeeded.connect(self._on_completeness)
+        self.completeness_job = job
+        job.start()
+        return job
+
+    def _on_completeness(self, done: Any) -> None:
+        self._library_note = done.note
+        self._update_notice()
+

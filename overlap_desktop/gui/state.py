@@ -111,17 +111,43 @@ class AppState(QObject):
             s.remove("library/unfinished")
         s.sync()
 
-    def unfinished_total(self) -> int | None:
-        """How many files the unfinished job's scan found (``None``: not known)."""
-        v = self.settings().value("library/unfinished_total")
+    def _count(self, key: str) -> int | None:
+        v = self.settings().value(key)
         try:
             return int(v) if v not in (None, "") else None
         except (TypeError, ValueError):
             return None
 
-    def set_unfinished_total(self, n: int | None) -> None:
+    def _set_count(self, key: str, n: int | None) -> None:
         s = self.settings()
-        if n:
-            s.setValue("library/unfinished_total", int(n))
+        if n is None:
+            s.remove(key)
         else:
-            s.remove("library/unfinished_total")
+            s.setValue(key, int(n))
+
+    def unfinished_total(self) -> int | None:
+        """How many files the unfinished job's scan found (``None``: not known)."""
+        return self._count("library/unfinished_total")
+
+    def set_unfinished_total(self, n: int | None) -> None:
+        self._set_count("library/unfinished_total", n or None)
+
+    def unfinished_left(self) -> int | None:
+        """Files the stopped job had not done yet, as the job itself counted them (``None``: not known)."""
+        return self._count("library/unfinished_left")
+
+    def set_unfinished_left(self, n: int | None) -> None:
+        self._set_count("library/unfinished_left", n)
+
+    def resume_quiet(self) -> bool:
+        """The unfinished job was stopped on purpose (Cancel) or the user said No to finishing
+        it: start-up does not ask again (the library page's banner still offers to resume)."""
+        return str(self.settings().value("library/resume_quiet", "")).lower() in ("true", "1")
+
+    def set_resume_quiet(self, quiet: bool) -> None:
+        s = self.settings()
+        if quiet:
+            s.setValue("library/resume_quiet", True)
+        else:
+            s.remove("library/resume_quiet")
+        s.sync()

@@ -9,6 +9,7 @@ run while the worker's long ``run`` holds its thread.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 from overlap_desktop import api
 from overlap_desktop.api import Cancelled
 
-__all__ = ["EtaEstimator", "Job", "Worker", "eta_text", "wait_all"]
+__all__ = ["EtaEstimator", "Job", "Worker", "eta_text", "wait_all", "warm_up_imports"]
 
 #: Minimum seconds between two progress signals (~10 updates per second).
 PROGRESS_INTERVAL_S = 0.1
@@ -271,3 +272,28 @@ class EtaEstimator:
         if fraction - f0 <= 0.01:
             return ""
         return eta_text((fraction - f0) / (1.0 - f0) if f0 < 1.0 else 1.0, now - t0)
+
+
+def warm_up_imports() -> threading.Thread:
+    """Load the indexing, comparing and plotting code in a background thread (returns the thread).
+
+    Python code being imported shares the interpreter lock with the UI thread in 5 ms
+    slices, so the window stays responsive; imported on the UI thread when results first
+    appear (pyqtgraph, about 0.5 s) or beside it in the first seconds of indexing, the
+    same code froze the window.
+    """
+    import importlib
+
+    def run() -> None:
+        try:
+            for name in ("index_paths", "compare", "fingerprint_file"):
+                getattr(api, name)
+            api.available_readers()
+            for module in ("overlap_desktop.gui.results", "overlap_desktop.gui.plot"):  # plot: pyqtgraph
+                importlib.import_module(module)
+        except Exception:  # an import problem surfaces where the module is really used
+            pass
+
+    thread = threading.Thread(target=run, name="overlap-warm-up", daemon=True)
+    thread.start()
+    return thread

@@ -17,7 +17,7 @@ from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.api import Report
+    from overlap_desktop.api import Config, Report
 
 __all__ = ["COMMAND", "add_floor_argument", "add_gate_argument", "add_output_arguments",
            "add_require_signed_argument", "check_gate",
@@ -234,7 +234,20 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
                              cluster=cluster, require_signed=args.require_signed)
     write_outputs(report, args, ctx)
     print_report(report, ctx, verbose=ctx.verbose)
+    _note_incomplete_library(config, ctx)
     return check_gate(report, args.fail_over, ctx)
+
+
+def _note_incomplete_library(config: Config, ctx: CliContext) -> None:
+    """Say so when indexing is running or was stopped: the answer then misses footage."""
+    from overlap_desktop import api
+
+    try:
+        note = api.library_completeness(config.index_path, config=config).note
+    except api.OverlapError:  # the comparison itself read the library; nothing more to add
+        return
+    if note:
+        ctx.note(note)
 
 
 COMMAND = Command(

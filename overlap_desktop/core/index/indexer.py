@@ -127,7 +127,10 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
     try:
         with idx.writer():
             idx.check_compatible()
+            # Listed until the run finishes: a stopped run leaves the library incomplete.
+            idx.begin_run(req.roots)
             _index_locked(idx, req, summary)
+            idx.end_run(req.roots)
     except (Cancelled, KeyboardInterrupt) as exc:
         summary.cancelled = True
         summary.elapsed_s = time.monotonic() - started
@@ -250,7 +253,7 @@ def _fingerprint_all(run: IndexRun, plan: _Plan, engine: FileEngine | None, req:
                 continue
             assert reader is not None  # needs_work refused reader-less items
             job = FileJob(str(item), reader.name, size, mtime_ns, req.config, req.variants, stat_key=key)
-            run.idx.mark_file(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
+            run.idx.mark_unfinished(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
             if engine is None:
                 run.serial(job, req.cancel)
             else:

@@ -92,7 +92,7 @@ class _CancelEvent(threading.Event):
         self._cancel = cancel
 
     def is_set(self) -> bool:
-        return bool(self._cancel is not None and self._cancel())
+        return super().is_set() or bool(self._cancel is not None and self._cancel())
 
 
 class IndexRun:
@@ -126,7 +126,11 @@ class IndexRun:
         """False (after reporting it) for an item refused outright or unchanged since it was indexed.
 
         Unchanged means the same size, mtime and settings and, given ``stat_key``, the same
-        file (:meth:`_same_item`).
+        file identity (inode and change time, issue 36). When only the date or the identity
+        differ, the bytes are hashed (:meth:`_same_bytes`): the same SHA-256 means the same
+        bytes (a copy to a new disk, a backup restore; issue 34), so the fingerprints stand
+        and only the date and identity are updated. Anything else is fingerprinted again,
+        and the old fingerprints stay until the new ones replace them.
         """
         spath = str(item)
         if reader is None:
@@ -137,36 +141,43 @@ class IndexRun:
             self._fail(spath, size, "file name is not valid UTF-8 and cannot be stored in the index; "
                                     "rename the file")
             return False
-        if self.idx.file_state(item) == (size, mtime_ns, "ok", self.settings) and (
-                stat_key is None or self._same_item(item, stat_key, cancel)):
-            self.summary.skipped += 1
-            self._finish(spath, size, "unchanged")
-            return False
-        return True
-
-    def _same_item(self, item: Path, stat_key: str, cancel: CancelCallback | None) -> bool:
-        """True when the indexed row still describes the file at ``item``.
-
-        A file replaced by another of the same size and modification time has another inode
-        or change time (issue 36). Another identity alone is not proof of other bytes (a
-        library restored from a backup or copied to a new disk gets new inodes), so the
-        bytes are hashed and compared with the stored SHA-256: far cheaper than decoding.
-        Rows written before schema 3 carry no identity; size and mtime are trusted as before
-        and the identity is recorded from now on.
-        """
-        stored, sha = self.idx.file_identity(item)
-        if stored == stat_key:
+        state = self.idx.file_state(item)
+        if state is None or state[0] != size or state[2:] != ("ok", self.settings):
             return True
-        if stored is not None:
-            try:
-                now = sha256_item(item, _CancelEvent(cancel))
-            except OSError:
-                return False  # fingerprinting it reports why it cannot be read
-            check_cancel(cancel)  # a cancelled hash stopped early: its digest means nothing
-            if now != sha:
+        if state[1] == mtime_ns:
+            stored, _sha = self.idx.file_identity(item)
+            if stat_key is None or stored == stat_key or stored is None:
+                # Rows written before schema 3 carry no identity: size and mtime are trusted
+                # as before and the identity is recorded from now on.
+                if stat_key is not None and stored is None:
+                    self.idx.set_stat_key(item, stat_key)
+                self.summary.skipped += 1
+                self._finish(spath, size, "unchanged")
                 return False
-        self.idx.set_stat_key(item, stat_key)
-        return True
+        if not self._same_bytes(item, size, mtime_ns, stat_key, cancel):
+            return True
+        self.idx.touch_file(item, mtime_ns=mtime_ns, stat_key=stat_key)
+        self.summary.skipped += 1
+        self._finish(spath, size, "unchanged (same bytes, new date)")
+        return False
+
+    def _same_bytes(self, item: Path, size: int, mtime_ns: int, stat_key: str | None,
+                    cancel: CancelCallback | None) -> bool:
+        """Whether ``item`` still has the SHA-256 its fingerprints were made from.
+
+        Hashing is far cheaper than decoding. The file is looked at again after the hash: one
+        changed or swapped while it was hashed is not vouched for (it is fingerprinted again).
+        """
+        known = self.idx.indexed_sha256(item)
+        if known is None:
+            return False
+        self.emit(str(item), 0.0, "checking whether the bytes changed")
+        try:
+            now = sha256_item(item, _CancelEvent(cancel))
+        except OSError:
+            return False  # unreadable now: fingerprinting it reports why
+        check_cancel(cancel)  # a stopped hash is partial: never compare it
+        return now == known and changed_since(item, size, mtime_ns, stat_key) is None
 
     def commit(self, job: FileJob, outcome: FileOutcome) -> None:
         """Store one finished file in its own transaction (or mark it pending again if cancelled)."""
@@ -174,7 +185,7 @@ class IndexRun:
 
         self.in_flight.pop(job.path, None)
         if outcome.cancelled:
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
             return
         self.summary.warnings.extend(outcome.warnings)
         if outcome.streams is not None and job.stat_key:
@@ -222,14 +233,20 @@ class IndexRun:
         try:
             outcome = run_job(job, progress=on_fraction, cancel=cancel)
         except (Cancelled, KeyboardInterrupt):
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
             raise
         self.commit(job, outcome)
 
     def feed(self, engine: FileEngine, job: FileJob, cancel: CancelCallback | None) -> None:
         """Hand ``job`` to the engine, first committing results while it has enough in flight."""
-        while len(self.in_flight) >= engine.capacity:
-            self.pump(engine, cancel, timeout=PROGRESS_INTERVAL)
+        try:
+            while len(self.in_flight) >= engine.capacity:
+                self.pump(engine, cancel, timeout=PROGRESS_INTERVAL)
+        except (Cancelled, KeyboardInterrupt):
+            # Its row already says "running" and abort only settles files in flight: a file
+            # left "running" would be listed as being read until the next run.
+            self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            raise
         # Tracked before anything can raise: its row already says "running", and a cancel must set it
         # back to pending (abort does that for everything in flight).
         self.in_flight[job.path] = job
@@ -258,7 +275,7 @@ class IndexRun:
             if job.path in self.in_flight:
                 self.commit(job, outcome)
         for job in list(self.in_flight.values()):
-            self.idx.mark_file(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
+            self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
         self.in_flight.clear()
 
     def sort_failed(self, order: Sequence[Path]) -> None:

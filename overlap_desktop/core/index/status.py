@@ -16,16 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from overlap_desktop.core.index.db import DB_NAME
+from overlap_desktop.core.index.lock import WriterLock
 
 # `norm_path`/`is_under` are the store's own rule for "this path is at or under that root"; using
 # them keeps `overlap files PATH` in step with how paths are stored.
 from overlap_desktop.core.index.reading import IndexedFile, is_under, norm_path
-from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.index.schema import LOCK_NAME
+from overlap_desktop.core.index.store import Index, open_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
 
-__all__ = ["FILE_STATUSES", "LibraryStatus", "library_files", "library_status"]
+__all__ = ["FILE_STATUSES", "LibraryCompleteness", "LibraryStatus", "completeness_of", "library_completeness",
+           "library_files", "library_status"]
 
 #: What ``library_files(status=...)`` accepts; "pending" also covers files a writer is working on.
 FILE_STATUSES = ("ok", "error", "pending")
@@ -117,3 +120,78 @@ def library_files(path: str | os.PathLike[str] | None = None, *, status: str | N
     if roots:
         files = [f for f in files if any(is_under(f.path, r) for r in roots)]
     return files
+
+
+@dataclass(frozen=True)
+class LibraryCompleteness:
+    """Whether a comparison against the library now sees all of the lab's footage.
+
+    Attributes:
+        files_ready: Files with fingerprints (what a comparison uses).
+        files_unfinished: Files found by an indexing run and not fingerprinted yet.
+        unfinished_runs: Folders of indexing runs that started and did not finish
+            (stopped, crashed, or running now).
+        indexing_now: A writer holds the library right now (an indexing run is going on).
+    """
+
+    files_ready: int = 0
+    files_unfinished: int = 0
+    unfinished_runs: tuple[str, ...] = ()
+    indexing_now: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Nothing is being indexed and no run was left unfinished."""
+        return not (self.files_unfinished or self.unfinished_runs or self.indexing_now)
+
+    @property
+    def why(self) -> str:
+        """Why the library may be incomplete, as a clause (``"indexing is running now"``...)."""
+        if self.complete:
+            return ""
+        why = "indexing is running now" if self.indexing_now else "indexing was stopped before it finished"
+        if self.files_unfinished:
+            why += f"; {self.files_unfinished} file{'s' if self.files_unfinished != 1 else ''} not fingerprinted yet"
+        return why
+
+    @property
+    def note(self) -> str:
+        """One plain sentence for a window or a terminal; empty when the library is complete."""
+        if self.complete:
+            return ""
+        ready = f"{self.files_ready} file{'s' if self.files_ready != 1 else ''}"
+        return (f"Your library may be incomplete ({self.why}): a comparison now uses the {ready} fingerprinted "
+                "so far, and footage not yet read counts as not owned. "
+                + ("Wait for indexing to finish" if self.indexing_now else "Resume indexing (or re-scan)")
+                + " for a full answer.")
+
+
+def library_completeness(path: str | os.PathLike[str] | None = None, *,
+                         config: Config | None = None) -> LibraryCompleteness:
+    """Is the library complete, or would a comparison now miss footage being (re)indexed?
+
+    Opens the database read-only (run it off a window's UI thread).
+
+    Args:
+        path: The index folder; default the configured one.
+        config: Resolved settings.
+
+    Returns:
+        A :class:`LibraryCompleteness`; an empty library is complete (and empty).
+
+    Raises:
+        IndexError_: the folder is not a readable index (damaged, a file, a newer version).
+    """
+    lib = library_status(path, config=config)
+    if lib.empty:
+        return LibraryCompleteness()
+    with open_index(lib.path, config=config, create=False, readonly=True) as idx:
+        return completeness_of(idx)
+
+
+def completeness_of(idx: Index) -> LibraryCompleteness:
+    """:func:`library_completeness` of an index that is already open."""
+    counts = {status: len(idx.files(status=status)) for status in ("ok", "pending", "running")}
+    return LibraryCompleteness(files_ready=counts["ok"], files_unfinished=counts["pending"] + counts["running"],
+                               unfinished_runs=tuple(idx.unfinished_runs()),
+                               indexing_now=WriterLock(idx.path / LOCK_NAME).held())

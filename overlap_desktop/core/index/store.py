@@ -34,6 +34,7 @@ in :mod:`~overlap_desktop.core.index.reading`, shard sealing and serving in
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -54,7 +55,7 @@ from overlap_desktop.core.index.db import (
     translate_db_error,
 )
 from overlap_desktop.core.index.lock import WriterLock, network_filesystem, wal_support
-from overlap_desktop.core.index.reading import IndexedFile, IndexReader, norm_path
+from overlap_desktop.core.index.reading import IndexedFile, IndexReader, is_under, norm_path
 from overlap_desktop.core.index.schema import LOCK_NAME, SCHEMA_VERSION, SHARD_DIR, init_or_migrate, now_iso
 from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES, ShardSet
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo
@@ -227,6 +228,72 @@ class Index(IndexReader, ShardSet):
             fid = int(first_row(self._db.execute("SELECT id FROM files WHERE path = ?", (p,)), p)[0])
         return fid
 
+    def mark_unfinished(self, path: str | os.PathLike[str], *, size: int, mtime_ns: int, status: str,
+                        reader: str | None = None) -> None:
+        """Mark a file ``running`` or ``pending`` unless it holds fingerprints (status ``ok``).
+
+        A file being read again (new date, changed bytes, other settings) keeps its old
+        fingerprints, size and date until new ones replace them: a Cancel or a crash
+        mid-file must not shrink the library, and the old date makes the next run redo it.
+        """
+        self._require_writer()
+        p = norm_path(path)
+        row = self._db.execute("SELECT status FROM files WHERE path = ?", (p,)).fetchone()
+        if row is not None and row[0] == "ok":
+            return
+        self.mark_file(p, size=size, mtime_ns=mtime_ns, status=status, reader=reader)
+
+    def indexed_sha256(self, path: str | os.PathLike[str]) -> str | None:
+        """The SHA-256 stored with a fingerprinted file (``None``: not fingerprinted)."""
+        row = self._db.execute("SELECT sha256 FROM files WHERE path = ? AND status = 'ok'",
+                               (norm_path(path),)).fetchone()
+        return None if row is None or not row[0] else str(row[0])
+
+    def touch_file(self, path: str | os.PathLike[str], *, mtime_ns: int, stat_key: str | None = None) -> None:
+        """Record a new modification time (and identity) for a file whose bytes were checked to
+        be the same (a copy to a new disk, a backup restore): its fingerprints stand as they are."""
+        self._require_writer()
+        p = norm_path(path)
+        with self._db:
+            self._db.execute("UPDATE files SET mtime_ns = ? WHERE path = ? AND status = 'ok'", (int(mtime_ns), p))
+            if stat_key is not None and self.schema_version >= _STAT_KEY_SCHEMA:
+                self._db.execute("UPDATE files SET stat_key = ? WHERE path = ? AND status = 'ok'", (stat_key, p))
+
+    # A run's folders stay listed under this meta key until the run finishes: a Cancel, a
+    # crash or a quit leaves them, so a comparison can say the library may be incomplete.
+    _UNFINISHED_KEY = "unfinished_runs"
+
+    def unfinished_runs(self) -> list[str]:
+        """Folders and files of indexing runs that started and did not finish."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (self._UNFINISHED_KEY,)).fetchone()
+        try:
+            value = json.loads(row[0]) if row is not None else []
+        except ValueError:
+            return []
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    def begin_run(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+        """Note that a run over ``roots`` started (cleared by :meth:`end_run` when it finishes)."""
+        self._require_writer()
+        runs = self.unfinished_runs()
+        runs += [norm_path(r) for r in roots if norm_path(r) not in runs]
+        self._set_meta(self._UNFINISHED_KEY, json.dumps(runs))
+
+    def end_run(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+        """A run over ``roots`` finished: runs over these paths, or under them, are done."""
+        self._require_writer()
+        done = [norm_path(r) for r in roots]
+        left = [r for r in self.unfinished_runs() if not any(is_under(r, d) for d in done)]
+        self._set_meta(self._UNFINISHED_KEY, json.dumps(left) if left else None)
+
+    def _set_meta(self, key: str, value: str | None) -> None:
+        with self._db:
+            if value is None:
+                self._db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                self._db.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
     def record_failure(self, path: str | os.PathLike[str], *, size: int, mtime_ns: int, error: str,
                        reader: str | None = None, sha256: str | None = None) -> None:
         """Record that a file could not be fingerprinted (its old fingerprints are dropped)."""
@@ -316,9 +383,10 @@ class Index(IndexReader, ShardSet):
 
 for _name in ("check_compatible", "files", "file", "streams", "stream_ids", "stream_fingerprints",
               "stream_info", "stream_details", "stats", "file_state", "file_identity", "seal", "shards",
-              "rebuild_shards"):
+              "rebuild_shards", "indexed_sha256", "unfinished_runs"):
     setattr(Index, _name, guard_db(getattr(Index, _name)))
-for _name in ("mark_file", "record_failure", "record_file", "set_stat_key", "remove_files", "_recover_after_crash"):
+for _name in ("mark_file", "mark_unfinished", "record_failure", "record_file", "set_stat_key", "remove_files",
+              "touch_file", "begin_run", "end_run", "_recover_after_crash"):
     setattr(Index, _name, guard_db(getattr(Index, _name), decoding=False))
 del _name
 

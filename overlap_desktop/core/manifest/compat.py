@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.core.index.status import LibraryStatus, library_status
+from overlap_desktop.core.index.status import LibraryCompleteness, LibraryStatus, completeness_of, library_status
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.manifest.inspect import inspect_manifest
 from overlap_desktop.errors import OverlapError
@@ -34,6 +34,8 @@ class OfferCheck:
         why: Why not, in plain words (empty when compatible).
         library: What is at the library folder.
         library_files: Files of the library that are ready to compare against.
+        completeness: Whether indexing is running or was left unfinished (a comparison
+            would then miss footage); ``None`` when the library could not be read.
     """
 
     info: dict[str, Any]
@@ -41,6 +43,17 @@ class OfferCheck:
     why: str = ""
     library: LibraryStatus | None = field(default=None, compare=False)
     library_files: int = 0
+    completeness: LibraryCompleteness | None = field(default=None, compare=False)
+
+    @property
+    def library_complete(self) -> bool:
+        """False when a comparison now would run against a library still being (re)indexed."""
+        return self.completeness is None or self.completeness.complete
+
+    @property
+    def library_note(self) -> str:
+        """Why the library may be incomplete, in plain words (empty when it is complete)."""
+        return "" if self.completeness is None else self.completeness.note
 
     @property
     def library_empty(self) -> bool:
@@ -75,10 +88,10 @@ def check_offer(manifest: str | os.PathLike[str], index_path: str | os.PathLike[
     except (OverlapError, OSError) as exc:  # busy, damaged, newer: say so, do not refuse the manifest
         return OfferCheck(info, None, f"the library cannot be read ({exc})", lib)
     with idx:
-        ready = len(idx.files(status="ok"))
+        done = completeness_of(idx)
         theirs, ours = (info.get("algo_id"), info.get("prep_id")), (idx.algo_id, idx.prep_id)
     if theirs != ours:
         why = (f"the offer was fingerprinted with {theirs[0]}/{theirs[1]}, your library with "
                f"{ours[0]}/{ours[1]}, so they cannot be compared.")
-        return OfferCheck(info, False, why, lib, ready)
-    return OfferCheck(info, True, "", lib, ready)
+        return OfferCheck(info, False, why, lib, done.files_ready, done)
+    return OfferCheck(info, True, "", lib, done.files_ready, done)
