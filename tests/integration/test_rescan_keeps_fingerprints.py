@@ -186,3 +186,38 @@ def test_restore_with_new_identity_keeps_fingerprints_and_a_swap_is_read_again(
     assert (s.indexed, s.skipped) == (1, 2)
     with open_index(ix, readonly=True) as idx:
         assert idx.indexed_sha256(target) == hashlib.sha256(bytes(data)).hexdigest()
+
+
+def test_a_file_swapped_while_its_bytes_are_checked_is_not_vouched_for(
+        library: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile timing (issue 36): the hash says "same bytes", but the file was replaced (same size
+    and date, other bytes) while it was hashed. Its old fingerprints must not be kept as if they
+    described the new file; it is refused for this run and read again by the next."""
+    import overlap_desktop.core.index.run as run_mod
+
+    folder, ix = library
+    target = folder / "a.mp4"
+    _new_dates(folder)
+    real = run_mod.sha256_item
+    other = bytearray(target.read_bytes())
+    other[len(other) // 3] ^= 0xFF
+
+    def hash_then_swap(path: Path, stop: object = None) -> str:
+        digest = real(path, stop)  # type: ignore[arg-type]
+        if path == target:
+            st = path.stat()
+            path.with_name("swap.tmp").write_bytes(bytes(other))
+            os.utime(path.with_name("swap.tmp"), ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.replace(path.with_name("swap.tmp"), path)
+        return digest
+
+    monkeypatch.setattr(run_mod, "sha256_item", hash_then_swap)
+    s = api.index_paths([folder], index=ix, config=_cfg(ix))
+    monkeypatch.undo()
+    with open_index(ix, readonly=True) as idx:
+        row = next(f for f in idx.files() if f.path == str(target))
+    assert row.status != "ok" and s.skipped == 2  # not "unchanged (same bytes)"
+    s = api.index_paths([folder], index=ix, config=_cfg(ix))
+    with open_index(ix, readonly=True) as idx:
+        row = next(f for f in idx.files() if f.path == str(target))
+    assert row.status == "ok" and row.sha256 == hashlib.sha256(bytes(other)).hexdigest()
