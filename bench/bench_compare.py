@@ -276,7 +276,7 @@ class _ReplicaShard:
         return len(self.shard)
 
     def search(self, query: Any, *, max_distance: int, probe: int = 0, **kw: Any) -> Any:
-        from overlap_desktop.core.index.shards import QueryPlan
+        from overlap_desktop.core.index.plan import QueryPlan
 
         key = (self.k, id(query))
         if key not in self.plans:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.accounting import real_footage_seconds, split_floor, union_seconds
 from overlap_desktop.core.match.geometry import fit_line
 from overlap_desktop.core.match.lines import find_lines

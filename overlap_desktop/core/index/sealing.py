@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from overlap_desktop.core.index.db import SHARD_REPAIR_ADVICE, first_row
+from overlap_desktop.core.index.plan import QueryPlan
 from overlap_desktop.core.index.schema import now_iso
-from overlap_desktop.core.index.shards import DEFAULT_MAX_BUCKET, DEFAULT_SEED_FPS, Hits, QueryPlan, Shard
+from overlap_desktop.core.index.shards import DEFAULT_MAX_BUCKET, DEFAULT_SEED_FPS, Hits, Shard
 from overlap_desktop.core.types import CODE_BYTES, Progress, ProgressCallback, StreamFingerprints
 from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
 

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from overlap_desktop.core.engines.base import Engine, Task, where
+from overlap_desktop.core.index.plan import QueryPlan
 from overlap_desktop.core.index.sealing import LiveShard
-from overlap_desktop.core.index.shards import Hits, QueryPlan, Shard
+from overlap_desktop.core.index.shards import Hits, Shard
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, StreamFingerprints, check_cancel
 from overlap_desktop.errors import ConfigError, OverlapError, UsageError
 

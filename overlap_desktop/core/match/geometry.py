@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.types import StreamFingerprints
 
 __all__ = ["fit_line", "line_neighbours"]

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.evidence import Seeds, assess_segment
 from overlap_desktop.core.match.lines import find_lines
 from overlap_desktop.core.match.segments import MatchParams, RawSegment

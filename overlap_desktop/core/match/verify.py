@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.geometry import fit_line, line_neighbours
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.types import StreamFingerprints
