@@ -14,7 +14,7 @@ mirrored variant, noisier copies, and two copies turned 270 and 180 degrees) sep
 by unrelated footage. The comparison then runs in a fresh process, so its peak RSS is the
 comparison's alone, twice over: "upright only" is the engine alone (``compare_streams``,
 the offered codes as given); "with orientations" is the call ``compare()`` makes,
-``search_orientations(compare_streams, ...)``, which adds one pass over the shards with
+``search_orientations(...)`` (core/match/pipeline.py), which adds one pass over the shards with
 three turned copies of every offered code (core/ingest/orient.py). The turned copies can
 only be found with orientations, so upright recall is at most 18 of the 20.
 
@@ -67,8 +67,8 @@ if str(ROOT) not in sys.path:
 from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES  # noqa: E402
 from overlap_desktop.core.index.shards import DEFAULT_SEED_FPS  # noqa: E402
 from overlap_desktop.core.ingest.orient import orient_codes  # noqa: E402
-from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
 from overlap_desktop.core.match.orientations import OrientedCorpus  # noqa: E402
+from overlap_desktop.core.match.segments import MatchParams  # noqa: E402
 from overlap_desktop.core.types import StreamFingerprints, Variant  # noqa: E402
 
 STREAM_SECONDS = 1800.0
@@ -276,7 +276,7 @@ class _ReplicaShard:
         return len(self.shard)
 
     def search(self, query: Any, *, max_distance: int, probe: int = 0, **kw: Any) -> Any:
-        from overlap_desktop.core.index.shards import QueryPlan
+        from overlap_desktop.core.index.plan import QueryPlan
 
         key = (self.k, id(query))
         if key not in self.plans:
@@ -374,11 +374,11 @@ def query(directory: Path, probe: int, replicas: int = 1, repeats: int = 1) -> d
     moved the growth ratio by +-0.3 (bench/RESULTS.md).
 
     "Upright" is ``compare_streams`` alone (the offered codes as given); "oriented" is the
-    call ``compare()`` makes, ``search_orientations(compare_streams, ...)``: the upright
+    call ``compare()`` makes, ``search_orientations(...)``: the upright
     pass plus one pass with the three turned copies of every offered code.
     """
-    from overlap_desktop.core.ingest.orient import search_orientations
-    from overlap_desktop.core.match.compare import QueryStream, compare_streams
+    from overlap_desktop.core.match.pipeline import compare_streams, search_orientations
+    from overlap_desktop.core.match.types import QueryStream
 
     info = json.loads((directory / "corpus.json").read_text())
     q, truth = make_query(info["streams"], info["variants"])
@@ -395,7 +395,7 @@ def query(directory: Path, probe: int, replicas: int = 1, repeats: int = 1) -> d
         r0 = resource.getrusage(resource.RUSAGE_SELF)
         w0, c0 = time.perf_counter(), time.process_time()
         if oriented:
-            found, _view = search_orientations(compare_streams, queries, corpus, params)
+            found, _view = search_orientations(queries, corpus, params)
         else:
             found = compare_streams(queries, corpus, params)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0

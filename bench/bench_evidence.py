@@ -31,9 +31,10 @@ if str(ROOT) not in sys.path:
 from overlap_desktop import api  # noqa: E402
 from overlap_desktop.core.index.store import open_index  # noqa: E402
 from overlap_desktop.core.manifest.parse import read_manifest  # noqa: E402
-from overlap_desktop.core.match import engine as C  # noqa: E402
-from overlap_desktop.core.match.lines import MatchParams  # noqa: E402
-from overlap_desktop.core.match.results import manifest_queries  # noqa: E402
+from overlap_desktop.core.match.corpora import IndexCorpus  # noqa: E402
+from overlap_desktop.core.match.offer import manifest_queries  # noqa: E402
+from overlap_desktop.core.match.pipeline import compare_streams  # noqa: E402
+from overlap_desktop.core.match.segments import MatchParams  # noqa: E402
 from tests import manipulations as m  # noqa: E402
 from tests.integration import test_same_rig as suite  # noqa: E402
 
@@ -84,9 +85,9 @@ def main() -> None:
 
 def report(queries: list, lab: Path, root: Path) -> None:
     with open_index(lab, create=False) as idx:
-        corpus = C.IndexCorpus(idx)
+        corpus = IndexCorpus(idx)
         t0 = time.process_time()
-        found = C.compare_streams(queries, corpus, MatchParams(list_chance=math.inf))
+        found = compare_streams(queries, corpus, MatchParams(list_chance=math.inf))
         t_all = time.process_time() - t0
         rows = []
         for qi, sid, s in found:

@@ -50,9 +50,9 @@ def _noisy(codes: np.ndarray, nbits: int, seed: int) -> np.ndarray:
 
 
 def run(hours: float) -> dict:
-    from overlap_desktop.core.match.compare import QueryStream
-    from overlap_desktop.core.match.lines import MatchParams
     from overlap_desktop.core.match.repeats import find_repeats
+    from overlap_desktop.core.match.segments import MatchParams
+    from overlap_desktop.core.match.types import QueryStream
     from overlap_desktop.core.types import StreamFingerprints, Variant
 
     n_streams = max(2, int(round(hours * 3600 / STREAM_SECONDS)))

@@ -12,7 +12,7 @@ Two sources, each in its own index:
 
 * ``generated``: clips rendered by ``tests/footage.py`` (moving textured scenes, 426x240,
   30 fps, libx264), ``--clips`` clips of ``--seconds`` each;
-* ``real``: the video files under ``/work/shared/realdata`` (third-party test clips, see
+* ``real``: the video files under ``../shared/realdata`` beside the checkout (third-party test clips, see
   its SOURCES.md), if that folder exists. They are short (seconds each), so per-file
   overhead (file and stream rows, partial shards) weighs more than on long footage.
 

@@ -22,14 +22,16 @@ __all__ = ["CONDITIONAL", "DROP_PREFIXES", "OTHER_EXCLUDES", "QT_EXCLUDES", "col
 
 #: Qt modules the GUI does not use. Excluding their Python bindings keeps PyInstaller's
 #: Qt hooks from collecting the matching Qt libraries and plugins (QML alone is tens of MB).
-#: Not excluded although unused by our code: QtOpenGL/QtOpenGLWidgets (pyqtgraph imports
-#: them when it loads) and QtSvg (icons). tests/integration/test_bundle.py imports every
-#: module of the product with these names blocked, so a needed one cannot slip in here.
+#: QtOpenGL is excluded too although pyqtgraph imports it when it loads: it gets
+#: rthook_no_qtopengl.py's stand-in (9 MB saved). Not excluded although unused by our code:
+#: QtOpenGLWidgets (pyqtgraph subclasses QOpenGLWidget at import; 0.2 MB) and QtSvg (icons).
+#: tests/integration/test_bundle.py imports every module of the product with these names
+#: blocked, so a needed one cannot slip in here.
 QT_EXCLUDES: tuple[str, ...] = tuple(f"PySide6.{m}" for m in (
     "Qt3DAnimation", "Qt3DCore", "Qt3DExtras", "Qt3DInput", "Qt3DLogic", "Qt3DRender",
     "QtAxContainer", "QtBluetooth", "QtCharts", "QtConcurrent", "QtDataVisualization", "QtDesigner",
     "QtGraphs", "QtGraphsWidgets", "QtHelp", "QtHttpServer", "QtLocation", "QtMultimedia",
-    "QtMultimediaWidgets", "QtNetwork", "QtNetworkAuth", "QtNfc", "QtPdf",
+    "QtMultimediaWidgets", "QtNetwork", "QtNetworkAuth", "QtNfc", "QtOpenGL", "QtPdf",
     "QtPdfWidgets", "QtPositioning", "QtPrintSupport", "QtQml", "QtQuick", "QtQuick3D",
     "QtQuickControls2", "QtQuickTest", "QtQuickWidgets", "QtRemoteObjects", "QtScxml", "QtSensors",
     "QtSerialBus", "QtSerialPort", "QtSpatialAudio", "QtSql", "QtStateMachine", "QtSvgWidgets",

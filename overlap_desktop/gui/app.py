@@ -153,6 +153,14 @@ def launch(argv: Sequence[str] | None = None) -> object:
     startup_s = time.perf_counter() - _T0
     if args.self_test:
         ok = window.isVisible() and window.home.isVisible()
+        # The results plot too: pyqtgraph loads modules a frozen bundle may lack (QtOpenGL's
+        # stand-in, rthook_no_qtopengl.py), and the main window creates it only for results.
+        from overlap_desktop.gui.plot import MatchPlot
+
+        plot = MatchPlot()
+        plot.resize(320, 200)
+        ok = ok and not plot.grab().isNull()
+        plot.deleteLater()
         for _ in range(3):
             app.processEvents()
         print(f"overlap-desktop self-test: {'ok' if ok else 'FAILED'}; window visible after "

@@ -33,7 +33,7 @@ from overlap_desktop.gui.shard_upgrade import ShardUpgradeBanner
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
-__all__ = ["LibraryPage", "forget_files", "load_library"]
+__all__ = ["LibraryPage"]
 
 STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not finished", "running": "Being read"}
 COLUMNS = ("File", "Folder", "Length", "Status", "Could not be judged", "Problem")

@@ -205,6 +205,9 @@ class Block(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Block())
+# As in the bundle, where the real module is absent: the runtime hook's stand-in answers first.
+exec(compile(Path(sys.argv[1], "rthook_no_qtopengl.py").read_text(), "rthook", "exec"), {})
+sys.meta_path.insert(0, sys.meta_path.pop())
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 import overlap_desktop
 failed = []
@@ -446,6 +449,8 @@ def test_bundle_contents(bundle: Path, build_py: ModuleType) -> None:
         assert not [f for f in files if banned in f], banned
     # PyAV's FFmpeg libraries are (Linux: av.libs/*.so, Windows: av.libs/*.dll).
     assert [f for f in files if re.search(r"av\.libs/.*avcodec", f)]
+    # Qt's OpenGL bindings are left out (pyqtgraph gets a stand-in: rthook_no_qtopengl.py).
+    assert not [f for f in files if re.search(r"PySide6/QtOpenGL\.", f)]
     # Every command and reader module is collected (discovered at run time, not imported).
     from overlap_desktop.cli import commands
     from overlap_desktop.core.ingest.readers import BUILTIN_READERS

@@ -14,8 +14,9 @@ from overlap_desktop.core.index import blobs as blobs_mod
 from overlap_desktop.core.index import lock as lock_mod
 from overlap_desktop.core.index import schema as schema_mod
 from overlap_desktop.core.index import store as index_mod
+from overlap_desktop.core.index.lock import wal_support
 from overlap_desktop.core.index.shards import Hits
-from overlap_desktop.core.index.store import Index, open_index, wal_support
+from overlap_desktop.core.index.store import Index, open_index
 from overlap_desktop.core.types import Span, StreamFingerprints, StreamInfo, Variant
 from overlap_desktop.errors import IndexBusyError, IndexError_
 from tests.fixtures_index import seed_codes

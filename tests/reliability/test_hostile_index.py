@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from overlap_desktop.core.index import store as index_mod
-from overlap_desktop.core.index.store import DB_NAME, open_index
+from overlap_desktop.core.index.db import DB_NAME
+from overlap_desktop.core.index.store import open_index
 from overlap_desktop.errors import IndexBusyError
 from tests.reliability.lab21 import Lab, copy_lab, run_cli
 

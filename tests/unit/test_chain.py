@@ -11,17 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overlap_desktop.core.index.shards import popcount_xor
-from overlap_desktop.core.match.lines import (
-    MatchParams,
-    find_lines,
-    fit_line,
-    match_streams,
-    real_footage_seconds,
-    split_floor,
-    union_seconds,
-    verify_line,
-)
+from overlap_desktop.core.index.arrays import popcount_xor
+from overlap_desktop.core.match.accounting import real_footage_seconds, split_floor, union_seconds
+from overlap_desktop.core.match.geometry import fit_line
+from overlap_desktop.core.match.lines import find_lines
+from overlap_desktop.core.match.pair import match_streams
+from overlap_desktop.core.match.segments import MatchParams
+from overlap_desktop.core.match.verify import verify_line
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from tests.codes import flip_bits
 
@@ -228,7 +224,7 @@ def test_union_and_real_footage_accounting() -> None:
 
 
 def test_indeterminate_time_inside_a_match_is_not_counted() -> None:
-    from overlap_desktop.core.match.lines import union_seconds_excluding
+    from overlap_desktop.core.match.accounting import union_seconds_excluding
 
     assert union_seconds_excluding([(0, 50)], [(10, 40)]) == pytest.approx(20)
     assert union_seconds_excluding([(0, 10), (5, 20)], []) == pytest.approx(20)
@@ -241,7 +237,7 @@ def test_static_stretch_inside_a_copy_is_one_segment_not_counted(m: np.ndarray, 
     q.usable[15:45] = False
     segs = run(q, corpus)
     assert len(segs) == 1
-    from overlap_desktop.core.match.lines import union_seconds_excluding
+    from overlap_desktop.core.match.accounting import union_seconds_excluding
 
     got = union_seconds_excluding([(s.query_start, s.query_end) for s in segs], [(14.5, 44.5)])
     assert got == pytest.approx(30, abs=1.5)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from overlap_desktop.core.match.compare import speed_change
 from overlap_desktop.core.match.evidence import assess_segment
-from overlap_desktop.core.match.lines import MatchParams, RawSegment, match_streams
+from overlap_desktop.core.match.pair import match_streams
+from overlap_desktop.core.match.results import speed_change
+from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.types import Segment, StreamFingerprints, Variant
 from tests.codes import flip_bits
 
@@ -248,8 +249,8 @@ def test_a_ghost_line_crossing_a_true_copy_is_not_counted() -> None:
     "reversed at 0.35x") looked supported against a *sampled* background (measured before the
     fix: chance count below 1e-15). The search's own seeds show each of its frames has a much
     better match elsewhere (its true place); the ghost is not counted, the copy is."""
-    from overlap_desktop.core.match.compare import QueryStream
     from overlap_desktop.core.match.repeats import find_repeats
+    from overlap_desktop.core.match.types import QueryStream
 
     a, b = _drift(1000, 1800), _drift(1001, 1800)  # 30-minute streams: a sampled background is sparse
     b[:120] = _noisy(a[np.repeat(np.arange(100, 160), 2)], 1)

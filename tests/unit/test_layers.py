@@ -57,9 +57,12 @@ def test_contracts_cover_the_core_and_both_shells() -> None:
         assert {"overlap_desktop.core", "overlap_desktop.services", "overlap_desktop.config",
                 "overlap_desktop.paths", "overlap_desktop.errors"} <= by_source[shell], shell
     # Issue 35: the whole order written down, and no circles anywhere.
-    (layers,) = [c["layers"] for c in _contracts() if c["type"] == "layers"]
+    (layers,) = [c["layers"] for c in _contracts() if c["type"] == "layers" and "containers" not in c]
     assert layers[0] == "overlap_desktop.cli | overlap_desktop.gui" and layers[-1].startswith("overlap_desktop.errors")
     assert "overlap_desktop.core.engines" in layers
+    # ... and the stages of a comparison, one way, inside core/match.
+    (stages,) = [c["layers"] for c in _contracts() if c.get("containers") == ["overlap_desktop.core.match"]]
+    assert stages[0] == "compare" and stages[-1] == "segments"
     assert any(c["type"] == "acyclic_siblings" and c["ancestors"] == ["overlap_desktop"] for c in _contracts())
     assert not any(c.get("ignore_imports") for c in _contracts())
 

@@ -2,7 +2,7 @@
 
 ``search_orientations`` used to run ``compare_streams`` twice, each pass mapping and searching
 every shard; since issue 19 item 4 both passes' codes go through each shard together
-(``engine.one_trip``). The reference here is the previous two-trip code, run on the same
+(``candidates.one_trip``). The reference here is the previous two-trip code, run on the same
 corpus: the segments must be identical, and the shards visited once.
 """
 
@@ -14,11 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from overlap_desktop.core.index.search import ShardSearch
 from overlap_desktop.core.index.shards import Shard
 from overlap_desktop.core.ingest import orient
 from overlap_desktop.core.match import orientations
-from overlap_desktop.core.match.engine import MemoryCorpus, QueryStream, compare_streams, one_trip
+from overlap_desktop.core.match.candidates import one_trip
+from overlap_desktop.core.match.corpora import MemoryCorpus
+from overlap_desktop.core.match.pipeline import compare_streams, search_orientations
 from overlap_desktop.core.match.segments import MatchParams
+from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from tests.codes import flip_bits
 
@@ -82,7 +86,7 @@ def _two_trips(queries: list[QueryStream], corpus: Any, params: MatchParams) -> 
     n, extra = len(queries), len(view.orientations)
     found = list(compare_streams(queries, corpus, params))
     turned = [replace(q, fp=orient.orient_fingerprints(q.fp, o)) for o in view.orientations for q in queries]
-    for qi, sid, seg in compare_streams(turned, orientations._PassCorpus(corpus, extra), params):
+    for qi, sid, seg in compare_streams(turned, corpus, params, search_space=extra):
         found.append((qi % n, view.tag(sid, qi // n + 1), seg))
     return found
 
@@ -107,7 +111,7 @@ def test_one_trip_finds_what_two_trips_found() -> None:
     try:
         before, after = _Counting(memory), _Counting(memory)
         want = _two_trips(queries, before, params)
-        got, _ = orientations.search_orientations(compare_streams, queries, after, params)
+        got, _ = search_orientations(queries, after, params)
         assert before.trips == 2 and after.trips == 1
         assert _same(got, want)
         # Not vacuous: upright and turned copies, from both offered streams, were found.
@@ -125,16 +129,17 @@ def test_a_view_searched_otherwise_searches_itself() -> None:
         counting = _Counting(memory)
         q = [QueryStream("a.mp4", 30.0, "v:0", _fp(own[:120:4, None, :], 1.0))]
         other = [QueryStream("b.mp4", 30.0, "v:0", _fp(own[80:200:4, None, :], 1.0))]
-        first, second = one_trip(counting, [q, q])
+        first, second = one_trip(ShardSearch(counting), [q, q])
         params = MatchParams()
         alone = compare_streams(other, memory, params)
-        assert alone and _same(compare_streams(other, first, params), alone)  # other codes: its own search
+        # Other codes: their own search.
+        assert alone and _same(compare_streams(other, memory, params, search=first), alone)
         assert counting.trips == 1
-        shared = compare_streams(q, second, params)
+        shared = compare_streams(q, memory, params, search=second)
         assert shared and _same(shared, compare_streams(q, memory, params))
         assert counting.trips == 2  # the trip for both announced passes
-        assert _same(compare_streams(q, first, params), shared)
-        assert _same(compare_streams(q, first, params), shared)  # served once, then searched again
+        assert _same(compare_streams(q, memory, params, search=first), shared)
+        assert _same(compare_streams(q, memory, params, search=first), shared)  # served once, then searched again
         assert counting.trips == 3
     finally:
         memory.close()

@@ -11,7 +11,7 @@ import pytest
 
 from overlap_desktop.core.ingest import orient, prep
 from overlap_desktop.core.ingest.fingerprint import _FrameHasher, hamming
-from overlap_desktop.core.match import orientations
+from overlap_desktop.core.match import pipeline
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from tests.footage import Scene
 from tests.rig import RigEpisode
@@ -101,16 +101,18 @@ class _Corpus:
         return 100.0
 
 
-def test_search_orientations_tags_passes_and_reports_offer_orientation() -> None:
+def test_search_orientations_tags_passes_and_reports_offer_orientation(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[list[bytes], float]] = []
 
-    def search(queries: list[_Q], corpus: Any, params: Any, **kw: Any) -> list[tuple[int, int, str]]:
-        seen.append(([x.fp.codes.tobytes() for x in queries], corpus.searched_seconds()))
+    def search(queries: list[_Q], corpus: Any, params: Any, *, search_space: int = 1,
+               **kw: Any) -> list[tuple[int, int, str]]:
+        seen.append(([x.fp.codes.tobytes() for x in queries], corpus.searched_seconds() * search_space))
         return [(i, 7, "seg") for i in range(len(queries))]
 
+    monkeypatch.setattr(pipeline, "compare_streams", search)
     q = _Q("offer.mp4", _fp(3, (Variant(),)))
     q.fp.codes[:] = np.arange(32, dtype=np.uint8)
-    found, view = orientations.search_orientations(search, [q], _Corpus(), None, cancel=None)
+    found, view = pipeline.search_orientations([q], _Corpus(), None, cancel=None)
     assert len(found) == 1 + len(orient.QUERY_ORIENTATIONS)
     # Two searches: the codes as given, with the search space unchanged; then every turned copy at
     # once, judged against a search space multiplied by the number of turns.
@@ -132,7 +134,7 @@ def test_search_orientations_tags_passes_and_reports_offer_orientation() -> None
     assert view.fingerprints(7) is view.inner.fp
 
 
-def test_two_passes_report_progress_as_one_bar() -> None:
+def test_two_passes_report_progress_as_one_bar(monkeypatch: pytest.MonkeyPatch) -> None:
     """The turned pass continues the bar where the upright pass left it; it never runs twice."""
     from overlap_desktop.core.types import Progress
 
@@ -143,9 +145,10 @@ def test_two_passes_report_progress_as_one_bar() -> None:
             progress(Progress(stage="match", done=k + 1, total=5, unit="pairs"))
         return []
 
+    monkeypatch.setattr(pipeline, "compare_streams", search)
     got: list[Progress] = []
     q = _Q("offer.mp4", _fp(3, (Variant(),)))
-    orientations.search_orientations(search, [q], _Corpus(), None, progress=got.append, cancel=None)
+    pipeline.search_orientations([q], _Corpus(), None, progress=got.append, cancel=None)
     fractions = [p.done / p.total for p in got if p.total]
     assert fractions == sorted(fractions) and fractions[0] <= 0.5 < fractions[-1] == 1.0
     assert all(p.message for p in got[len(got) // 2:])  # the second pass says what it searches

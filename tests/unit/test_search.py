@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from overlap_desktop.core.index.shards import SHARD_VERSION, Hits, Shard, build_shard, hamming_rows, popcount_xor
+from overlap_desktop.core.index.arrays import hamming_rows, popcount_xor
+from overlap_desktop.core.index.shards import SHARD_VERSION, Hits, Shard, build_shard
 from overlap_desktop.errors import IndexError_
 from tests.codes import flip_bits
 

@@ -15,15 +15,10 @@ import numpy as np
 import pytest
 
 from overlap_desktop.core.index import shards as shards_mod
+from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.index.bucket import EXPAND_ROWS
-from overlap_desktop.core.index.shards import (
-    PREFIX_BITS,
-    Hits,
-    QueryPlan,
-    Shard,
-    build_shard,
-    popcount_xor,
-)
+from overlap_desktop.core.index.plan import QueryPlan
+from overlap_desktop.core.index.shards import PREFIX_BITS, Hits, Shard, build_shard
 from tests.codes import flip_bits
 
 

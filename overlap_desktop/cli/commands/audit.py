@@ -28,8 +28,7 @@ from overlap_desktop.cli.framework import CliContext, Command
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
-# DEFAULT_REQUIRE and uncovered_files live in the core (core/match/coverage.py) and stay importable here.
-__all__ = ["COMMAND", "DEFAULT_REQUIRE", "uncovered_files"]
+__all__ = ["COMMAND"]
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:

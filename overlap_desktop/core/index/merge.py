@@ -41,7 +41,8 @@ from overlap_desktop.errors import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
-    from overlap_desktop.core.index.store import Index, IndexedFile
+    from overlap_desktop.core.index.reading import IndexedFile
+    from overlap_desktop.core.index.store import Index
 
 __all__ = ["MergeSummary", "merge_indexes"]
 

@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from overlap_desktop.core.index.db import SHARD_REPAIR_ADVICE, first_row
+from overlap_desktop.core.index.plan import QueryPlan
 from overlap_desktop.core.index.schema import now_iso
-from overlap_desktop.core.index.shards import DEFAULT_SEED_FPS
+from overlap_desktop.core.index.shards import DEFAULT_MAX_BUCKET, DEFAULT_SEED_FPS, Hits, Shard
 from overlap_desktop.core.types import CODE_BYTES, Progress, ProgressCallback, StreamFingerprints
 from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
 
 if TYPE_CHECKING:  # pragma: no cover
     import apsw
 
-    from overlap_desktop.core.index.shards import Shard
 
 __all__ = ["DEFAULT_SHARD_CODES", "SHARD_GRACE_S", "LiveShard", "ShardSet"]
 
@@ -286,8 +286,6 @@ class ShardSet:
         streams that no fresh shard covers are served from temporary shards built on
         the fly, so a comparison always sees every ``ok`` file.
         """
-        from overlap_desktop.core.index.shards import Shard as _Shard
-
         if not self.readonly:
             try:
                 self.seal()
@@ -297,7 +295,7 @@ class ShardSet:
             "SELECT id, name FROM shards WHERE sealed = 1 AND stale = 0 ORDER BY id"))
         for shard_id, name in listed:
             try:
-                shard = _Shard.open(self.shard_root / name)
+                shard = Shard.open(self.shard_root / name)
             except (OSError, ValueError, IndexError_) as exc:
                 # Dropped by a writer since we listed it: serve its live streams from a temp shard.
                 # A shard still on disk but unreadable is damaged: the answer stays right (the
@@ -309,17 +307,17 @@ class ShardSet:
                     "SELECT stream_id FROM shard_streams WHERE shard_id = ?", (shard_id,))]
                 yield from self._temp_shards([(i, 0) for i in ids])
                 continue
+            live = LiveShard(shard, self)
             try:
-                yield LiveShard(shard, self)  # type: ignore[misc]
+                yield live
             finally:
-                _close(shard)
-                del shard
+                _close(live)
+                del live, shard
         uncovered = self._uncovered_streams()
         if uncovered:
             yield from self._temp_shards(uncovered)
 
     def _temp_shards(self, streams: list[tuple[int, int]]) -> Iterator[Shard]:
-        from overlap_desktop.core.index.shards import Shard as _Shard
         from overlap_desktop.core.index.shards import build_shard
 
         for _batch, (codes, sids, fidx, vidx) in self._shard_batches([s for s, _ in streams]):
@@ -327,7 +325,7 @@ class ShardSet:
                 continue
             with tempfile.TemporaryDirectory(prefix="overlap-shard-") as tmp:
                 build_shard(Path(tmp) / "shard", codes, sids, fidx, vidx, seed_fps=self.seed_fps)
-                shard = _Shard.open(Path(tmp) / "shard")
+                shard = Shard.open(Path(tmp) / "shard")
                 try:
                     yield shard
                 finally:
@@ -335,34 +333,30 @@ class ShardSet:
                     del shard
 
 
-class LiveShard:
+class LiveShard(Shard):
     """A sealed shard whose hits are limited to streams still in the index.
 
     A writer may forget or re-fingerprint a file while a comparison is walking the
     shards it listed; hits on such streams would name stream ids that no longer
-    exist, so they are dropped here. Everything else is delegated to the shard.
+    exist, so they are dropped here. It is the shard itself (same folder, same
+    columns), with :meth:`search` checked and filtered.
     """
 
     def __init__(self, shard: Shard, index: ShardSet) -> None:
-        self._shard = shard
+        super().__init__(shard.directory, shard.meta)
         self._index = index
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._shard, name)
-
-    def __len__(self) -> int:
-        return len(self._shard)
-
     def __repr__(self) -> str:
-        return f"Live{self._shard!r}"
+        return f"Live{super().__repr__()}"
 
     def _damaged(self, why: str) -> IndexError_:
-        return IndexError_(f"search shard {self._shard.directory.name} is damaged ({why}); {SHARD_REPAIR_ADVICE}",
+        return IndexError_(f"search shard {self.directory.name} is damaged ({why}); {SHARD_REPAIR_ADVICE}",
                            path=self._index.path)
 
-    def search(self, *args: Any, **kwargs: Any) -> Any:
+    def search(self, query: np.ndarray | QueryPlan, *, max_distance: int, probe: int = 0,
+               max_bucket: int = DEFAULT_MAX_BUCKET) -> Hits:
         try:
-            hits = self._shard.search(*args, **kwargs)
+            hits = super().search(query, max_distance=max_distance, probe=probe, max_bucket=max_bucket)
         except IndexError_ as exc:
             raise self._damaged(exc.message) from exc
         except OverlapError:
@@ -372,7 +366,7 @@ class LiveShard:
             raise self._damaged(f"{type(exc).__name__}: {exc}") from exc
         return self.live(hits)
 
-    def live(self, hits: Any) -> Any:
+    def live(self, hits: Hits) -> Hits:
         """``hits`` of this shard limited to streams still in the index (also for hits found
         elsewhere, by a cluster worker that searched this shard's files)."""
         if len(hits) == 0:
@@ -386,8 +380,8 @@ class LiveShard:
                 f"WHERE f.status = 'ok' AND s.id IN ({','.join('?' * len(part))})", part))
         if len(live) < len(ids):
             keep = np.isin(hits.stream_id, np.asarray(list(live), dtype=np.int64))
-            hits = type(hits)(*(getattr(hits, f)[keep] for f in
-                                ("q_idx", "stream_id", "frame_idx", "variant_idx", "distance")))
+            hits = Hits(hits.q_idx[keep], hits.stream_id[keep], hits.frame_idx[keep], hits.variant_idx[keep],
+                        hits.distance[keep])
         # A hit must name a frame and a variant its stream has: anything else is a damaged
         # column, which would otherwise fail deep inside the matcher.
         if len(hits):

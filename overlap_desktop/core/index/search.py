@@ -2,11 +2,12 @@
 sent to an engine (``overlap compare --cluster``).
 
 A comparison looks query codes up shard by shard in a *corpus* (:class:`Corpus`: the owned
-index, or a temporary shard built from a manifest or sample). Locally the matcher walks the
-shards itself (:mod:`overlap_desktop.core.match.engine`); with ``--cluster`` each sealed shard
-is searched by :func:`search_shard` on a worker of a Dask cluster (which must see the index
-folder at the same path), and :class:`ClusterCorpus` hands the matcher the same hits, in the
-same order, as the local loop finds. The matching after the search stays local.
+index, or a temporary shard built from a manifest or sample). How the shards are searched is a
+:class:`HitSearch` handed to the matcher (:mod:`overlap_desktop.core.match.candidates`):
+:class:`ShardSearch` walks the corpus's shards here; with ``--cluster`` :class:`ClusterSearch`
+sends each sealed shard to :func:`search_shard` on a worker of a Dask cluster (which must see
+the index folder at the same path) and returns the same hits, in the same order, as the local
+loop finds. The matching after the search stays local.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from overlap_desktop.core.engines.base import Engine, Task, where
+from overlap_desktop.core.index.plan import QueryPlan
 from overlap_desktop.core.index.sealing import LiveShard
 from overlap_desktop.core.index.shards import Hits, Shard
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, StreamFingerprints, check_cancel
@@ -29,8 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_HITS_PER_FRAME", "QUERY_BATCH", "ClusterCorpus", "Corpus", "CorpusView", "IndexBacked", "cap_per_frame",
-           "search_on", "search_shard"]
+__all__ = ["MAX_HITS_PER_FRAME", "QUERY_BATCH", "ClusterSearch", "Corpus", "CorpusView", "HitSearch", "ShardSearch",
+           "cap_per_frame", "search_on", "search_shard"]
 
 #: Hits kept per query frame and shard: a frame of a static or repetitive scene can match
 #: thousands of corpus frames, and beyond a few dozen they add no evidence.
@@ -71,10 +73,51 @@ class CorpusView:
         return self.inner.searched_seconds()
 
 
-class IndexBacked(Corpus, Protocol):
-    """A corpus backed by an open index."""
+class HitSearch(Protocol):
+    """How a comparison finds its candidate hits: query codes looked up in every shard of a corpus.
 
-    index: Index
+    :class:`ShardSearch` (here) and :class:`ClusterSearch` (a Dask cluster) implement it; so do
+    the per-pass views of :func:`overlap_desktop.core.match.candidates.one_trip`.
+    """
+
+    def hits(self, codes: np.ndarray, *, max_distance: int, probe: int,
+             progress: ProgressCallback | None, cancel: CancelCallback | None) -> Hits:
+        """Hits of ``codes`` (uint8 (M, 32)) within ``max_distance`` bits, capped per query frame
+        and shard, shard by shard in the corpus's order."""
+        ...
+
+
+class ShardSearch:
+    """The shard search of this process: every shard of ``corpus`` in turn, the query plans
+    cut and sorted once per query batch and chunk layout."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+
+    def hits(self, codes: np.ndarray, *, max_distance: int, probe: int,
+             progress: ProgressCallback | None, cancel: CancelCallback | None) -> Hits:
+        parts: list[Hits] = []
+        n_shards = 0
+        # Probes are cut and sorted once per query batch and chunk layout, not once per shard
+        # (at 10,000 hours there are hundreds of shards; see bench/RESULTS.md).
+        plans: dict[tuple[int, tuple[tuple[int, int], ...]], QueryPlan] = {}
+        for shard in self.corpus.shards():
+            check_cancel(cancel)
+            layout = tuple(shard.chunks)
+            for b0 in range(0, codes.shape[0], QUERY_BATCH):
+                plan = plans.get((b0, layout))
+                if plan is None:
+                    plan = plans[(b0, layout)] = QueryPlan.make(codes[b0:b0 + QUERY_BATCH], list(layout),
+                                                                probe=probe)
+                h = shard.search(plan, max_distance=max_distance)
+                if len(h):
+                    h.q_idx = h.q_idx + b0
+                    parts.append(cap_per_frame(h, MAX_HITS_PER_FRAME))
+                check_cancel(cancel)
+            n_shards += 1
+            if progress is not None:
+                progress(Progress(stage="search", done=n_shards, total=None, unit="shards"))
+        return Hits.concat(parts)
 
 
 def cap_per_frame(h: Hits, cap: int) -> Hits:
@@ -122,7 +165,7 @@ def search_on(engine: Engine, index: Index, codes: np.ndarray, *, max_distance: 
     """
     shared = engine.share(codes)
     # Per shard, in order: the shard and the key of its call, or the hits of a temporary one.
-    plan: list[tuple[Shard, Hashable | None, list[Hits] | None]] = []
+    plan: list[tuple[LiveShard | None, Hashable | None, list[Hits] | None]] = []
     for shard in index.shards():  # seals first when it may write, as a local compare does
         check_cancel(cancel)
         if isinstance(shard, LiveShard):
@@ -130,12 +173,12 @@ def search_on(engine: Engine, index: Index, codes: np.ndarray, *, max_distance: 
             engine.submit(directory, search_shard, directory, shared, QUERY_BATCH, max_distance, probe)
             plan.append((shard, directory, None))
         else:
-            plan.append((shard, None, [shard.search(codes[b0:b0 + QUERY_BATCH], max_distance=max_distance,
+            plan.append((None, None, [shard.search(codes[b0:b0 + QUERY_BATCH], max_distance=max_distance,
                                                     probe=probe)
                                        for b0 in range(0, codes.shape[0], QUERY_BATCH)]))
     arrived: dict[Hashable, Any] = {}
     parts: list[Hits] = []
-    for n, (shard, key, found) in enumerate(plan, 1):
+    for n, (live, key, found) in enumerate(plan, 1):
         if key is not None:
             while key not in arrived:
                 check_cancel(cancel)
@@ -146,8 +189,8 @@ def search_on(engine: Engine, index: Index, codes: np.ndarray, *, max_distance: 
                                  "for --cluster the index folder must be on storage every worker mounts at the "
                                  "same path")
         for b, h in zip(range(0, codes.shape[0], QUERY_BATCH), found or []):
-            if key is not None:
-                h = shard.live(h)  # type: ignore[attr-defined]
+            if live is not None:
+                h = live.live(h)
             if len(h):
                 h.q_idx = h.q_idx + b
                 parts.append(cap_per_frame(h, MAX_HITS_PER_FRAME))
@@ -156,29 +199,28 @@ def search_on(engine: Engine, index: Index, codes: np.ndarray, *, max_distance: 
     return Hits.concat(parts)
 
 
-class ClusterCorpus(CorpusView):
-    """The index corpus of a comparison, with the shard search sent to a Dask cluster.
+class ClusterSearch:
+    """The shard search of a comparison sent to a Dask cluster (``overlap compare --cluster``).
 
-    Fingerprints and names still come from the local index (``inner``); the matcher hands its
-    shard loop over to :meth:`collect_hits`.
+    Fingerprints and names still come from the local index; only the shard search runs on the
+    cluster's workers.
     """
 
-    def __init__(self, inner: IndexBacked, address: str) -> None:
+    def __init__(self, index: Index, address: str) -> None:
         if not address:
             raise ConfigError("--cluster needs a scheduler address such as tcp://HOST:8786")
-        super().__init__(inner)
-        self.index = inner.index
+        self.index = index
         self.address = address
 
-    def collect_hits(self, codes: np.ndarray, params: Any, progress: ProgressCallback | None,
-                     cancel: CancelCallback | None) -> Hits:
-        """The shard search of ``codes`` with ``params``' seed distance and probe, on the cluster."""
+    def hits(self, codes: np.ndarray, *, max_distance: int, probe: int,
+             progress: ProgressCallback | None, cancel: CancelCallback | None) -> Hits:
+        """The shard search of ``codes`` on the cluster."""
         from overlap_desktop.core.engines import engine_named
         from overlap_desktop.core.index.fingerprinting import pipeline_facts
 
         engine = engine_named("dask", address=self.address, label="search", facts=pipeline_facts)
         try:
-            return search_on(engine, self.index, codes, max_distance=params.seed_distance,
-                             probe=params.probe, progress=progress, cancel=cancel)
+            return search_on(engine, self.index, codes, max_distance=max_distance,
+                             probe=probe, progress=progress, cancel=cancel)
         finally:
             engine.close()

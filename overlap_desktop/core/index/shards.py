@@ -54,13 +54,8 @@ from typing import Any
 import numpy as np
 
 from overlap_desktop.core.index.arrays import advise_hugepages, expand_ranges, map_npy
-from overlap_desktop.core.index.arrays import hamming_rows as hamming_rows
-from overlap_desktop.core.index.arrays import popcount_xor as popcount_xor
 from overlap_desktop.core.index.bucket import matching_rows, row_distances
-from overlap_desktop.core.index.plan import DEFAULT_CHUNK_BYTES as DEFAULT_CHUNK_BYTES
-from overlap_desktop.core.index.plan import QueryPlan as QueryPlan
-from overlap_desktop.core.index.plan import chunk_keys as chunk_keys
-from overlap_desktop.core.index.plan import chunk_spec
+from overlap_desktop.core.index.plan import DEFAULT_CHUNK_BYTES, QueryPlan, chunk_keys, chunk_spec
 from overlap_desktop.errors import IndexError_
 
 __all__ = [
@@ -68,11 +63,8 @@ __all__ = [
     "SHARD_FORMAT",
     "SHARD_VERSION",
     "Hits",
-    "QueryPlan",
     "Shard",
     "build_shard",
-    "hamming_rows",
-    "popcount_xor",
     "seed_frames",
 ]
 

@@ -54,9 +54,9 @@ from overlap_desktop.core.index.db import (
     system_errno,
     translate_db_error,
 )
-from overlap_desktop.core.index.lock import WriterLock, network_filesystem, wal_support
-from overlap_desktop.core.index.reading import IndexedFile, IndexReader, is_under, norm_path
-from overlap_desktop.core.index.schema import LOCK_NAME, SCHEMA_VERSION, SHARD_DIR, init_or_migrate, now_iso
+from overlap_desktop.core.index.lock import WriterLock, network_filesystem
+from overlap_desktop.core.index.reading import IndexReader, is_under, norm_path
+from overlap_desktop.core.index.schema import LOCK_NAME, SHARD_DIR, init_or_migrate, now_iso
 from overlap_desktop.core.index.sealing import DEFAULT_SHARD_CODES, ShardSet
 from overlap_desktop.core.types import StreamFingerprints, StreamInfo
 from overlap_desktop.errors import IndexError_
@@ -66,17 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from overlap_desktop.config import Config
 
-__all__ = [
-    "DB_NAME",
-    "LOCK_NAME",
-    "SCHEMA_VERSION",
-    "SHARD_DIR",
-    "Index",
-    "IndexedFile",
-    "network_filesystem",
-    "open_index",
-    "wal_support",
-]
+__all__ = ["Index", "open_index"]
 
 log = logging.getLogger(__name__)
 

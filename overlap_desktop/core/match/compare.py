@@ -1,23 +1,26 @@
 """Comparisons: an offer against the owned index, the index against itself, two offers
 against each other, and a manifest against the sample footage a buyer was shown.
 
-All four share one engine: query streams (identity codes, usually from a manifest)
-are looked up shard by shard in a corpus (the index, or a temporary shard built from
-a manifest or sample), seed matches are grouped per (query stream, corpus stream),
-and :func:`~overlap_desktop.core.match.lines.match_streams` turns them into segments. The
-result is a :class:`~overlap_desktop.core.report.model.Report`.
+Each public function is a short driver over the stages of a comparison, called in order
+(docs/architecture.md has the picture)::
+
+    offer (.offer)  ->  candidate hits (.candidates)  ->  per stream pair: lines -> refined
+    segments -> evidence (.pair)  ->  per-file results (.results)  ->  report model (.reporting)
+
+:mod:`.pipeline` runs the matching part (with the orientation stage, :mod:`.orientations`, for
+``compare``); the settings go in through :func:`~.settings.match_params` and come out in the
+report through :func:`~.settings.report_settings`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from overlap_desktop.core.index.search import QUERY_BATCH
+from overlap_desktop.core.index.search import QUERY_BATCH, ClusterSearch
 from overlap_desktop.core.ingest.orient import orientations_setting
 from overlap_desktop.core.manifest.vendors import check_signed
 from overlap_desktop.core.match.annotations import (
@@ -26,22 +29,14 @@ from overlap_desktop.core.match.annotations import (
     index_episode_lookup,
     manifest_episode_lookup,
 )
-from overlap_desktop.core.match.engine import IndexCorpus, MemoryCorpus, compare_streams, emit_progress, match_params
-from overlap_desktop.core.match.engine import QueryStream as QueryStream
-from overlap_desktop.core.match.orientations import search_orientations
+from overlap_desktop.core.match.corpora import IndexCorpus, MemoryCorpus
+from overlap_desktop.core.match.offer import check_ids, index_queries, load_manifest, manifest_facts, manifest_queries
+from overlap_desktop.core.match.pipeline import compare_streams, emit_progress, search_orientations
 from overlap_desktop.core.match.repeats import fill_repeats
-from overlap_desktop.core.match.results import (
-    audit_files,
-    build_report,
-    check_ids,
-    file_results,
-    load_manifest,
-    manifest_facts,
-    manifest_queries,
-    report_settings,
-)
-from overlap_desktop.core.match.results import speed_change as speed_change
-from overlap_desktop.core.match.segments import RawSegment
+from overlap_desktop.core.match.reporting import build_report, report_settings
+from overlap_desktop.core.match.results import audit_files, file_results
+from overlap_desktop.core.match.settings import match_params
+from overlap_desktop.core.match.types import Found, QueryStream
 from overlap_desktop.core.report.model import Report
 from overlap_desktop.core.types import CancelCallback, ProgressCallback, StreamFingerprints, check_cancel
 from overlap_desktop.errors import UsageError
@@ -51,15 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.manifest.format import Manifest
 
-__all__ = [
-    "QueryStream",
-    "audit_sample",
-    "compare",
-    "compare_offers",
-    "compare_streams",
-    "match_params",
-    "self_dedupe",
-]
+__all__ = ["audit_sample", "compare", "compare_offers", "self_dedupe"]
 
 
 # --------------------------------------------------------------------------- public API
@@ -96,44 +83,31 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         Cancelled: ``cancel()`` turned true.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.index.store import Index as _Index
-    from overlap_desktop.core.index.store import open_index
 
     config = config if config is not None else load_config()
     params = match_params(config, floor_seconds)
-    own = not isinstance(index, _Index)
-    idx = index if isinstance(index, _Index) else open_index(index, config=config, create=False)
-    try:
+    with _opened(index, config) as idx:
         m, mpath = load_manifest(manifest, expect_algo=idx.algo_id, expect_prep=idx.prep_id)
         check_ids(m, idx.algo_id, idx.prep_id, what="this index", path=mpath)
         check_signed(m, mpath, bool(config["compare.require_signed"] if require_signed is None else require_signed))
         # Before the long footage search, so a bad evaluation file fails fast.
         text_block = None if eval_files is None else annotation_overlap(m, eval_files, fields=eval_fields)
         queries = manifest_queries(m)
-        corpus: Any = IndexCorpus(idx)
-        if cluster:
-            from overlap_desktop.core.index.search import ClusterCorpus
-
-            corpus = ClusterCorpus(corpus, cluster)
         # Issue 19: rotated and flipped offers, found by turning the offered codes (core/ingest/orient.py).
-        found, corpus = search_orientations(compare_streams, queries, corpus, params, progress=progress, cancel=cancel)
-        files = file_results(queries, found, corpus, params)
+        found, streams = search_orientations(queries, IndexCorpus(idx), params,
+                                             search=ClusterSearch(idx, cluster) if cluster else None,
+                                             progress=progress, cancel=cancel)
+        files = file_results(queries, found, streams, params)
         fill_episodes(files, manifest_episode_lookup(m), index_episode_lookup(idx))
-        facts = manifest_facts(m)
-        if mpath:
-            facts["path"] = mpath
-        report = build_report("compare", files, manifest=facts,
-                         settings=report_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
+        settings = report_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx)
         # Say how the verdict was reached: which orientations of the offer were searched, and how.
-        report.settings["search"]["orientations"] = orientations_setting()
-        report.text_overlap = text_block
+        settings["search"]["orientations"] = orientations_setting()
+        report = build_report("compare", files, manifest=_facts(m, mpath), settings=settings,
+                              text_overlap=text_block)
         # The offer against itself: internal repeats and the new footage a buyer would get.
         fill_repeats(report, queries, params, progress=progress, cancel=cancel,
                      sha256={f.name: f.sha256 for f in m.files})
         return report
-    finally:
-        if own:
-            idx.close()
 
 
 def self_dedupe(index: Index | Path | str | None = None, *, config: Config | None = None,
@@ -158,23 +132,12 @@ def self_dedupe(index: Index | Path | str | None = None, *, config: Config | Non
         A ``self-dedupe`` :class:`Report` (query files are index paths).
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.index.store import Index as _Index
-    from overlap_desktop.core.index.store import open_index
 
     config = config if config is not None else load_config()
     params = match_params(config, floor_seconds)
-    own = not isinstance(index, _Index)
-    idx = index if isinstance(index, _Index) else open_index(index, config=config, create=False)
-    try:
+    with _opened(index, config) as idx:
         corpus = IndexCorpus(idx)
-        queries: list[QueryStream] = []
-        sid_by_key = {(fid, key): sid for sid, fid, key in idx.stream_ids()}
-        for f, key, fp in idx.streams(paths):
-            # Only the identity codes are queried; keep memory to that.
-            q_fp = StreamFingerprints(fp.times_ns, fp.quality, np.ascontiguousarray(fp.codes[:, :1]),
-                                      fp.variants[:1], fp.usable, fp.indeterminate, fp.fps, fp.duration_s)
-            queries.append(QueryStream(f.path, float(f.duration_s or fp.duration_s), key, q_fp,
-                                       stream_id=sid_by_key.get((f.id, key), -1)))
+        queries = index_queries(idx, paths)
 
         def pair_filter(qi: int, sid: int) -> str:
             own_sid = queries[qi].stream_id
@@ -183,31 +146,19 @@ def self_dedupe(index: Index | Path | str | None = None, *, config: Config | Non
             # Report each duplicate pair once: on the later stream (the redundant copy).
             return "keep" if sid < own_sid else "skip"
 
-        # Batches of query streams bound the size of the query code array.
-        batches: list[list[int]] = []
-        n_codes = 0
-        for i, q in enumerate(queries):
-            if not batches or n_codes + len(q.fp) > QUERY_BATCH:
-                batches.append([])
-                n_codes = 0
-            batches[-1].append(i)
-            n_codes += len(q.fp)
-        found: list[tuple[int, int, RawSegment]] = []
-        for batch in batches:
+        found: list[Found] = []
+        for batch in _batches(queries):
             part = compare_streams([queries[j] for j in batch], corpus, params,
                                    pair_filter=_in_batch(batch, pair_filter),
                                    progress=progress, cancel=cancel)
-            found.extend((batch[a], s, seg) for a, s, seg in part)
+            found.extend(Found(batch[a], s, seg) for a, s, seg in part)
         files = file_results(queries, found, corpus, params)
         fill_episodes(files, index_episode_lookup(idx), index_episode_lookup(idx))
         st = idx.stats()
         facts = {"label": f"index {idx.path}", "files": st.get("files_ok"), "hours": st.get("hours"),
                  "algo_id": idx.algo_id, "prep_id": idx.prep_id}
         return build_report("self-dedupe", files, manifest=facts,
-                       settings=report_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
-    finally:
-        if own:
-            idx.close()
+                            settings=report_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx))
 
 
 def compare_offers(a: Manifest | Path | str, b: Manifest | Path | str, *, config: Config | None = None,
@@ -245,15 +196,9 @@ def compare_offers(a: Manifest | Path | str, b: Manifest | Path | str, *, config
                       owned_word="offer B")
     finally:
         corpus.close()
-    facts = manifest_facts(ma)
-    other = manifest_facts(mb)
-    if pa:
-        facts["path"] = pa
-    if pb:
-        other["path"] = pb
-    return build_report("compare-offers", files, manifest=facts,
-                   settings=report_settings(params, algo=ma.algo_id, prep=ma.prep_id,
-                                      extra={"other_manifest": other}))
+    return build_report("compare-offers", files, manifest=_facts(ma, pa),
+                        settings=report_settings(params, algo=ma.algo_id, prep=ma.prep_id,
+                                                 extra={"other_manifest": _facts(mb, pb)}))
 
 
 def audit_sample(manifest: Manifest | Path | str, sample_dir: Path | str, *, config: Config | None = None,
@@ -273,16 +218,75 @@ def audit_sample(manifest: Manifest | Path | str, sample_dir: Path | str, *, con
         UsageError: the sample folder does not exist or holds no footage.
     """
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.index.fingerprinting import fingerprint_file
-    from overlap_desktop.core.index.walk import walk_candidates
-    from overlap_desktop.core.ingest.fingerprint import ALGO_ID, variants_from_config
+    from overlap_desktop.core.ingest.fingerprint import ALGO_ID
     from overlap_desktop.core.ingest.prep import PREP_ID
 
     config = config if config is not None else load_config()
     params = match_params(config, floor_seconds)
     m, mpath = load_manifest(manifest, expect_algo=ALGO_ID, expect_prep=PREP_ID)
     check_ids(m, ALGO_ID, PREP_ID, what="this program", path=mpath)
-    sample_dir = Path(sample_dir)
+    samples, durations = _fingerprint_samples(Path(sample_dir), config, progress, cancel)
+    corpus = MemoryCorpus(samples)
+    try:
+        queries = manifest_queries(m)
+        found = compare_streams(queries, corpus, params, progress=progress, cancel=cancel)
+    finally:
+        corpus.close()
+    files = audit_files(samples, durations, queries, found, params)
+    return build_report("audit", files, manifest=_facts(m, mpath),
+                        settings=report_settings(params, algo=m.algo_id, prep=m.prep_id,
+                                                 extra={"sample_dir": str(sample_dir)}))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _opened(index: Index | Path | str | None, config: Config) -> Iterator[Index]:
+    """``index`` itself when it is open, else the index it names, opened here and closed after."""
+    from overlap_desktop.core.index.store import Index as _Index
+    from overlap_desktop.core.index.store import open_index
+
+    if isinstance(index, _Index):
+        yield index
+        return
+    idx = open_index(index, config=config, create=False)
+    try:
+        yield idx
+    finally:
+        idx.close()
+
+
+def _facts(m: Manifest, path: str | None) -> dict[str, Any]:
+    """The report's facts about an offer, with the file it was read from."""
+    facts = manifest_facts(m)
+    if path:
+        facts["path"] = path
+    return facts
+
+
+def _batches(queries: Sequence[QueryStream]) -> list[list[int]]:
+    """Positions of the query streams in batches that bound the size of the query code array."""
+    batches: list[list[int]] = []
+    n_codes = 0
+    for i, q in enumerate(queries):
+        if not batches or n_codes + len(q.fp) > QUERY_BATCH:
+            batches.append([])
+            n_codes = 0
+        batches[-1].append(i)
+        n_codes += len(q.fp)
+    return batches
+
+
+def _fingerprint_samples(sample_dir: Path, config: Config, progress: ProgressCallback | None,
+                         cancel: CancelCallback | None
+                         ) -> tuple[list[tuple[str, str, StreamFingerprints]], dict[str, float]]:
+    """The sample footage fingerprinted like an index would: ``(file, stream key, fingerprints)``
+    per stream, and each file's duration."""
+    from overlap_desktop.core.index.fingerprinting import fingerprint_file
+    from overlap_desktop.core.index.walk import walk_candidates
+    from overlap_desktop.core.ingest.fingerprint import variants_from_config
+
     if not sample_dir.exists():
         raise UsageError("sample folder does not exist", path=sample_dir)
     variants = tuple(variants_from_config(config))
@@ -297,19 +301,7 @@ def audit_sample(manifest: Manifest | Path | str, sample_dir: Path | str, *, con
             samples.append((str(p), info.key, fp))
             durations[str(p)] = max(durations.get(str(p), 0.0), float(info.duration_s or fp.duration_s))
         emit_progress(progress, "fingerprint", k + 1, len(items), "files")
-    corpus = MemoryCorpus(samples)
-    try:
-        queries = manifest_queries(m)
-        found = compare_streams(queries, corpus, params, progress=progress, cancel=cancel)
-    finally:
-        corpus.close()
-    files = audit_files(samples, durations, queries, found, params)
-    facts = manifest_facts(m)
-    if mpath:
-        facts["path"] = mpath
-    return build_report("audit", files, manifest=facts,
-                   settings=report_settings(params, algo=m.algo_id, prep=m.prep_id,
-                                      extra={"sample_dir": str(sample_dir)}))
+    return samples, durations
 
 
 def _in_batch(batch: list[int], pair_filter: Callable[[int, int], str]) -> Callable[[int, int], str]:

@@ -56,10 +56,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.index.arrays import popcount_xor
+from overlap_desktop.core.match.geometry import line_neighbours
 from overlap_desktop.core.match.stillmatch import into_owned_still, still_pieces
 from overlap_desktop.core.match.student_t import log10_t_sf
-from overlap_desktop.core.match.verify import line_neighbours
 from overlap_desktop.core.types import StreamFingerprints
 
 if TYPE_CHECKING:  # pragma: no cover

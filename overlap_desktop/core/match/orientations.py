@@ -1,18 +1,18 @@
-"""Orientation search: an offer looked up as given, then all its turned copies in one more pass.
+"""The orientation stage: an offer's turned and flipped copies, and what their matches mean.
 
 A rotated or flipped offer is found by turning the offered codes
 (:func:`~overlap_desktop.core.ingest.orient.orient_fingerprints`), not by storing more
-variants. :func:`search_orientations` runs compare's search on the upright codes and then on
-every turned copy at once, both passes' codes looked up in one trip over the shards; the
-segments of turned passes carry tagged stream ids that :class:`OrientedCorpus` resolves for
-the report.
+variants. This stage does not search: :func:`turn_queries` makes the turned pass's query
+streams, the comparison's driver (:func:`~overlap_desktop.core.match.pipeline.search_orientations`)
+matches them like the upright ones, and :func:`as_offered` hands their segments back under
+tagged stream ids that :class:`OrientedCorpus` resolves for the report (the real stream, and
+the variant the *offer* shows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from overlap_desktop.core.index.search import Corpus, CorpusView
 from overlap_desktop.core.ingest.orient import (
@@ -22,10 +22,10 @@ from overlap_desktop.core.ingest.orient import (
     inverse,
     orient_fingerprints,
 )
-from overlap_desktop.core.match.engine import one_trip
+from overlap_desktop.core.match.types import Found, QueryStream
 from overlap_desktop.core.types import Progress, StreamFingerprints, Variant
 
-__all__ = ["OrientedCorpus", "search_orientations"]
+__all__ = ["OrientedCorpus", "as_offered", "pass_progress", "turn_queries"]
 
 
 def _as_variant(v: Variant, o: Orientation) -> Variant:
@@ -42,7 +42,7 @@ class OrientedCorpus(CorpusView):
 
     Args:
         inner: The corpus searched (anything with ``describe``, ``fingerprints`` and
-            ``searched_seconds``, like :class:`~overlap_desktop.core.match.engine.IndexCorpus`).
+            ``searched_seconds``, like :class:`~overlap_desktop.core.match.corpora.IndexCorpus`).
     """
 
     #: Stream ids at or above this are tagged (``tag * _TAG + real id``).
@@ -78,66 +78,24 @@ class OrientedCorpus(CorpusView):
         return self._cache[stream_id]
 
 
-class _PassCorpus(CorpusView):
-    """The corpus for one query-orientation pass: the same shards, a larger search space.
+def turn_queries(queries: Sequence[QueryStream], orientations: Sequence[Orientation]) -> list[QueryStream]:
+    """Every turned copy of every query stream, orientation by orientation (the turned pass).
 
-    Every extra pass is another chance for unrelated footage to line up, so its evidence
-    is judged as if it had searched the footage once per extra pass (the identity pass
-    keeps exactly the judgement it had before orientations were searched).
+    All turned copies go through one search, not one per turn: segments are found per
+    (query, owned stream), so this finds what separate searches would.
     """
-
-    def __init__(self, inner: Corpus, factor: int) -> None:
-        super().__init__(inner)
-        self.factor = factor
-        # The matcher still finds a fanned-out search by this method (core/match/engine.py).
-        fan_out = getattr(inner, "collect_hits", None)
-        if fan_out is not None:
-            self.collect_hits = fan_out
-
-    def searched_seconds(self) -> float:
-        return float(self.inner.searched_seconds()) * self.factor
+    return [replace(q, fp=orient_fingerprints(q.fp, o)) for o in orientations for q in queries]
 
 
-def search_orientations(search: Callable[..., list[tuple[int, int, Any]]], queries: Sequence[Any],
-                        corpus: Any, params: Any, *, orientations: Sequence[Orientation] = QUERY_ORIENTATIONS,
-                        **kw: Any) -> tuple[list[tuple[int, int, Any]], OrientedCorpus]:
-    """Run ``search`` on the offered codes as given, then on all their turned copies at once.
-
-    Args:
-        search: compare's engine, ``search(queries, corpus, params, **kw)`` returning
-            ``(query position, corpus stream id, segment)`` triples.
-        queries: Query streams (objects with an ``fp`` field holding their fingerprints).
-        corpus: The corpus to search.
-        params: Matcher parameters, passed through.
-        orientations: Query-side orientations besides the identity.
-        **kw: Passed to ``search`` (progress, cancel...).
-
-    Returns:
-        ``(found, view)``: all triples, the ones of turned passes with tagged stream ids,
-        and the :class:`OrientedCorpus` that resolves those ids for reporting.
-    """
-    view = OrientedCorpus(corpus, orientations)
-    extra = len(view.orientations)
-    two_passes = bool(extra and queries)
-    progress = kw.pop("progress", None)
-    if not two_passes:
-        return list(search(queries, corpus, params, progress=progress, **kw)), view
-    # All turned copies go through one search, not one per turn. Segments are found per
-    # (query, owned stream), so this finds what separate searches would.
-    n = len(queries)
-    turned = [replace(q, fp=orient_fingerprints(q.fp, o)) for o in view.orientations for q in queries]
-    # Both passes' codes are looked up in one trip over the shards (each shard mapped once);
-    # each pass then matches and judges its own hits as before (core/match/engine.py).
-    upright, turned_corpus = one_trip(corpus, [queries, turned])
-    found = list(search(queries, upright, params, progress=_pass_progress(progress, 0, two_passes), **kw))
-    for qi, sid, seg in search(turned, _PassCorpus(turned_corpus, extra), params,
-                               progress=_pass_progress(progress, 1, two_passes), **kw):
-        found.append((qi % n, view.tag(sid, qi // n + 1), seg))
-    return found, view
+def as_offered(turned: Sequence[Found], n_queries: int, view: OrientedCorpus) -> list[Found]:
+    """Segments of the turned pass on the offered streams: query position ``k * n + i`` of
+    :func:`turn_queries` is stream ``i`` turned by orientation ``k``; its stream id is tagged
+    with the orientation so ``view`` reports the variant the offer shows."""
+    return [Found(qi % n_queries, view.tag(sid, qi // n_queries + 1), seg) for qi, sid, seg in turned]
 
 
-def _pass_progress(progress: Callable[[Progress], None] | None, index: int,
-                   two_passes: bool) -> Callable[[Progress], None] | None:
+def pass_progress(progress: Callable[[Progress], None] | None, index: int,
+                  two_passes: bool) -> Callable[[Progress], None] | None:
     """Progress of one of the two passes as part of the whole: a bar never runs twice.
 
     Counted stages of the first pass fill the first half (``done`` of ``2 * total``), those of

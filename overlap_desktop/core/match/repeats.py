@@ -4,8 +4,8 @@ A vendor can pad an offer with its own footage: a file that is another offered f
 slowed to 0.5x, a clip cut twice into different files. None of that is owned, so the
 comparison with the library alone would count it as new. Here the offer's streams are
 matched against the same streams with the comparison engine
-(:func:`~overlap_desktop.core.match.engine.compare_streams` over a
-:class:`~overlap_desktop.core.match.engine.MemoryCorpus`), the trivial line of each stream
+(:func:`~overlap_desktop.core.match.pipeline.compare_streams` over a
+:class:`~overlap_desktop.core.match.corpora.MemoryCorpus`), the trivial line of each stream
 against itself is dropped, and every repeated stretch is listed once.
 
 Which copy is "the repeat": the one that bills more offered time for the same footage
@@ -23,17 +23,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from overlap_desktop.core.match.accounting import union_seconds, union_seconds_excluding
+from overlap_desktop.core.match.corpora import MemoryCorpus
+from overlap_desktop.core.match.pipeline import compare_streams
+from overlap_desktop.core.match.results import file_results
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
+from overlap_desktop.core.match.types import Found, QueryStream
 from overlap_desktop.core.report.model import REPEATS_SETTING, FileResult, Report
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback
-
-if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.match.engine import QueryStream
 
 __all__ = ["REPEAT_SPEED_TOLERANCE", "fill_repeats", "find_repeats", "new_and_repeated_seconds"]
 
@@ -84,7 +84,7 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
     """Match an offer's streams against themselves.
 
     Args:
-        queries: The offer's :class:`~overlap_desktop.core.match.engine.QueryStream` list (as
+        queries: The offer's :class:`~overlap_desktop.core.match.types.QueryStream` list (as
             built for the comparison with the library).
         params: Matcher thresholds (the same evidence floor and rules as the comparison).
         progress: Receives ``Progress(stage="repeats", ...)``.
@@ -95,10 +95,6 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
         the repeats found on that file (at or above the evidence floor and counted
         evidence); ``corpus_file`` of each is the other offered file.
     """
-    # Imported here: compare imports this module to call fill_repeats.
-    from overlap_desktop.core.match.engine import MemoryCorpus, compare_streams
-    from overlap_desktop.core.match.results import file_results
-
     qs = list(queries)
 
     def pair_filter(qi: int, sid: int) -> str:
@@ -120,11 +116,11 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
         # Within one stream a repeat must lie apart from its source: a line whose two spans
         # overlap is footage that changes slowly (a camera panning, a robot idling), not
         # footage shown twice.
-        found = [(qi, sid, s) for qi, sid, s in found if qi != sid or not _overlaps_itself(s)]
+        found = [f for f in found if f.query != f.stream or not _overlaps_itself(f.segment)]
         # Both directions of a pair are searched (no seed is lost to the asymmetry of the
         # search); each line is turned to face the copy that is the repeat, and the
         # duplicate from the other direction is then merged by the report's de-duplication.
-        oriented = [(qi, sid, s) if _repeat_on_query_side(qi, sid, s) else (sid, qi, _swap(s))
+        oriented = [Found(qi, sid, s) if _repeat_on_query_side(qi, sid, s) else Found(sid, qi, _swap(s))
                     for qi, sid, s in found]
         return file_results(qs, oriented, corpus, params)
     finally:

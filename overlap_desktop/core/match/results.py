@@ -1,43 +1,20 @@
-"""From engine output to a report: segments, flags, per-file results and report facts."""
+"""Stage 5 of a comparison: from the found segments to per-file results (owned, below the floor,
+weak, ambiguous, can't tell) and the flags that say how the offer was altered."""
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from collections.abc import Sequence
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from overlap_desktop.core.index.search import MAX_HITS_PER_FRAME, Corpus
-from overlap_desktop.core.manifest.vendors import manifest_signature_facts
+from overlap_desktop.core.index.search import Corpus
 from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds, union_seconds_excluding
-from overlap_desktop.core.match.engine import QueryStream
-from overlap_desktop.core.match.evidence import EVIDENCE_ID
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
+from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.match.verdicts import cant_tell_spans, evidence_seconds, settle_episodes
-from overlap_desktop.core.report.model import FileResult, Report, offered_pieces
+from overlap_desktop.core.report.model import FileResult, offered_pieces
 from overlap_desktop.core.types import Segment, Span, StreamFingerprints, Variant
-from overlap_desktop.errors import ManifestError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.core.index.store import Index
-    from overlap_desktop.core.manifest.format import Manifest
-
-__all__ = [
-    "SPEED_TOLERANCE",
-    "audit_files",
-    "build_report",
-    "check_ids",
-    "file_results",
-    "load_manifest",
-    "manifest_facts",
-    "manifest_queries",
-    "report_settings",
-    "speed_change",
-]
+__all__ = ["SPEED_TOLERANCE", "audit_files", "file_results", "speed_change"]
 
 #: Speed factors within this relative distance of 1 are "normal speed".
 SPEED_TOLERANCE = 0.03
@@ -201,102 +178,6 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
 def _is_weak(s: Segment, params: MatchParams) -> bool:
     """Weak evidence: a chance count above what is counted (see core/evidence.py)."""
     return s.chance is not None and s.chance > params.max_chance
-
-
-def build_report(kind: str, files: list[FileResult], *, manifest: dict[str, Any],
-            settings: dict[str, Any]) -> Report:
-    ind_total = sum(union_seconds([(sp.start_s, sp.end_s) for sp in f.indeterminate]) for f in files)
-    return Report(
-        kind=kind,
-        offered_seconds=round(sum(f.duration_s for f in files), 3),
-        matched_seconds=round(sum(f.matched_seconds for f in files), 3),
-        real_footage_seconds=round(sum(f.real_footage_seconds for f in files), 3),
-        indeterminate_seconds=round(ind_total, 3),
-        cant_tell_seconds=round(sum(f.cant_tell_seconds for f in files), 3),
-        files=files,
-        manifest=manifest,
-        settings=settings,
-        created=datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-    )
-
-
-def report_settings(params: MatchParams, *, algo: str, prep: str, index: Index | None = None,
-              extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "algo": algo,
-        "prep": prep,
-        "floor_seconds": params.floor_seconds,
-        "thresholds": {
-            "seed_distance": params.seed_distance,
-            "accept_distance": params.accept_distance,
-            "extend_distance": params.extend_distance,
-            "gap_seconds": params.gap_seconds,
-            "min_frames": params.min_frames,
-            "min_accept_ratio": params.min_accept_ratio,
-            "speed_range": [params.min_speed, params.max_speed],
-            "speed_tolerance": SPEED_TOLERANCE,
-        },
-        "search": {"method": "multi-index hashing, 10 x 24-bit chunks", "probe": params.probe,
-                   "max_hits_per_frame": MAX_HITS_PER_FRAME},
-        "evidence": {"model": EVIDENCE_ID, "max_chance": params.max_chance,
-                     "list_chance": params.list_chance},
-    }
-    if index is not None:
-        out["index"] = {"identity": index.identity, "path": str(index.path),
-                        "schema_version": index.schema_version}
-    if extra:
-        out.update(extra)
-    return out
-
-
-def manifest_facts(m: Manifest) -> dict[str, Any]:
-    secs = sum(float(f.duration_s or 0.0) for f in m.files)
-    return {
-        "label": getattr(m, "label", None),
-        "root": getattr(m, "root", None),
-        "algo_id": m.algo_id,
-        "prep_id": m.prep_id,
-        "created": getattr(m, "created", None),
-        "creator": getattr(m, "creator", None),
-        "files": len(m.files),
-        "streams": sum(len(f.streams) for f in m.files),
-        "hours": round(secs / 3600.0, 4),
-        # Who signed it (issue 37): "signed" with the vendor, key and trust, or "unsigned".
-        "signature": manifest_signature_facts(m),
-    }
-
-
-def manifest_queries(m: Manifest) -> list[QueryStream]:
-    out: list[QueryStream] = []
-    for f in m.files:
-        dur = float(f.duration_s) if f.duration_s is not None else max(
-            (s.fingerprints.duration_s for s in f.streams), default=0.0)
-        for s in f.streams:
-            out.append(QueryStream(f.name, dur, s.key, s.fingerprints))
-        if not f.streams:
-            empty = StreamFingerprints(np.zeros(0, np.int64), np.zeros(0, np.uint8),
-                                       np.zeros((0, 1, 32), np.uint8), (Variant(),), np.zeros(0, bool),
-                                       [], 1.0, dur)
-            out.append(QueryStream(f.name, dur, "", empty))
-    return out
-
-
-def load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
-                   expect_prep: str | None = None) -> tuple[Manifest, str | None]:
-    if isinstance(manifest, (str, os.PathLike)):
-        from overlap_desktop.core.manifest.parse import read_manifest
-
-        path = Path(manifest)
-        return read_manifest(path, expect_algo=expect_algo, expect_prep=expect_prep), str(path)
-    return manifest, None
-
-
-def check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None) -> None:
-    if m.algo_id != algo or m.prep_id != prep:
-        raise ManifestError(
-            f"incompatible fingerprints: the manifest uses algo {m.algo_id!r} / prep {m.prep_id!r}, "
-            f"{what} uses algo {algo!r} / prep {prep!r}; both sides must use the same hash and "
-            f"normalisation", path=path)
 
 
 def audit_files(samples: Sequence[tuple[str, str, StreamFingerprints]], durations: dict[str, float],

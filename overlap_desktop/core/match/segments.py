@@ -1,7 +1,7 @@
-"""The matcher's shared types: its thresholds, a verified segment, and the line fit.
+"""The matcher's shared types: its thresholds and a verified segment.
 
-Kept apart from :mod:`.lines` (finding lines) and :mod:`.verify` (checking them on the
-full fingerprints) because both use them.
+Kept apart from the stages (:mod:`.lines`, :mod:`.verify`, :mod:`.evidence`...) because all of
+them use them; the shared geometry is in :mod:`.geometry`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-__all__ = ["MatchParams", "RawSegment", "fit_line"]
+__all__ = ["MatchParams", "RawSegment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,26 +105,3 @@ class RawSegment:
     @property
     def corpus_duration(self) -> float:
         return abs(self.corpus_end - self.corpus_start)
-
-
-
-def fit_line(q: np.ndarray, c: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float]:
-    """Weighted least-squares line ``c = slope * q + offset``.
-
-    Returns:
-        ``(slope, offset)``; slope 0 when the points do not span any query time.
-    """
-    q = np.asarray(q, float)
-    c = np.asarray(c, float)
-    w = np.ones_like(q) if w is None else np.asarray(w, float)
-    sw = w.sum()
-    if sw <= 0 or q.size == 0:
-        return 0.0, 0.0
-    qm = (w * q).sum() / sw
-    cm = (w * c).sum() / sw
-    var = (w * (q - qm) ** 2).sum()
-    if var <= 1e-12:
-        return 0.0, float(cm)
-    slope = float((w * (q - qm) * (c - cm)).sum() / var)
-    return slope, float(cm - slope * qm)
-

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.segments import RawSegment
 from overlap_desktop.core.types import StreamFingerprints
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from overlap_desktop.core.index.shards import popcount_xor
+from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.accounting import union_seconds, union_seconds_excluding
 from overlap_desktop.core.report.model import FileResult, Report, offered_pieces, repeats_checked
 from overlap_desktop.core.types import Segment, Span, StreamFingerprints

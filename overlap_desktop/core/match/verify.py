@@ -11,45 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from overlap_desktop.core.index.shards import popcount_xor
-from overlap_desktop.core.match.segments import MatchParams, RawSegment, fit_line
+from overlap_desktop.core.index.arrays import popcount_xor
+from overlap_desktop.core.match.geometry import fit_line, line_neighbours
+from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.types import StreamFingerprints
 
-__all__ = ["line_neighbours", "verify_line"]
-
-
-def line_neighbours(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
-                    slope: float, offset: float, variants: np.ndarray | None = None,
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Distances from query frames to the corpus frames nearest their predicted time.
-
-    Returns:
-        ``(dist (n, V) int, c_row (n, V) int)``: per query row and corpus variant, the
-        smallest distance among the corpus frames around the prediction, and the
-        corpus frame it was measured on. Unusable corpus frames count as 256 (no evidence).
-    """
-    qt = query.times_ns[q_rows] / 1e9
-    pred = slope * qt + offset
-    ctimes = corpus.times_ns / 1e9
-    nc = ctimes.size
-    pos = np.searchsorted(ctimes, pred)
-    # Neighbours: the two frames around the prediction plus one more on each side,
-    # because the prediction carries sub-frame error and sampling phases differ.
-    neigh = np.clip(pos[:, None] + np.arange(-2, 2)[None, :], 0, nc - 1)
-    # Keep neighbours within a time tolerance of the prediction.
-    dt = np.abs(ctimes[neigh] - pred[:, None])
-    tol = max(0.6 / max(corpus.fps, 1e-6), 0.3)
-    near = dt <= tol
-    vsel = np.arange(corpus.codes.shape[1]) if variants is None else variants
-    qc = query.codes[q_rows, 0]
-    cc = corpus.codes[neigh][:, :, vsel]  # (n, 4, V, 32)
-    d = popcount_xor(qc[:, None, None, :], cc).astype(np.int32)  # (n, 4, V)
-    bad = ~(near & corpus.usable[neigh])
-    d[bad] = 256
-    arg = d.argmin(axis=1)  # (n, V)
-    dist = np.take_along_axis(d, arg[:, None, :], axis=1)[:, 0, :]
-    rows = np.take_along_axis(neigh, arg, axis=1) if arg.size else np.zeros_like(dist)
-    return dist, rows
+__all__ = ["verify_line"]
 
 
 def _line_distances(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
