@@ -39,8 +39,10 @@ from overlap_desktop.gui.common import (
     show_error,
 )
 from overlap_desktop.gui.result_parts import (
+    YOUR_WORDS,
     FrameLabel,
     extra_lines,
+    owner_words,
     rgb_to_pixmap,
     short_names,
     sorting_item,
@@ -63,9 +65,8 @@ ROW_KINDS = {
 }
 
 #: What the owned-frame panel says when no frame is shown, and the line under it.
-PREVIEW_PROMPT = ("Click a dot in the plot (or a row of the table below it) to see the frame of your own "
-                  "footage it matched.")
-PREVIEW_NOTE = "The manifest carries no pictures: frames are shown from your own copy of the footage."
+PREVIEW_PROMPT = YOUR_WORDS.prompt
+PREVIEW_NOTE = YOUR_WORDS.note
 
 EXPORT_KINDS = {
     "html": ("Report for people (*.html)", "write_report_html"),
@@ -93,6 +94,8 @@ class ResultsView(QWidget):
         self.last_export: Path | None = None
         self.preview_job: Job | None = None
         self._preview_seq = 0
+        #: How the owned side is named: your footage, or the demo's sample library (set_report).
+        self.words = YOUR_WORDS
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -259,7 +262,8 @@ class ResultsView(QWidget):
         right.setMaximumWidth(340)
         pv = QVBoxLayout(right)
         pv.setContentsMargins(0, 0, 0, 0)
-        pv.addWidget(QLabel("Your owned frame"))
+        self.preview_title = QLabel(YOUR_WORDS.frame_title)
+        pv.addWidget(self.preview_title)
         self.preview = FrameLabel(PREVIEW_PROMPT)
         self.preview.setAccessibleName("Owned frame preview")
         self.preview.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -272,9 +276,9 @@ class ResultsView(QWidget):
         self.preview_caption.setTextFormat(Qt.TextFormat.PlainText)  # shows file names
         pv.addWidget(self.preview, 1)
         pv.addWidget(self.preview_caption)
-        hint = QLabel("Each dot is a frame of the offer matched to a frame you own; a line is a matched "
+        hint = QLabel("Each dot is a frame of the offer matched to an owned frame; a line is a matched "
                       "stretch (a flatter line: the copy was slowed down). Drag to pan, scroll to zoom, "
-                      "hover for times, click a dot to see your own frame.")
+                      "hover for times, click a dot to see the owned frame.")
         hint.setWordWrap(True)
         # Full contrast (a disabled label was too faint to read) and room for all of its lines.
         hint.setAccessibleName("How to read the plot")
@@ -317,6 +321,7 @@ class ResultsView(QWidget):
         """Show ``report`` (a :class:`~overlap_desktop.core.report.model.Report`)."""
         self.report = report
         self.last_export = None
+        self._set_owner_words(owner_words(report))
         self.headline.setText(api.headline(report))
         self.new_footage.setText(api.new_footage_sentence(report))
         self.new_footage.setVisible(bool(self.new_footage.text()))
@@ -342,7 +347,7 @@ class ResultsView(QWidget):
             owned_text = pct + (f" (+{below} below floor)" if below else "")
             ft.setItem(r, 2, sorting_item(owned_text, f.matched_percent,
                                           tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
-                                              "match footage you own"))
+                                              f"{self.words.owns}"))
             rep = float(getattr(f, "repeated_seconds", 0.0) or 0.0)
             ft.setItem(r, 3, sorting_item(fmt_hours(rep) if rep > 0.5 else "–", rep,
                                           tip="Offered time that repeats other footage of the same offer "
@@ -371,6 +376,16 @@ class ResultsView(QWidget):
         ft.blockSignals(False)
         # Always show the selected row: selectRow emits nothing when the row number did not change.
         self._on_file_selected()
+
+    def _set_owner_words(self, words: Any) -> None:
+        """Name the owned side in the titles, column, captions and plot (the demo's is not yours)."""
+        self.words = words
+        self.preview_title.setText(words.frame_title)
+        header = self.file_table.horizontalHeaderItem(2)
+        if header is not None:
+            header.setText(words.column)
+        self.plot.set_owner_words(words)
+        self.clear_preview()
 
     def selected_file(self) -> Any:
         rows = self.file_table.selectionModel().selectedRows()
@@ -438,7 +453,7 @@ class ResultsView(QWidget):
             st.setItem(r, 5, table_item(short, tip=tip))
             tip = (api.describe_repeat(s) if kind == "repeat"
                    else api.describe_segment(s, below_floor=(kind == "below")))
-            st.setItem(r, 6, table_item(ROW_KINDS[kind], tip=tip))
+            st.setItem(r, 6, table_item(self.words.counted if kind == "owned" else ROW_KINDS[kind], tip=tip))
         fit_columns(st)
 
     def selected_stretch(self) -> tuple[Any, str] | None:
@@ -471,8 +486,8 @@ class ResultsView(QWidget):
         if self.preview_job is not None and self.preview_job.running:
             self.preview_job.cancel()
         self._preview_seq += 1
-        self.preview.clear_frame(PREVIEW_PROMPT)
-        self.preview_caption.setText(PREVIEW_NOTE)
+        self.preview.clear_frame(self.words.prompt)
+        self.preview_caption.setText(self.words.note)
 
     def show_owned_frame(self, segment: Any, offered_s: float, owned_s: float, distance: float) -> Job:
         """Decode the owned frame at ``owned_s`` in a worker and show it."""
@@ -482,11 +497,11 @@ class ResultsView(QWidget):
         seq = self._preview_seq
         # Named as in the table: with the folder when two owned files share a name (a backup copy).
         owned = short_names([s.corpus_file for s, _k in self._seg_rows] + [segment.corpus_file])[segment.corpus_file]
-        self.preview.setText("Decoding your frame…")
+        self.preview.setText("Decoding the frame…")
         self.preview_caption.setText(
-            f"Your file {owned} at {api.format_clock(owned_s)}, matched to the offer at "
+            f"{self.words.caption_file} {owned} at {api.format_clock(owned_s)}, matched to the offer at "
             f"{api.format_clock(offered_s)} ({api.distance_words(distance)} match). The manifest carries "
-            "no pictures: this frame comes from your own copy.")
+            f"no pictures: this frame comes from {self.words.caption_copy}.")
         job = Job(api.frame_at, segment.corpus_file, segment.corpus_stream, owned_s, parent=self,
                   with_progress=False, with_cancel=True, max_size=(480, 360))
         job.succeeded.connect(lambda rgb: self._on_frame(seq, rgb))

@@ -54,15 +54,21 @@ def safe_text(value: object, *, max_len: int | None = None) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"3.5 min"``, ``"42 s"``; the unit is
-    chosen after rounding (59.96 s is ``"1.0 min"``, never ``"60 s"``; 3599.96 s ``"1.0 h"``)."""
+    """A duration in the unit a buyer would use: ``"12.4 h"``, ``"45 min"``, ``"3.5 min"``, ``"42 s"``,
+    ``"4.2 s"``: one decimal under 10 of a unit (where it matters: 90 s is ``"1.5 min"``), whole
+    numbers from 10 to 59. The unit is chosen after rounding (59.96 s is ``"1.0 min"``, never
+    ``"60 s"``; 3599.96 s ``"1.0 h"``, never ``"60 min"``). This is the one rule for a duration:
+    the app, the HTML report and the CLI all call it."""
     s = max(0.0, float(seconds))
     if round(s, 1) < 10:
         return f"{s:.1f} s"
     if round(s) < 60:
         return f"{s:.0f} s"
-    if round(s / 60, 1) < 60:
-        return f"{s / 60:.1f} min"
+    minutes = s / 60
+    if round(minutes, 1) < 10:
+        return f"{minutes:.1f} min"
+    if round(minutes) < 60:
+        return f"{minutes:.0f} min"
     return f"{s / 3600:.1f} h"
 
 

@@ -84,10 +84,12 @@ def headline(report: Report) -> str:
         return f"{pct} of {first}'s hours ({amounts}) also appear in {second}."
     if report.kind == "audit":
         return f"{pct} of the sample you were shown ({amounts}) is covered by the manifest."
+    # The demo compares with its own sample library: "you already own" would be untrue (issue 34).
+    owned = "footage in the demo's sample library (not yours)" if report.demo_library else "footage you already own"
     # "These hours" only when there are hours: a 31 s offer is "this footage".
     if report.offered_seconds >= 3600:
-        return f"{pct} of these hours ({amounts}) match footage you already own."
-    return f"{pct} of this footage ({amounts}) matches footage you already own."
+        return f"{pct} of these hours ({amounts}) match {owned}."
+    return f"{pct} of this footage ({amounts}) matches {owned}."
 
 
 def new_footage_sentence(report: Report) -> str:
@@ -125,7 +127,8 @@ def headline_details(report: Report) -> list[str]:
     if report.kind == "compare" and report.matched_seconds > 0 and unmatched > 0:
         share = format_percent(100.0 * unmatched / report.offered_seconds)
         # "matched nothing you own", not "new": footage outside the index may still exist elsewhere.
-        out.append(f"The other {format_duration(unmatched)} ({share}) matched nothing in your library.")
+        library = "the demo's sample library" if report.demo_library else "your library"
+        out.append(f"The other {format_duration(unmatched)} ({share}) matched nothing in {library}.")
     if report.matched_seconds > 0 and report.real_footage_seconds < report.matched_seconds * 0.95:
         out.append(f"The matched {format_duration(report.matched_seconds)} hold only "
                    f"{format_duration(report.real_footage_seconds)} of real footage: "

@@ -1,0 +1,65 @@
+"""Issue 34 item 12 in the window: the demo's results name the demo's sample library (an empty
+profile owns nothing), and the app rounds a duration as the HTML report and the CLI do."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from overlap_desktop import api
+from overlap_desktop.gui.common import fmt_hours
+from overlap_desktop.gui.result_parts import DEMO_WORDS, YOUR_WORDS
+from overlap_desktop.gui.results import ResultsView
+
+
+def _view(qtbot: Any) -> ResultsView:
+    view = ResultsView()
+    qtbot.addWidget(view)
+    view.resize(1300, 700)
+    return view
+
+
+def _demo(report: Any) -> Any:
+    return dataclasses.replace(report, settings={**report.settings, "owned_library": "demo"})
+
+
+def _owned_row(view: ResultsView) -> int:
+    return next(r for r in range(view.seg_table.rowCount())
+                if view.seg_table.item(r, 6).text() in (DEMO_WORDS.counted, YOUR_WORDS.counted))
+
+
+def test_the_demo_results_name_the_demo_library(qtbot: Any, report: Any) -> None:
+    view = _view(qtbot)
+    view.set_report(_demo(report))
+    assert "demo's sample library (not yours)" in view.headline.text()
+    assert "you already own" not in view.headline.text()
+    assert view.preview_title.text() == "Demo library frame"
+    assert view.file_table.horizontalHeaderItem(2).text() == "In the demo library"
+    assert view.preview.text() == DEMO_WORDS.prompt and "not yours" in view.preview_caption.text()
+    assert "your own" not in view.preview_caption.text() + view.preview.text() + view.hint.text()
+    row = _owned_row(view)
+    assert view.seg_table.item(row, 6).text() == "yes: in the demo library"
+    # The caption of a shown frame, the plot's axis and its hover tip say the same.
+    seg = view.selected_file().segments[0]
+    job = view.show_owned_frame(seg, seg.query_start, seg.corpus_start, 2.0)
+    assert view.preview_caption.text().startswith("Demo library file ")
+    assert "comes from the demo's sample library" in view.preview_caption.text()
+    assert view.plot.y_axis_words() == "Time in the demo file (s)"
+    tip = view.plot._tip(1.0, 2.0, (0, 3.0))
+    assert "demo library" in tip and "your own" not in tip and "yours" not in tip
+    qtbot.waitUntil(lambda: not job.running, timeout=60_000)
+
+    # The user's own comparison afterwards: "you own" again, everywhere.
+    view.set_report(report)
+    assert "you already own" in view.headline.text()
+    assert view.preview_title.text() == "Your owned frame"
+    assert view.file_table.horizontalHeaderItem(2).text() == "You own"
+    assert view.preview_caption.text() == YOUR_WORDS.note
+    assert view.seg_table.item(_owned_row(view), 6).text() == "yes: footage you own"
+    assert view.plot.y_axis_words() in ("Time in your file (s)", "Time in each file (s)")
+
+
+def test_the_app_rounds_a_duration_as_the_reports_do() -> None:
+    for seconds in (4.24, 42.0, 59.96, 90.0, 120.0, 599.97, 45 * 60.0, 3593.0, 3599.96, 5400.0, 12.4 * 3600):
+        assert fmt_hours(seconds) == api.format_duration(seconds), seconds
+    assert fmt_hours(45 * 60) == "45 min" and fmt_hours(None) == "–"
