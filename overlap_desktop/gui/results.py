@@ -224,7 +224,9 @@ class ResultsView(QWidget):
         self.plot = MatchPlot()
         self.plot.point_clicked.connect(self.show_owned_frame)
         self.fit_button.clicked.connect(self.plot.reset_zoom)
-        self.plot.setMinimumHeight(150)
+        # 120: the least that keeps three ticks readable, so a laptop window with a long summary still
+        # fits the plot, its legend and four stretches without squeezing one over another.
+        self.plot.setMinimumHeight(120)
         rl.addWidget(self.plot, 3)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
@@ -362,7 +364,10 @@ class ResultsView(QWidget):
             ind = f.indeterminate_seconds
             ft.setItem(r, 5, sorting_item(fmt_hours(ind) if ind > 0.5 else "–", ind,
                                           tip="Static or featureless time: counted neither way"))
-            words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else "no match")
+            # A file whose only match is below the evidence floor is not "no match" (its stretch is listed).
+            words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else
+                                                         "only a match below the evidence floor (not counted)"
+                                                         if f.below_floor else "no match")
             ft.setItem(r, 6, table_item(words, tip=words))
         ft.resizeColumnsToContents()
         if ft.columnWidth(0) > 260:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
+
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours
+from overlap_desktop.gui.main_window import MainWindow
 from overlap_desktop.gui.result_parts import DEMO_WORDS, YOUR_WORDS
 from overlap_desktop.gui.results import ResultsView
 
@@ -63,3 +66,45 @@ def test_the_app_rounds_a_duration_as_the_reports_do() -> None:
     for seconds in (4.24, 42.0, 59.96, 90.0, 120.0, 599.97, 45 * 60.0, 3593.0, 3599.96, 5400.0, 12.4 * 3600):
         assert fmt_hours(seconds) == api.format_duration(seconds), seconds
     assert fmt_hours(45 * 60) == "45 min" and fmt_hours(None) == "–"
+
+
+@pytest.mark.parametrize("size", [(1180, 728), (1350, 688)])
+def test_nothing_overlaps_in_the_laptop_window_with_a_long_summary(qtbot: Any, lab_state: Any, report: Any,
+                                                                   size: tuple[int, int]) -> None:
+    """Seen under Xvfb at 1366x768: with five sentences of details the plot, its legend and the
+    stretches were squeezed below their minimum, and the legend was drawn over the axis title."""
+    long = dataclasses.replace(report, real_footage_seconds=report.matched_seconds / 2,
+                               indeterminate_seconds=6.0, cant_tell_seconds=9.6, repeated_seconds=3.0)
+    w = MainWindow(lab_state)
+    qtbot.addWidget(w)
+    w.resize(*size)
+    w.show()
+    w.go("screen")
+    w.screen.stack.setCurrentIndex(1)
+    w.screen.show_report(long)
+    view = w.screen.results
+    qtbot.waitUntil(lambda: view.seg_table.viewport().width() > 100)
+    qtbot.wait(50)
+    assert len(api.headline_details(long)) >= 5
+
+    def span(widget: Any) -> tuple[int, int]:
+        top = widget.mapTo(view, widget.rect().topLeft()).y()
+        return top, top + widget.height()
+
+    order = [view.file_table, view.plot, view.legend, view.seg_table]
+    spans = [span(x) for x in order]
+    for (_a0, a1), (b0, _b1) in zip(spans, spans[1:]):
+        assert a1 <= b0, spans
+    assert view.plot.height() >= view.plot.minimumHeight()
+    assert view.legend.height() >= view.legend.minimumSizeHint().height()
+
+
+def test_a_file_matched_only_below_the_floor_is_not_called_no_match(qtbot: Any, report: Any) -> None:
+    """Seen under Xvfb: a 9.6 s mirrored copy (chance below 1 in 10^15, under the 10 s floor) read
+    "no match" in "What was done to it" while its stretch was listed below."""
+    f = next(x for x in report.files if x.segments)
+    short = dataclasses.replace(f, segments=[], below_floor=list(f.segments), matched_seconds=0.0, flags=[])
+    view = _view(qtbot)
+    view.set_report(dataclasses.replace(report, files=[short]))
+    words = view.file_table.item(0, 6).text()
+    assert words != "no match" and "below the evidence floor" in words
