@@ -35,6 +35,7 @@ class OwnerWords:
     side: str
     click: str
     no_match: str
+    footage: str
 
 
 YOUR_WORDS = OwnerWords(
@@ -43,7 +44,7 @@ YOUR_WORDS = OwnerWords(
     note="The manifest carries no pictures: frames are shown from your own copy of the footage.",
     caption_file="Your file", caption_copy="your own copy", column="You own", counted="yes: footage you own",
     owns="match footage you own", axis="Time in your file (s)", side="yours", click="Click to see your own frame",
-    no_match="No match: none of this file matches your footage")
+    no_match="No match: none of this file matches your footage", footage="your footage")
 
 DEMO_WORDS = OwnerWords(
     frame_title="Demo library frame",
@@ -54,7 +55,8 @@ DEMO_WORDS = OwnerWords(
     caption_file="Demo library file", caption_copy="the demo's sample library", column="In the demo library",
     counted="yes: in the demo library", owns="match the demo's sample library", axis="Time in the demo file (s)",
     side="demo library", click="Click to see the demo library's frame",
-    no_match="No match: none of this file matches the demo's sample library")
+    no_match="No match: none of this file matches the demo's sample library",
+    footage="the demo's sample library")
 
 
 def owner_words(report: Any) -> OwnerWords:

@@ -409,16 +409,16 @@ class ResultsView(QWidget):
         self._update_legend()
         self._fill_segments(f)
         if f is None:
-            self.plot_title.setText("Select a file to see where it matches your footage.")
+            self.plot_title.setText(f"Select a file to see where it matches {self.words.footage}.")
             return
         name = api.safe_text(f.query_file, max_len=70)
         if f.segments or f.below_floor or getattr(f, "weak", None):
-            self.plot_title.setText(f"Where “{name}” matches your footage")
+            self.plot_title.setText(f"Where “{name}” matches {self.words.footage}")
         elif getattr(f, "repeats", None):
-            self.plot_title.setText(f"“{name}”: no match with your footage; it repeats other offered footage "
+            self.plot_title.setText(f"“{name}”: no match with {self.words.footage}; it repeats other offered footage "
                                     "(listed below)")
         else:
-            self.plot_title.setText(f"“{name}”: no match with your footage")
+            self.plot_title.setText(f"“{name}”: no match with {self.words.footage}")
 
     @staticmethod
     def segment_rows(f: Any) -> list[tuple[Any, str]]:
@@ -441,7 +441,7 @@ class ResultsView(QWidget):
         st.blockSignals(False)
         for r, (s, kind) in enumerate(rows):
             st.setItem(r, 0, table_item(f"{api.format_clock(s.query_start)}–{api.format_clock(s.query_end)}"))
-            where = "offered " if kind == "repeat" else "yours: "
+            where = "offered " if kind == "repeat" else f"{self.words.side}: "
             st.setItem(r, 1, table_item(where + names[s.corpus_file], tip=api.safe_text(s.corpus_file)))
             st.setItem(r, 2, table_item(f"{api.format_clock(s.corpus_start)}–{api.format_clock(s.corpus_end)}"))
             # The same speed words as the HTML report ("normal (0.9–1.02x)", "0.5x (0.48–0.52x)").

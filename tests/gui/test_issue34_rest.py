@@ -42,6 +42,8 @@ def test_the_demo_results_name_the_demo_library(qtbot: Any, report: Any) -> None
     assert "your own" not in view.preview_caption.text() + view.preview.text() + view.hint.text()
     row = _owned_row(view)
     assert view.seg_table.item(row, 6).text() == "yes: in the demo library"
+    assert view.seg_table.item(row, 1).text().startswith("demo library: ")
+    assert view.plot_title.text().endswith("matches the demo's sample library")
     # The caption of a shown frame, the plot's axis and its hover tip say the same.
     seg = view.selected_file().segments[0]
     job = view.show_owned_frame(seg, seg.query_start, seg.corpus_start, 2.0)
@@ -59,6 +61,8 @@ def test_the_demo_results_name_the_demo_library(qtbot: Any, report: Any) -> None
     assert view.file_table.horizontalHeaderItem(2).text() == "You own"
     assert view.preview_caption.text() == YOUR_WORDS.note
     assert view.seg_table.item(_owned_row(view), 6).text() == "yes: footage you own"
+    assert view.seg_table.item(_owned_row(view), 1).text().startswith("yours: ")
+    assert view.plot_title.text().endswith("matches your footage")
     assert view.plot.y_axis_words() in ("Time in your file (s)", "Time in each file (s)")
 
 

@@ -53,3 +53,5 @@ def test_one_rounding_rule_for_a_duration() -> None:
     assert format_duration(90) == "1.5 min" and format_duration(4.24) == "4.2 s"
     assert format_duration(3593) == "1.0 h" and format_duration(3599.96) == "1.0 h"
     assert format_duration(2.5 * 3600) == "2.5 h"
+    # Nothing is "0 s" (an empty library's status bar read "0.0 s of footage").
+    assert format_duration(0) == "0 s" and format_duration(0.04) == "0 s" and format_duration(0.06) == "0.1 s"

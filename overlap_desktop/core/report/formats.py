@@ -60,6 +60,8 @@ def format_duration(seconds: float) -> str:
     ``"60 s"``; 3599.96 s ``"1.0 h"``, never ``"60 min"``). This is the one rule for a duration:
     the app, the HTML report and the CLI all call it."""
     s = max(0.0, float(seconds))
+    if round(s, 1) == 0:
+        return "0 s"  # nothing at all: not "0.0 s" (an empty library's "0.0 s of footage")
     if round(s, 1) < 10:
         return f"{s:.1f} s"
     if round(s) < 60:
