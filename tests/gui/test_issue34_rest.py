@@ -4,9 +4,11 @@ profile owns nothing), and the app rounds a duration as the HTML report and the 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours
@@ -112,3 +114,44 @@ def test_a_file_matched_only_below_the_floor_is_not_called_no_match(qtbot: Any, 
     view.set_report(dataclasses.replace(report, files=[short]))
     words = view.file_table.item(0, 6).text()
     assert words != "no match" and "below the evidence floor" in words
+
+
+def test_folder_and_file_dialogs_open_at_home_not_in_the_programs_folder(
+        qtbot: Any, state: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen under Xvfb: the vendor wizard's "Add folder" opened in the working directory (on
+    Windows, the program's own folder). Dialogs open at home, then beside the last choice."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from overlap_desktop.gui.verify_wizard import VerifyWizard
+    from overlap_desktop.gui.wizard_pages import FolderListPage
+
+    home, work, footage = tmp_path / "home", tmp_path / "program", tmp_path / "disk" / "footage"
+    for d in (home, work, footage):
+        d.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.chdir(work)
+    asked: list[str] = []
+
+    def folder(_parent: Any, _title: str, start: str = "", *_a: Any) -> str:
+        asked.append(start)
+        return str(footage)
+
+    def file(_parent: Any, _title: str, start: str = "", *_a: Any) -> tuple[str, str]:
+        asked.append(start)
+        return "", ""
+
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(folder))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(file))
+    page = FolderListPage("t", "s")
+    qtbot.addWidget(page)
+    qtbot.mouseClick(page.add_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(page.add_button, Qt.MouseButton.LeftButton)
+    assert page.folders() == [str(footage.resolve())]
+    assert Path(asked[0]) == home and Path(asked[1]) == footage.parent
+    wiz = VerifyWizard(state)
+    qtbot.addWidget(wiz)
+    asked.clear()
+    wiz.manifest_page._browse()
+    wiz.folder_page._browse()
+    assert [Path(a) for a in asked] == [home, home]
