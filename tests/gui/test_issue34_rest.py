@@ -155,3 +155,17 @@ def test_folder_and_file_dialogs_open_at_home_not_in_the_programs_folder(
     wiz.manifest_page._browse()
     wiz.folder_page._browse()
     assert [Path(a) for a in asked] == [home, home]
+
+
+def test_the_compare_hint_is_drawn_at_full_contrast(qtbot: Any, window: Any, offer_manifest: Path) -> None:
+    """Seen under Xvfb: "Click 'Compare with my library'..." was a disabled (greyed) label."""
+    from PySide6.QtGui import QPalette
+
+    screen = window.screen
+    with qtbot.waitSignal(screen.inspected, timeout=120_000):
+        window.open_manifest(offer_manifest)
+    hint = screen.filler
+    assert hint.isEnabled()
+    fg = hint.palette().color(QPalette.ColorGroup.Active, hint.foregroundRole())
+    assert fg == hint.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.WindowText)
+    assert fg != hint.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.WindowText)
