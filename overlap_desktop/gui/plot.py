@@ -137,8 +137,9 @@ class MatchPlot(QWidget):
     def y_axis_words(self) -> str:
         """The y axis title: one owned file is "your file"; lines from several are told apart by colour."""
         owned = {s.corpus_file for s, _below in self.segments}
-        # Short: the axis is only as long as the plot is high.
-        return "Time in each file (s)" if len(owned) > 1 else self.words.axis
+        # Short: the axis is only as long as the plot is high (about 116 px on a laptop with a long
+        # summary, where "Time in your file (s)" was cut off); the x axis says what is measured.
+        return "Each file (s)" if len(owned) > 1 else self.words.axis
 
     def set_owner_words(self, words: OwnerWords) -> None:
         """Name the owned side with ``words`` (call before :meth:`set_file`)."""

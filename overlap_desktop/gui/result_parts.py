@@ -43,7 +43,7 @@ YOUR_WORDS = OwnerWords(
     prompt="Click a dot in the plot (or a row of the table below it) to see the frame of your own footage it matched.",
     note="The manifest carries no pictures: frames are shown from your own copy of the footage.",
     caption_file="Your file", caption_copy="your own copy", column="You own", counted="yes: footage you own",
-    owns="match footage you own", axis="Time in your file (s)", side="yours", click="Click to see your own frame",
+    owns="match footage you own", axis="Your file (s)", side="yours", click="Click to see your own frame",
     no_match="No match: none of this file matches your footage", footage="your footage")
 
 DEMO_WORDS = OwnerWords(
@@ -53,7 +53,7 @@ DEMO_WORDS = OwnerWords(
     note=("The manifest carries no pictures: frames are shown from the demo's sample library (generated "
           "footage, not yours)."),
     caption_file="Demo library file", caption_copy="the demo's sample library", column="In the demo library",
-    counted="yes: in the demo library", owns="match the demo's sample library", axis="Time in the demo file (s)",
+    counted="yes: in the demo library", owns="match the demo's sample library", axis="Demo file (s)",
     side="demo library", click="Click to see the demo library's frame",
     no_match="No match: none of this file matches the demo's sample library",
     footage="the demo's sample library")

@@ -51,7 +51,7 @@ def test_the_demo_results_name_the_demo_library(qtbot: Any, report: Any) -> None
     job = view.show_owned_frame(seg, seg.query_start, seg.corpus_start, 2.0)
     assert view.preview_caption.text().startswith("Demo library file ")
     assert "comes from the demo's sample library" in view.preview_caption.text()
-    assert view.plot.y_axis_words() == "Time in the demo file (s)"
+    assert view.plot.y_axis_words() == "Demo file (s)"
     tip = view.plot._tip(1.0, 2.0, (0, 3.0))
     assert "demo library" in tip and "your own" not in tip and "yours" not in tip
     qtbot.waitUntil(lambda: not job.running, timeout=60_000)
@@ -65,7 +65,7 @@ def test_the_demo_results_name_the_demo_library(qtbot: Any, report: Any) -> None
     assert view.seg_table.item(_owned_row(view), 6).text() == "yes: footage you own"
     assert view.seg_table.item(_owned_row(view), 1).text().startswith("yours: ")
     assert view.plot_title.text().endswith("matches your footage")
-    assert view.plot.y_axis_words() in ("Time in your file (s)", "Time in each file (s)")
+    assert view.plot.y_axis_words() in ("Your file (s)", "Each file (s)")
 
 
 def test_the_app_rounds_a_duration_as_the_reports_do() -> None:
@@ -103,6 +103,9 @@ def test_nothing_overlaps_in_the_laptop_window_with_a_long_summary(qtbot: Any, l
         assert a1 <= b0, spans
     assert view.plot.height() >= view.plot.minimumHeight()
     assert view.legend.height() >= view.legend.minimumSizeHint().height()
+    # The y axis title is read whole, not cut off at the top ("Time in your file (" was shown).
+    axis = view.plot.plot.getAxis("left")
+    assert axis.label.boundingRect().width() <= axis.geometry().height(), axis.labelText
 
 
 def test_a_file_matched_only_below_the_floor_is_not_called_no_match(qtbot: Any, report: Any) -> None:
