@@ -97,14 +97,21 @@ def _from_home(widget: object) -> list[tuple[Callable[[str], None], str]]:
     return undo
 
 
-def _save(widget: object, out: Path, name: str) -> Path:
-    _settle()
+def _save(widget: object, out: Path, name: str, *, settle: bool = True) -> Path:
+    """Grab ``widget`` with paths shown from ``~``. ``settle=False`` grabs at once: a screen that
+    changes by itself (indexing) would otherwise move on, or put its paths back, before the grab."""
+    if settle:
+        _settle()
     undo = _from_home(widget)
-    _settle()
+    if settle:
+        _settle()
     path = out / f"{name}-{SCREEN[0]}x{SCREEN[1]}{SUFFIX[0]}.png"
     widget.grab().save(str(path))  # type: ignore[attr-defined]
     for setter, text in reversed(undo):
-        setter(text)
+        try:
+            setter(text)
+        except RuntimeError:
+            pass  # the widget was rebuilt meanwhile (the library table refreshes while indexing)
     print(f"wrote {path}", flush=True)
     return path
 
@@ -297,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     lib = win.library
     lib.add_folders([str(offer_dir)])
     _wait(lambda: lib.overall_bar.maximum() == 1000 and lib.overall_bar.value() > 50)
-    _save(win, out, "library-indexing")
+    _save(win, out, "library-indexing", settle=False)
     _wait(lambda: not lib.indexing)
 
     win.close()

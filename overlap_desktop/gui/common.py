@@ -101,20 +101,13 @@ def show_info(parent: QWidget | None, title: str, message: str) -> QMessageBox:
 
 
 def fmt_hours(seconds: float | None) -> str:
-    """``"3.2 h"``, ``"45 min"`` or ``"12 s"`` for a duration in seconds."""
+    """``"3.2 h"``, ``"45 min"`` or ``"12 s"`` for a duration in seconds: the report's rule
+    (``api.format_duration``), so the app, the HTML report and the CLI round a duration alike."""
     if seconds is None:
         return "–"
-    s = max(0.0, float(seconds))
-    # The unit is chosen after rounding: 59.96 s is "1 min" (never "60 s"), 3599.96 s "1.0 h".
-    if round(s) < 60:
-        return f"{s:.0f} s"
-    minutes = s / 60.0
-    if round(minutes, 1) < 10:
-        # Below 10 min one decimal matters: a 90 s file is "1.5 min", not "2 min".
-        return f"{minutes:.1f}".removesuffix(".0") + " min"
-    if round(minutes) < 60:
-        return f"{minutes:.0f} min"
-    return f"{s / 3600.0:.1f} h"
+    from overlap_desktop import api
+
+    return str(api.format_duration(seconds))
 
 
 def fmt_duration(seconds: float | None) -> str:

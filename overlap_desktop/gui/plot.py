@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from overlap_desktop import api
-from overlap_desktop.gui.result_parts import short_names
+from overlap_desktop.gui.result_parts import YOUR_WORDS, OwnerWords, short_names
 
 __all__ = ["BAND_COLOUR", "BAND_WORDS", "MAX_POINTS", "MatchPlot"]
 
@@ -67,6 +67,8 @@ class MatchPlot(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setAccessibleName("Match plot: offered time against owned time")
+        #: How the owned side is named (the demo's sample library is not "yours"); see set_owner_words.
+        self.words: OwnerWords = YOUR_WORDS
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         pg.setConfigOptions(antialias=True)
@@ -135,8 +137,14 @@ class MatchPlot(QWidget):
     def y_axis_words(self) -> str:
         """The y axis title: one owned file is "your file"; lines from several are told apart by colour."""
         owned = {s.corpus_file for s, _below in self.segments}
-        # Short: the axis is only as long as the plot is high.
-        return "Time in each file (s)" if len(owned) > 1 else "Time in your file (s)"
+        # Short: the axis is only as long as the plot is high (about 116 px on a laptop with a long
+        # summary, where "Time in your file (s)" was cut off); the x axis says what is measured.
+        return "Each file (s)" if len(owned) > 1 else self.words.axis
+
+    def set_owner_words(self, words: OwnerWords) -> None:
+        """Name the owned side with ``words`` (call before :meth:`set_file`)."""
+        self.words = words
+        self._label_axes()
 
     def _label_axes(self) -> None:
         fg = self.palette().text().color().name()
@@ -182,7 +190,7 @@ class MatchPlot(QWidget):
         duration = max(1.0, float(file_result.duration_s or 1.0))
         if not self.segments:
             # Nothing matched: say so on this file's own axes, never the previous file's.
-            self.no_match.setText("No match: none of this file matches your footage")
+            self.no_match.setText(self.words.no_match)
             self.no_match.setPos(duration / 2.0, duration / 2.0)
             self.no_match.show()
             self.plot.setXRange(0, duration, padding=0.02)
@@ -306,9 +314,9 @@ class MatchPlot(QWidget):
         except (TypeError, IndexError, ValueError):
             return f"offered {api.format_clock(x)}, owned {api.format_clock(y)}"
         owned = api.safe_text(seg.corpus_file, max_len=60)
-        return (f"Offered {api.format_clock(x)} ↔ yours {api.format_clock(y)}\n"
+        return (f"Offered {api.format_clock(x)} ↔ {self.words.side} {api.format_clock(y)}\n"
                 f"in {owned}\nHow alike the two frames are: {api.distance_words(dist)}\n"
-                "Click to see your own frame")
+                f"{self.words.click}")
 
     def _on_clicked(self, _item: Any, points: Any, _ev: Any = None) -> None:
         if points is None or len(points) == 0:

@@ -5,6 +5,7 @@ Kept apart from :mod:`overlap_desktop.gui.results` so each module stays a page o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -13,8 +14,54 @@ from PySide6.QtWidgets import QLabel, QTableWidgetItem
 
 from overlap_desktop import api
 
-__all__ = ["MAX_EXTRA_LINES", "FrameLabel", "NumItem", "extra_lines", "rgb_to_pixmap", "short_names",
-           "sorting_item", "table_item"]
+__all__ = ["DEMO_WORDS", "MAX_EXTRA_LINES", "YOUR_WORDS", "FrameLabel", "NumItem", "OwnerWords", "extra_lines",
+           "owner_words", "rgb_to_pixmap", "short_names", "sorting_item", "table_item"]
+
+
+@dataclass(frozen=True)
+class OwnerWords:
+    """How the results name the owned side: the user's own footage, or the demo's sample library
+    (the demo's report is shown in an empty profile, where "you own" would be untrue)."""
+
+    frame_title: str
+    prompt: str
+    note: str
+    caption_file: str
+    caption_copy: str
+    column: str
+    counted: str
+    owns: str
+    axis: str
+    side: str
+    click: str
+    no_match: str
+    footage: str
+
+
+YOUR_WORDS = OwnerWords(
+    frame_title="Your owned frame",
+    prompt="Click a dot in the plot (or a row of the table below it) to see the frame of your own footage it matched.",
+    note="The manifest carries no pictures: frames are shown from your own copy of the footage.",
+    caption_file="Your file", caption_copy="your own copy", column="You own", counted="yes: footage you own",
+    owns="match footage you own", axis="Your file (s)", side="yours", click="Click to see your own frame",
+    no_match="No match: none of this file matches your footage", footage="your footage")
+
+DEMO_WORDS = OwnerWords(
+    frame_title="Demo library frame",
+    prompt=("Click a dot in the plot (or a row of the table below it) to see the frame of the demo's sample "
+            "library it matched."),
+    note=("The manifest carries no pictures: frames are shown from the demo's sample library (generated "
+          "footage, not yours)."),
+    caption_file="Demo library file", caption_copy="the demo's sample library", column="In the demo library",
+    counted="yes: in the demo library", owns="match the demo's sample library", axis="Demo file (s)",
+    side="demo library", click="Click to see the demo library's frame",
+    no_match="No match: none of this file matches the demo's sample library",
+    footage="the demo's sample library")
+
+
+def owner_words(report: Any) -> OwnerWords:
+    """:data:`DEMO_WORDS` for a report made against the demo's sample library, else :data:`YOUR_WORDS`."""
+    return DEMO_WORDS if getattr(report, "demo_library", False) else YOUR_WORDS
 
 
 def rgb_to_pixmap(rgb: Any) -> QPixmap:

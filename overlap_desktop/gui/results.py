@@ -39,8 +39,10 @@ from overlap_desktop.gui.common import (
     show_error,
 )
 from overlap_desktop.gui.result_parts import (
+    YOUR_WORDS,
     FrameLabel,
     extra_lines,
+    owner_words,
     rgb_to_pixmap,
     short_names,
     sorting_item,
@@ -63,9 +65,8 @@ ROW_KINDS = {
 }
 
 #: What the owned-frame panel says when no frame is shown, and the line under it.
-PREVIEW_PROMPT = ("Click a dot in the plot (or a row of the table below it) to see the frame of your own "
-                  "footage it matched.")
-PREVIEW_NOTE = "The manifest carries no pictures: frames are shown from your own copy of the footage."
+PREVIEW_PROMPT = YOUR_WORDS.prompt
+PREVIEW_NOTE = YOUR_WORDS.note
 
 EXPORT_KINDS = {
     "html": ("Report for people (*.html)", "write_report_html"),
@@ -93,6 +94,8 @@ class ResultsView(QWidget):
         self.last_export: Path | None = None
         self.preview_job: Job | None = None
         self._preview_seq = 0
+        #: How the owned side is named: your footage, or the demo's sample library (set_report).
+        self.words = YOUR_WORDS
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -221,7 +224,9 @@ class ResultsView(QWidget):
         self.plot = MatchPlot()
         self.plot.point_clicked.connect(self.show_owned_frame)
         self.fit_button.clicked.connect(self.plot.reset_zoom)
-        self.plot.setMinimumHeight(150)
+        # 120: the least that keeps three ticks readable, so a laptop window with a long summary still
+        # fits the plot, its legend and four stretches without squeezing one over another.
+        self.plot.setMinimumHeight(120)
         rl.addWidget(self.plot, 3)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
@@ -259,7 +264,8 @@ class ResultsView(QWidget):
         right.setMaximumWidth(340)
         pv = QVBoxLayout(right)
         pv.setContentsMargins(0, 0, 0, 0)
-        pv.addWidget(QLabel("Your owned frame"))
+        self.preview_title = QLabel(YOUR_WORDS.frame_title)
+        pv.addWidget(self.preview_title)
         self.preview = FrameLabel(PREVIEW_PROMPT)
         self.preview.setAccessibleName("Owned frame preview")
         self.preview.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -272,9 +278,9 @@ class ResultsView(QWidget):
         self.preview_caption.setTextFormat(Qt.TextFormat.PlainText)  # shows file names
         pv.addWidget(self.preview, 1)
         pv.addWidget(self.preview_caption)
-        hint = QLabel("Each dot is a frame of the offer matched to a frame you own; a line is a matched "
+        hint = QLabel("Each dot is a frame of the offer matched to an owned frame; a line is a matched "
                       "stretch (a flatter line: the copy was slowed down). Drag to pan, scroll to zoom, "
-                      "hover for times, click a dot to see your own frame.")
+                      "hover for times, click a dot to see the owned frame.")
         hint.setWordWrap(True)
         # Full contrast (a disabled label was too faint to read) and room for all of its lines.
         hint.setAccessibleName("How to read the plot")
@@ -317,6 +323,7 @@ class ResultsView(QWidget):
         """Show ``report`` (a :class:`~overlap_desktop.core.report.model.Report`)."""
         self.report = report
         self.last_export = None
+        self._set_owner_words(owner_words(report))
         self.headline.setText(api.headline(report))
         self.new_footage.setText(api.new_footage_sentence(report))
         self.new_footage.setVisible(bool(self.new_footage.text()))
@@ -342,7 +349,7 @@ class ResultsView(QWidget):
             owned_text = pct + (f" (+{below} below floor)" if below else "")
             ft.setItem(r, 2, sorting_item(owned_text, f.matched_percent,
                                           tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
-                                              "match footage you own"))
+                                              f"{self.words.owns}"))
             rep = float(getattr(f, "repeated_seconds", 0.0) or 0.0)
             ft.setItem(r, 3, sorting_item(fmt_hours(rep) if rep > 0.5 else "–", rep,
                                           tip="Offered time that repeats other footage of the same offer "
@@ -357,7 +364,10 @@ class ResultsView(QWidget):
             ind = f.indeterminate_seconds
             ft.setItem(r, 5, sorting_item(fmt_hours(ind) if ind > 0.5 else "–", ind,
                                           tip="Static or featureless time: counted neither way"))
-            words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else "no match")
+            # A file whose only match is below the evidence floor is not "no match" (its stretch is listed).
+            words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else
+                                                         "only a match below the evidence floor (not counted)"
+                                                         if f.below_floor else "no match")
             ft.setItem(r, 6, table_item(words, tip=words))
         ft.resizeColumnsToContents()
         if ft.columnWidth(0) > 260:
@@ -371,6 +381,16 @@ class ResultsView(QWidget):
         ft.blockSignals(False)
         # Always show the selected row: selectRow emits nothing when the row number did not change.
         self._on_file_selected()
+
+    def _set_owner_words(self, words: Any) -> None:
+        """Name the owned side in the titles, column, captions and plot (the demo's is not yours)."""
+        self.words = words
+        self.preview_title.setText(words.frame_title)
+        header = self.file_table.horizontalHeaderItem(2)
+        if header is not None:
+            header.setText(words.column)
+        self.plot.set_owner_words(words)
+        self.clear_preview()
 
     def selected_file(self) -> Any:
         rows = self.file_table.selectionModel().selectedRows()
@@ -389,16 +409,16 @@ class ResultsView(QWidget):
         self._update_legend()
         self._fill_segments(f)
         if f is None:
-            self.plot_title.setText("Select a file to see where it matches your footage.")
+            self.plot_title.setText(f"Select a file to see where it matches {self.words.footage}.")
             return
         name = api.safe_text(f.query_file, max_len=70)
         if f.segments or f.below_floor or getattr(f, "weak", None):
-            self.plot_title.setText(f"Where “{name}” matches your footage")
+            self.plot_title.setText(f"Where “{name}” matches {self.words.footage}")
         elif getattr(f, "repeats", None):
-            self.plot_title.setText(f"“{name}”: no match with your footage; it repeats other offered footage "
+            self.plot_title.setText(f"“{name}”: no match with {self.words.footage}; it repeats other offered footage "
                                     "(listed below)")
         else:
-            self.plot_title.setText(f"“{name}”: no match with your footage")
+            self.plot_title.setText(f"“{name}”: no match with {self.words.footage}")
 
     @staticmethod
     def segment_rows(f: Any) -> list[tuple[Any, str]]:
@@ -421,7 +441,7 @@ class ResultsView(QWidget):
         st.blockSignals(False)
         for r, (s, kind) in enumerate(rows):
             st.setItem(r, 0, table_item(f"{api.format_clock(s.query_start)}–{api.format_clock(s.query_end)}"))
-            where = "offered " if kind == "repeat" else "yours: "
+            where = "offered " if kind == "repeat" else f"{self.words.side}: "
             st.setItem(r, 1, table_item(where + names[s.corpus_file], tip=api.safe_text(s.corpus_file)))
             st.setItem(r, 2, table_item(f"{api.format_clock(s.corpus_start)}–{api.format_clock(s.corpus_end)}"))
             # The same speed words as the HTML report ("normal (0.9–1.02x)", "0.5x (0.48–0.52x)").
@@ -438,7 +458,7 @@ class ResultsView(QWidget):
             st.setItem(r, 5, table_item(short, tip=tip))
             tip = (api.describe_repeat(s) if kind == "repeat"
                    else api.describe_segment(s, below_floor=(kind == "below")))
-            st.setItem(r, 6, table_item(ROW_KINDS[kind], tip=tip))
+            st.setItem(r, 6, table_item(self.words.counted if kind == "owned" else ROW_KINDS[kind], tip=tip))
         fit_columns(st)
 
     def selected_stretch(self) -> tuple[Any, str] | None:
@@ -471,8 +491,8 @@ class ResultsView(QWidget):
         if self.preview_job is not None and self.preview_job.running:
             self.preview_job.cancel()
         self._preview_seq += 1
-        self.preview.clear_frame(PREVIEW_PROMPT)
-        self.preview_caption.setText(PREVIEW_NOTE)
+        self.preview.clear_frame(self.words.prompt)
+        self.preview_caption.setText(self.words.note)
 
     def show_owned_frame(self, segment: Any, offered_s: float, owned_s: float, distance: float) -> Job:
         """Decode the owned frame at ``owned_s`` in a worker and show it."""
@@ -482,11 +502,11 @@ class ResultsView(QWidget):
         seq = self._preview_seq
         # Named as in the table: with the folder when two owned files share a name (a backup copy).
         owned = short_names([s.corpus_file for s, _k in self._seg_rows] + [segment.corpus_file])[segment.corpus_file]
-        self.preview.setText("Decoding your frame…")
+        self.preview.setText("Decoding the frame…")
         self.preview_caption.setText(
-            f"Your file {owned} at {api.format_clock(owned_s)}, matched to the offer at "
+            f"{self.words.caption_file} {owned} at {api.format_clock(owned_s)}, matched to the offer at "
             f"{api.format_clock(offered_s)} ({api.distance_words(distance)} match). The manifest carries "
-            "no pictures: this frame comes from your own copy.")
+            f"no pictures: this frame comes from {self.words.caption_copy}.")
         job = Job(api.frame_at, segment.corpus_file, segment.corpus_stream, owned_s, parent=self,
                   with_progress=False, with_cancel=True, max_size=(480, 360))
         job.succeeded.connect(lambda rgb: self._on_frame(seq, rgb))

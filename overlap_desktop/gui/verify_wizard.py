@@ -34,7 +34,7 @@ from overlap_desktop.gui.common import (
     show_error,
 )
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.gui.wizard_pages import RunPage
+from overlap_desktop.gui.wizard_pages import RunPage, start_folder
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["VerifyWizard", "verdict_text"]
@@ -79,10 +79,11 @@ class _PathPage(QWizardPage):
         lay.addStretch(1)
 
     def _browse(self) -> None:
+        start = start_folder(self.edit.text().strip() or None)
         if self.folder:
-            p = QFileDialog.getExistingDirectory(self, self.title())
+            p = QFileDialog.getExistingDirectory(self, self.title(), start)
         else:
-            p, _ = QFileDialog.getOpenFileName(self, self.title(), "", "Manifests (*.ovlm);;All files (*)")
+            p, _ = QFileDialog.getOpenFileName(self, self.title(), start, "Manifests (*.ovlm);;All files (*)")
         if p:
             self.edit.setText(p)
 

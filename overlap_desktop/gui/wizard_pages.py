@@ -22,7 +22,19 @@ from PySide6.QtWidgets import (
 from overlap_desktop.gui.common import error_text, show_error
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
-__all__ = ["FolderListPage", "RunPage"]
+__all__ = ["FolderListPage", "RunPage", "start_folder"]
+
+
+def start_folder(near: str | Path | None = None) -> str:
+    """Where a file dialog opens: beside ``near`` (the last path chosen) when it exists, else the
+    home folder. Qt's default is the working directory: the program's own folder on Windows,
+    where no footage lives (seen under Xvfb: the wizard's "Add folder" opened in the checkout)."""
+    if near:
+        p = Path(near).expanduser()
+        for cand in (p, p.parent):
+            if str(cand) not in ("", ".") and cand.is_dir():
+                return str(cand)
+    return str(Path.home())
 
 
 class FolderListPage(QWizardPage):
@@ -50,7 +62,9 @@ class FolderListPage(QWizardPage):
         lay.addWidget(self.list, 1)
 
     def _choose(self) -> None:
-        d = QFileDialog.getExistingDirectory(self, "Choose a folder of footage")
+        chosen = self.folders()
+        d = QFileDialog.getExistingDirectory(self, "Choose a folder of footage",
+                                             start_folder(Path(chosen[-1]).parent if chosen else None))
         if d:
             self.add_folder(d)
 

@@ -242,6 +242,7 @@ def run_demo(out_dir: Path, *, progress: ProgressCallback | None = None,
     from overlap_desktop.core.match.compare import compare
     from overlap_desktop.core.report.html import write_report_html
     from overlap_desktop.core.report.json_io import write_report_json
+    from overlap_desktop.core.report.model import DEMO_LIBRARY, OWNED_LIBRARY_SETTING
     from overlap_desktop.core.report.wording import headline, headline_details
 
     started = time.monotonic()
@@ -281,6 +282,8 @@ def run_demo(out_dir: Path, *, progress: ProgressCallback | None = None,
                             cancel=cancel)
     step(4)
     report = compare(manifest, lab_index, config=lab_cfg, progress=progress, cancel=cancel)
+    # The owned side is the demo's sample library, not the user's footage: the wording says so.
+    report.settings[OWNED_LIBRARY_SETTING] = DEMO_LIBRARY
     step(5)
     report_json, report_html = out_dir / "report.json", out_dir / "report.html"
     write_report_json(report, report_json)

@@ -391,7 +391,7 @@ def test_library_sorted_a_to_z_and_plain_durations(qtbot: Any, lab_state: Any) -
     qtbot.waitUntil(lambda: lib.table.rowCount() == 2, timeout=120_000)
     names = [lib.table.item(r, 0).text() for r in range(lib.table.rowCount())]
     assert names == sorted(names)
-    assert fmt_hours(90) == "1.5 min" and fmt_hours(120) == "2 min" and fmt_hours(45 * 60) == "45 min"
+    assert fmt_hours(90) == "1.5 min" and fmt_hours(120) == "2.0 min" and fmt_hours(45 * 60) == "45 min"
     assert lib.table.wordWrap()
 
 

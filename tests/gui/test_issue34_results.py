@@ -142,8 +142,8 @@ def test_analyst_plot_and_frame_follow_the_selection(qtbot: Any, reports: dict[s
 
     # Two owned files behind the lines: the axis does not say "your file".
     assert len({s.corpus_file for s in copy.segments}) == 2
-    assert view.plot.y_axis_words() == "Time in each file (s)"
-    assert view.plot.plot.getAxis("left").labelText == "Time in each file (s)"
+    assert view.plot.y_axis_words() == "Each file (s)"
+    assert view.plot.plot.getAxis("left").labelText == "Each file (s)"
 
     # A dot: its frame and a ring on it.
     seg = copy.segments[0]
@@ -207,7 +207,7 @@ def test_owned_file_colouring_tells_two_copies_apart(qtbot: Any, reports: dict[s
     # One owned file: "your file".
     view2 = _view(qtbot)
     view2.set_report(reports["one"])
-    assert view2.plot.y_axis_words() == "Time in your file (s)"
+    assert view2.plot.y_axis_words() == "Your file (s)"
 
 
 def test_could_not_be_judged_bands_are_in_the_legend(qtbot: Any, reports: dict[str, Any]) -> None:

@@ -142,3 +142,16 @@ def test_demo_cancel_stops_before_work(tmp_path: Path) -> None:
     with pytest.raises(Cancelled):
         run_demo(tmp_path / "demo", cancel=lambda: True)
     assert not (tmp_path / "demo" / "report.json").exists()
+
+
+def test_demo_report_names_the_demo_library_not_yours(demo_run: dict[str, Any]) -> None:
+    """Issue 34 item 12: the demo compares with its own sample library (an empty profile has no
+    footage of its own), so neither the headline nor the HTML may say "you already own"."""
+    report = demo_run["report"]
+    assert report["settings"]["owned_library"] == "demo"
+    assert "demo's sample library (not yours)" in report["headline"]
+    assert "you already own" not in report["headline"]
+    assert "you already own" not in demo_run["stdout"]
+    html = (demo_run["out"] / "report.html").read_text(encoding="utf-8")
+    assert "of offered time matches the demo&#39;s sample library" in html
+    assert "matches footage you own" not in html and "you already own" not in html

