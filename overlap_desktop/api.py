@@ -126,23 +126,23 @@ _EXPORTS: dict[str, str] = {
     # plain words for reports (shared by CLI, HTML and GUI so they say the same thing)
     "headline": "overlap_desktop.core.report.wording",
     "headline_details": "overlap_desktop.core.report.wording",
-    "describe_flags": "overlap_desktop.core.report.wording",
-    "describe_segment": "overlap_desktop.core.report.wording",
-    "format_percent": "overlap_desktop.core.report.wording",
-    "format_clock": "overlap_desktop.core.report.wording",
-    "format_duration": "overlap_desktop.core.report.wording",
-    "format_estimate": "overlap_desktop.core.report.wording",
+    "describe_flags": "overlap_desktop.core.report.segment_words",
+    "describe_segment": "overlap_desktop.core.report.segment_words",
+    "format_percent": "overlap_desktop.core.report.formats",
+    "format_clock": "overlap_desktop.core.report.formats",
+    "format_duration": "overlap_desktop.core.report.formats",
+    "format_estimate": "overlap_desktop.core.report.formats",
     "FileResult": "overlap_desktop.core.report.model",
     "MergeSummary": "overlap_desktop.core.index.merge",
-    "safe_text": "overlap_desktop.core.report.wording",
+    "safe_text": "overlap_desktop.core.report.formats",
     "report_to_dict": "overlap_desktop.core.report.json_io",
     "new_footage_sentence": "overlap_desktop.core.report.wording",
-    "describe_repeat": "overlap_desktop.core.report.wording",
-    "chance_words": "overlap_desktop.core.report.wording",
-    "speed_words": "overlap_desktop.core.report.wording",
-    "speed_text": "overlap_desktop.core.report.wording",
-    "speed_cell": "overlap_desktop.core.report.wording",
-    "format_amount": "overlap_desktop.core.report.wording",
+    "describe_repeat": "overlap_desktop.core.report.segment_words",
+    "chance_words": "overlap_desktop.core.report.segment_words",
+    "speed_words": "overlap_desktop.core.report.segment_words",
+    "speed_text": "overlap_desktop.core.report.segment_words",
+    "speed_cell": "overlap_desktop.core.report.segment_words",
+    "format_amount": "overlap_desktop.core.report.formats",
     "identical_files": "overlap_desktop.core.report.model",
     "hide_folder_names": "overlap_desktop.core.report.redact",
     "DISTANCE_SCALE": "overlap_desktop.core.report.scale",
@@ -150,8 +150,8 @@ _EXPORTS: dict[str, str] = {
     "distance_colour": "overlap_desktop.core.report.scale",
     "distance_words": "overlap_desktop.core.report.scale",
     "distance_level_indices": "overlap_desktop.core.report.scale",
-    "format_date": "overlap_desktop.core.report.wording",
-    "stream_words": "overlap_desktop.core.report.wording",
+    "format_date": "overlap_desktop.core.report.formats",
+    "stream_words": "overlap_desktop.core.report.formats",
     "GLOSSARY": "overlap_desktop.core.report.glossary",
     "glossary_tip": "overlap_desktop.core.report.glossary",
     "judged_unmatched_seconds": "overlap_desktop.core.report.model",
@@ -303,6 +303,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.core.match.compare import audit_sample, compare, compare_offers, self_dedupe
     from overlap_desktop.core.match.coverage import DEFAULT_REQUIRE, covered_percent, uncovered_files
     from overlap_desktop.core.report.csv_io import write_report_csv
+    from overlap_desktop.core.report.formats import (
+        format_amount,
+        format_clock,
+        format_date,
+        format_duration,
+        format_estimate,
+        format_percent,
+        safe_text,
+        stream_words,
+    )
     from overlap_desktop.core.report.glossary import GLOSSARY, glossary_tip
     from overlap_desktop.core.report.html import write_report_html
     from overlap_desktop.core.report.json_io import load_report_json, report_to_dict, write_report_json
@@ -321,27 +331,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         distance_level_indices,
         distance_words,
     )
-    from overlap_desktop.core.report.signing import report_signature_lines, signature_changed, signature_sentence
-    from overlap_desktop.core.report.wording import (
+    from overlap_desktop.core.report.segment_words import (
         chance_words,
         describe_flags,
         describe_repeat,
         describe_segment,
-        format_amount,
-        format_clock,
-        format_date,
-        format_duration,
-        format_estimate,
-        format_percent,
-        headline,
-        headline_details,
-        new_footage_sentence,
-        safe_text,
         speed_cell,
         speed_text,
         speed_words,
-        stream_words,
     )
+    from overlap_desktop.core.report.signing import report_signature_lines, signature_changed, signature_sentence
+    from overlap_desktop.core.report.wording import headline, headline_details, new_footage_sentence
     from overlap_desktop.core.text.ngrams import keyed_ngram_hashes
     from overlap_desktop.core.text.overlap import TextOverlapResult, check_hashed_overlap, text_overlap
     from overlap_desktop.core.types import (

@@ -170,7 +170,7 @@ def _shards_check(st: dict[str, Any]) -> DoctorCheck:
     n, older = int(st.get("shards", 0)), int(st.get("shards_older_layout", 0))
     if not older:
         return DoctorCheck("search shards", True, f"{n} shard{'s' if n != 1 else ''}", "current layout", False)
-    from overlap_desktop.core.report.wording import format_estimate
+    from overlap_desktop.core.report.formats import format_estimate
 
     took = format_estimate(float(st.get("shards_rebuild_estimate_s", 0.0)))
     return DoctorCheck("search shards", False, f"{older} of {n} in an older, slower layout",

@@ -13,7 +13,8 @@ import pytest
 from overlap_desktop import api
 from overlap_desktop.config import load_config
 from overlap_desktop.core.report.model import FileResult, Report
-from overlap_desktop.core.report.wording import describe_flags, new_footage_sentence
+from overlap_desktop.core.report.segment_words import describe_flags
+from overlap_desktop.core.report.wording import new_footage_sentence
 from tests.footage import Scene, render_frames, write_video
 
 FPS = 12

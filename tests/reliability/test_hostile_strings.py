@@ -36,8 +36,8 @@ from overlap_desktop.core.manifest.parse import parse_manifest
 from overlap_desktop.core.manifest.verify import verify_delivery
 from overlap_desktop.core.match.compare import compare
 from overlap_desktop.core.report.csv_io import write_report_csv
+from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.html import write_report_html
-from overlap_desktop.core.report.wording import safe_text
 from overlap_desktop.errors import ManifestError
 from tests.fixtures_manifest import synthetic_fp
 

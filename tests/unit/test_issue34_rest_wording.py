@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from overlap_desktop.core.report.formats import format_amount, format_duration
 from overlap_desktop.core.report.html import write_report_html
 from overlap_desktop.core.report.json_io import load_report_json, write_report_json
 from overlap_desktop.core.report.model import DEMO_LIBRARY, OWNED_LIBRARY_SETTING, FileResult, Report
-from overlap_desktop.core.report.wording import format_amount, format_duration, headline, headline_details
+from overlap_desktop.core.report.wording import headline, headline_details
 
 
 def _report(*, demo: bool, offered: float = 60.0) -> Report:

@@ -9,10 +9,12 @@ import re
 
 import numpy as np
 
+from overlap_desktop.core.report.formats import format_amount, format_duration
 from overlap_desktop.core.report.html import render_report_html
 from overlap_desktop.core.report.model import REPEATS_SETTING, FileResult, Report, identical_files
 from overlap_desktop.core.report.redact import FOLDERS_HIDDEN_SETTING, hide_folder_names
-from overlap_desktop.core.report.wording import format_amount, format_duration, headline, speed_cell
+from overlap_desktop.core.report.segment_words import speed_cell
+from overlap_desktop.core.report.wording import headline
 from overlap_desktop.core.types import Segment, Variant
 
 

@@ -13,6 +13,15 @@ import numpy as np
 import pytest
 
 from overlap_desktop.core.report.csv_io import write_report_csv
+from overlap_desktop.core.report.formats import (
+    format_clock,
+    format_date,
+    format_duration,
+    format_estimate,
+    format_percent,
+    safe_text,
+    stream_words,
+)
 from overlap_desktop.core.report.glossary import GLOSSARY, glossary_tip
 from overlap_desktop.core.report.html import render_report_html, write_report_html
 from overlap_desktop.core.report.json_io import (
@@ -24,23 +33,14 @@ from overlap_desktop.core.report.json_io import (
 )
 from overlap_desktop.core.report.model import FileResult, Report, judged_unmatched_seconds, offered_pieces
 from overlap_desktop.core.report.scale import DISTANCE_SCALE, distance_colour, distance_words
-from overlap_desktop.core.report.wording import (
+from overlap_desktop.core.report.segment_words import (
     chance_words,
     describe_flags,
     describe_segment,
-    format_clock,
-    format_date,
-    format_duration,
-    format_estimate,
-    format_percent,
-    headline,
-    headline_details,
-    new_footage_sentence,
-    safe_text,
     speed_text,
     speed_words,
-    stream_words,
 )
+from overlap_desktop.core.report.wording import headline, headline_details, new_footage_sentence
 from overlap_desktop.core.types import Segment, Span, Variant
 from overlap_desktop.errors import ExitCode, InputError
 

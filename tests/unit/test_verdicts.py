@@ -19,7 +19,8 @@ from overlap_desktop.core.match.verdicts import (
 )
 from overlap_desktop.core.report.json_io import load_report_json, report_to_dict, write_report_json
 from overlap_desktop.core.report.model import REPEATS_SETTING, FileResult, Report, judged_unmatched_seconds
-from overlap_desktop.core.report.wording import describe_segment, headline_details
+from overlap_desktop.core.report.segment_words import describe_segment
+from overlap_desktop.core.report.wording import headline_details
 from overlap_desktop.core.types import Segment, Span, StreamFingerprints, Variant
 
 

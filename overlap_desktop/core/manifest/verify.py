@@ -31,9 +31,9 @@ from typing import Any
 from overlap_desktop.core.manifest.format import Manifest
 from overlap_desktop.core.manifest.parse import read_manifest
 from overlap_desktop.core.manifest.vendors import manifest_signature_facts
+from overlap_desktop.core.report.formats import format_date, safe_text
 from overlap_desktop.core.report.output import dumps_json, write_atomically
 from overlap_desktop.core.report.signing import signature_changed, signature_sentence
-from overlap_desktop.core.report.wording import format_date, safe_text
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import InputError
 
@@ -556,7 +556,7 @@ def write_verify_html(result: VerifyResult, path: str | os.PathLike[str]) -> Pat
     """Write a human-readable verification report (self-contained HTML), atomically.
 
     Names from the manifest and the delivery folder are neutralised and escaped (by the
-    template: autoescape plus :func:`~overlap_desktop.core.report.wording.safe_text`).
+    template: autoescape plus :func:`~overlap_desktop.core.report.formats.safe_text`).
 
     Raises:
         InputError: the destination cannot be written.

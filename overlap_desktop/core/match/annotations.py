@@ -156,7 +156,7 @@ def index_episode_lookup(index: Any) -> EpisodeLookup:
 
 
 def _clock(seconds: float) -> str:
-    from overlap_desktop.core.report.wording import format_clock
+    from overlap_desktop.core.report.formats import format_clock
 
     return format_clock(seconds)
 

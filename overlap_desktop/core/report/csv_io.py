@@ -12,18 +12,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.model import FileResult, Report
 from overlap_desktop.core.report.output import write_atomically
+from overlap_desktop.core.report.segment_words import ambiguous_episodes, describe_repeat, describe_segment
 from overlap_desktop.core.report.signing import report_signature_lines
-from overlap_desktop.core.report.wording import (
-    ambiguous_episodes,
-    describe_repeat,
-    describe_segment,
-    evidence_floor,
-    headline,
-    new_footage_sentence,
-    safe_text,
-)
+from overlap_desktop.core.report.wording import evidence_floor, headline, new_footage_sentence
 from overlap_desktop.core.types import Segment
 
 __all__ = ["CSV_COLUMNS", "write_report_csv"]

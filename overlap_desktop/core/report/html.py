@@ -4,7 +4,7 @@ The templates live in ``templates/`` next to this module (package data: they shi
 wheel and in the PyInstaller bundle) and are rendered with autoescaping on, so every value a
 template prints is HTML-escaped by Jinja; nothing is escaped by hand here. On top of that the
 environment's ``finalize`` passes every printed string through
-:func:`~overlap_desktop.core.report.wording.safe_text`, so control, bidi-override and
+:func:`~overlap_desktop.core.report.formats.safe_text`, so control, bidi-override and
 invisible characters from a vendor's names become visible ``[U+XXXX]`` markers even where a
 template author forgot to ask for it.
 
@@ -23,30 +23,29 @@ from typing import Any
 
 import jinja2
 
-from overlap_desktop.core.report.glossary import GLOSSARY
-from overlap_desktop.core.report.json_io import REPORT_SCHEMA, jsonable, tool_version
-from overlap_desktop.core.report.model import FileResult, Report, identical_files, repeats_checked
-from overlap_desktop.core.report.output import write_atomically
-from overlap_desktop.core.report.scale import DISTANCE_SCALE, distance_level
-from overlap_desktop.core.report.signing import report_signature_lines
-from overlap_desktop.core.report.svgplot import PlotView, plot_view
-from overlap_desktop.core.report.wording import (
-    chance_words,
-    describe_flags,
-    evidence_floor,
+from overlap_desktop.core.report.formats import (
     format_amount,
     format_clock,
     format_date,
     format_duration,
     format_percent,
+    safe_text,
+    stream_words,
+)
+from overlap_desktop.core.report.glossary import GLOSSARY
+from overlap_desktop.core.report.json_io import REPORT_SCHEMA, jsonable, tool_version
+from overlap_desktop.core.report.model import FileResult, Report, identical_files, repeats_checked
+from overlap_desktop.core.report.output import write_atomically
+from overlap_desktop.core.report.scale import DISTANCE_SCALE, distance_level
+from overlap_desktop.core.report.segment_words import chance_words, describe_flags, manipulation_words, speed_cell
+from overlap_desktop.core.report.signing import report_signature_lines
+from overlap_desktop.core.report.svgplot import PlotView, plot_view
+from overlap_desktop.core.report.wording import (
+    evidence_floor,
     headline,
     headline_details,
     manifest_label,
-    manipulation_words,
     new_footage_sentence,
-    safe_text,
-    speed_cell,
-    stream_words,
     text_overlap_sentence,
 )
 from overlap_desktop.core.types import Segment
@@ -295,7 +294,7 @@ def write_report_html(report: Report, path: str | os.PathLike[str]) -> Path:
     scripts, no external assets), atomically.
 
     Every string that came from a manifest or a file name is neutralised with
-    :func:`~overlap_desktop.core.report.wording.safe_text` and HTML-escaped by the
+    :func:`~overlap_desktop.core.report.formats.safe_text` and HTML-escaped by the
     template, in text, attributes and SVG alike.
 
     Returns:

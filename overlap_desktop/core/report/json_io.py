@@ -18,20 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.model import FileResult, Report, judged_unmatched_seconds
 from overlap_desktop.core.report.output import dumps_json, write_atomically
-from overlap_desktop.core.report.signing import report_signature_lines
-from overlap_desktop.core.report.wording import (
+from overlap_desktop.core.report.segment_words import (
     ambiguous_episodes,
     describe_flags,
     describe_repeat,
     describe_segment,
-    evidence_floor,
-    headline,
-    headline_details,
-    new_footage_sentence,
-    safe_text,
 )
+from overlap_desktop.core.report.signing import report_signature_lines
+from overlap_desktop.core.report.wording import evidence_floor, headline, headline_details, new_footage_sentence
 from overlap_desktop.core.types import Segment, Span, Variant
 from overlap_desktop.errors import InputError
 

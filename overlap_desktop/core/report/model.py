@@ -8,7 +8,7 @@ autoescaping). :mod:`.scale` holds the one colour scale of match plots and
 
 Every string in a report that came from a manifest or a file name is untrusted: a vendor
 chooses it. Renderers for people pass such strings through
-:func:`~overlap_desktop.core.report.wording.safe_text`; the JSON keeps the exact strings,
+:func:`~overlap_desktop.core.report.formats.safe_text`; the JSON keeps the exact strings,
 because it is data that must round-trip.
 """
 

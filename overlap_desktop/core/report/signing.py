@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.model import Report
-from overlap_desktop.core.report.wording import safe_text
 
 __all__ = ["report_signature_lines", "signature_changed", "signature_sentence"]
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.json_io import thin_pairs
 from overlap_desktop.core.report.scale import distance_colour, distance_words
-from overlap_desktop.core.report.wording import describe_segment, safe_text
+from overlap_desktop.core.report.segment_words import describe_segment
 from overlap_desktop.core.types import Segment
 
 __all__ = ["Band", "PlotView", "plot_view"]

@@ -2,8 +2,8 @@
 
 This module holds the sentences about a whole report (the headline and what qualifies it);
 numbers and untrusted text are formatted by :mod:`~overlap_desktop.core.report.formats`, one
-matched stretch is described by :mod:`~overlap_desktop.core.report.segment_words`. Both are
-re-exported here, so callers import every plain word from one place.
+matched stretch is described by :mod:`~overlap_desktop.core.report.segment_words`. Import each
+word from the module that defines it (the shells get them all from ``overlap_desktop.api``).
 """
 
 from __future__ import annotations
@@ -12,36 +12,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from overlap_desktop.core.report.formats import (
-    format_amount,
-    format_clock,
-    format_date,
     format_duration,
-    format_estimate,
     format_percent,
     pair_of_durations,
     safe_text,
-    stream_words,
 )
 from overlap_desktop.core.report.model import Report, repeats_checked
-from overlap_desktop.core.report.segment_words import (
-    SPEED_TOLERANCE,
-    ambiguous_episodes,
-    chance_words,
-    describe_flags,
-    describe_repeat,
-    describe_segment,
-    manipulation_words,
-    speed_cell,
-    speed_text,
-    speed_words,
-)
 
-__all__ = ["SPEED_TOLERANCE", "ambiguous_episodes", "chance_words", "describe_flags", "describe_repeat",
-           "describe_segment",
-           "evidence_floor", "format_amount", "format_clock", "format_date", "format_duration", "format_estimate",
-           "format_percent", "headline",
-           "headline_details", "manifest_label", "manipulation_words", "new_footage_sentence", "safe_text",
-           "speed_cell", "speed_text", "speed_words", "stream_words", "text_overlap_sentence"]
+__all__ = ["evidence_floor", "headline", "headline_details", "manifest_label", "new_footage_sentence",
+           "text_overlap_sentence"]
 
 
 def evidence_floor(report: Report) -> float | None:
