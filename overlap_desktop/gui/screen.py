@@ -490,7 +490,11 @@ class ScreenOfferPage(QWidget):
         for k in ("amount", "made", "compat"):
             self.fields[k].setText("")
         self.seal.set_seal("")
-        job = Job(run, out, parent=self)
+        try:
+            config: Any = self.state.config()
+        except Exception:  # a settings problem shows when comparing; the demo still runs
+            config = None
+        job = Job(_demo_then_check, run, out, self.state.index_path, config, parent=self)
         preload_plot_library()
         self._start_long(job, "Running the demo…")
         job.succeeded.connect(self._on_demo_done)
@@ -498,19 +502,33 @@ class ScreenOfferPage(QWidget):
         job.start()
         return job
 
-    def _on_demo_done(self, result: Any) -> None:
+    def _on_demo_done(self, done: tuple[Any, api.OfferCheck, Any]) -> None:
+        result, mine, report = done
         self.manifest_path = Path(result.manifest)
-        try:
-            info = api.inspect_manifest(self.manifest_path)  # small file: quick on the UI thread
-        except Exception:  # the summary is a nicety; the report below is what matters
-            info = {"label": "Demo offer"}
-        # "Compare with my library" must reflect *your* library (empty after a first demo), not
-        # the demo's sample library the report below was made with.
-        try:
-            mine = api.check_offer(self.manifest_path, self.state.index_path, config=self.state.config())
-        except Exception as exc:  # a library problem is reported when comparing; the demo still shows
-            mine = api.OfferCheck(info, None, f"the offer cannot be checked ({exc})")
-        self._on_inspected(dataclasses.replace(mine, info=info), remember=False)
+        self._on_inspected(mine, remember=False)
         self.fields["compat"].setText("The demo compared the offer with its own sample library (not yours).")
-        report = result.report if result.report is not None else api.load_report_json(result.report_json)
         self.show_report(report, Path(result.index))
+
+
+def _demo_then_check(run: Any, out: Path, index_path: Path, config: Any, **callbacks: Any
+                     ) -> tuple[Any, api.OfferCheck, Any]:
+    """Run the demo, then read its offer and check it against *your* library, in the worker.
+
+    "Compare with my library" must reflect your library (empty after a first demo), not the
+    demo's sample library its report was made with; opening that library is database work,
+    which stays off the UI thread.
+    """
+    result = run(out, **callbacks)
+    manifest = Path(result.manifest)
+    try:
+        info = api.inspect_manifest(manifest)
+    except Exception:  # the summary is a nicety; the report is what matters
+        info = {"label": "Demo offer"}
+    try:
+        if config is None:
+            raise ValueError("your settings could not be read")
+        mine = api.check_offer(manifest, index_path, config=config)
+    except Exception as exc:  # a library problem is reported when comparing; the demo still shows
+        mine = api.OfferCheck(info, None, f"the offer cannot be checked ({exc})")
+    report = result.report if result.report is not None else api.load_report_json(result.report_json)
+    return result, dataclasses.replace(mine, info=info), report

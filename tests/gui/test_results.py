@@ -112,6 +112,16 @@ def test_try_the_demo_shows_a_screening(qtbot: Any, window: MainWindow, report: 
                                report_json=None, headline=api.headline(report))
 
     monkeypatch.setattr(api, "run_demo", run_demo)
+    import threading
+
+    on_ui: list[bool] = []
+    real_check = api.check_offer
+
+    def check_offer(*args: Any, **kwargs: Any) -> Any:  # opens the user's library: database work
+        on_ui.append(threading.current_thread() is threading.main_thread())
+        return real_check(*args, **kwargs)
+
+    monkeypatch.setattr(api, "check_offer", check_offer)
     assert window.home.demo_button.isEnabled()
     screen = window.screen
     with qtbot.waitSignal(screen.compared, timeout=120_000):
@@ -124,6 +134,7 @@ def test_try_the_demo_shows_a_screening(qtbot: Any, window: MainWindow, report: 
     assert screen.seal.text() == api.inspect_manifest(offer_manifest)["root"]
     assert "own sample library" in screen.fields["compat"].text()
     assert lab_index != window.state.index_path  # the user's library is not touched
+    assert on_ui == [False]  # "Compare with my library" was checked in the worker, not on the UI thread
 
 
 def test_an_offer_cannot_be_compared_before_the_library_has_footage(qtbot: Any, window: MainWindow,
