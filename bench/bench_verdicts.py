@@ -45,7 +45,8 @@ if str(ROOT) not in sys.path:
 from overlap_desktop import api  # noqa: E402
 from overlap_desktop.core.index.store import open_index  # noqa: E402
 from overlap_desktop.core.manifest.parse import read_manifest  # noqa: E402
-from overlap_desktop.core.match import compare as C  # noqa: E402
+from overlap_desktop.core.match.engine import IndexCorpus, compare_streams  # noqa: E402
+from overlap_desktop.core.match.results import manifest_queries  # noqa: E402
 from overlap_desktop.core.match.segments import MatchParams  # noqa: E402
 from overlap_desktop.core.match.verdicts import verdict_problems  # noqa: E402
 from tests import manipulations as m  # noqa: E402
@@ -110,11 +111,11 @@ def verdict_table(name: str, report: Any, truth: dict[str, str | None]) -> dict[
 def candidate_lines(manifest: Path, lab: Path, truth: dict[str, str | None]) -> tuple[list[float], list[float], int]:
     """Chance figures of every verified line from a look-alike offer: (different motion, scripted
     twin, look-alike streams searched)."""
-    queries = [q for q in C._manifest_queries(read_manifest(manifest))
+    queries = [q for q in manifest_queries(read_manifest(manifest))
                if truth.get(Path(q.file).stem, "?") is None and not Path(q.file).stem.startswith("limit-")]
     other, twin = [], []
     with open_index(lab, create=False) as idx:
-        found = C.compare_streams(queries, C._IndexCorpus(idx), MatchParams(list_chance=math.inf))
+        found = compare_streams(queries, IndexCorpus(idx), MatchParams(list_chance=math.inf))
         for qi, sid, s in found:
             if s.chance is None:  # unjudged or rival: no figure claimed
                 continue

@@ -326,6 +326,18 @@ def _noise_sd(images: np.ndarray) -> np.ndarray:
     return 1.4826 * np.median(flat, axis=1) / np.sqrt(1.25)
 
 
+def _box_blur(images: np.ndarray, size: int) -> np.ndarray:
+    """Mean over a ``size`` x ``size`` box of each ``(N, h, w)`` image, edges mirrored (as
+    ``scipy.ndimage.uniform_filter(mode="reflect")``; plain numpy: scipy is not a runtime dependency)."""
+    lo = size // 2
+    hi = size - 1 - lo
+    p = np.pad(images.astype(np.float64), ((0, 0), (lo, hi), (lo, hi)), mode="symmetric")
+    c = np.cumsum(np.pad(p, ((0, 0), (1, 0), (1, 0))), axis=1).cumsum(axis=2)
+    h, w = images.shape[1:]
+    box = c[:, size:size + h, size:size + w] - c[:, :h, size:size + w] - c[:, size:size + h, :w] + c[:, :h, :w]
+    return (box / (size * size)).astype(np.float32)
+
+
 def contrast_gains(images: np.ndarray) -> np.ndarray:
     """The contrast stretch of each ``(N, HASH_SIZE, HASH_SIZE)`` luma image (1 = untouched).
 
@@ -339,8 +351,6 @@ def contrast_gains(images: np.ndarray) -> np.ndarray:
     Returns:
         ``float32 (N,)`` gains, each 1.0 or more.
     """
-    from scipy import ndimage  # local: keeps ``import overlap_desktop`` light
-
     y = np.asarray(images, dtype=np.float32)
     n = len(y)
     gains = np.ones(n, np.float32)
@@ -351,7 +361,7 @@ def contrast_gains(images: np.ndarray) -> np.ndarray:
     if low.size == 0:
         return gains
     sub = y[low]
-    detail = sub - ndimage.uniform_filter(sub, size=(1, _DETAIL_BOX, _DETAIL_BOX), mode="reflect")
+    detail = sub - _box_blur(sub, _DETAIL_BOX)
     noise = _noise_sd(sub)
     dsd = detail.reshape(low.size, -1).std(axis=1).astype(np.float64)
     structure = np.sqrt(np.maximum(dsd ** 2 - noise ** 2, 0.0))
