@@ -29,11 +29,11 @@ from overlap_desktop.core.ingest.fingerprint import (  # noqa: E402
     DEFAULT_EDGE_LADDER,
     PRESET_LADDERS,
     fingerprint_stream,
-    hamming,
     prep_and_hash_image,
     variants_for,
 )
 from overlap_desktop.core.ingest.frames import scale_rgb  # noqa: E402
+from overlap_desktop.core.ingest.pdq_batch import hamming  # noqa: E402
 from overlap_desktop.core.ingest.readers.video import VideoReader  # noqa: E402
 from overlap_desktop.core.types import Variant  # noqa: E402
 from tests.footage import Scene, render_frames, write_video  # noqa: E402

@@ -37,9 +37,9 @@ from overlap_desktop.core.ingest import orient, prep  # noqa: E402
 from overlap_desktop.core.ingest.fingerprint import (  # noqa: E402
     _FrameHasher,
     fingerprint_stream,
-    hamming,
     variants_for,
 )
+from overlap_desktop.core.ingest.pdq_batch import hamming  # noqa: E402
 from overlap_desktop.core.ingest.readers.video import VideoReader  # noqa: E402
 from overlap_desktop.core.types import Variant  # noqa: E402
 from tests.footage import Scene, render_frames, write_video  # noqa: E402

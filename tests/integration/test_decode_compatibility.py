@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from overlap_desktop import api
-from overlap_desktop.core.ingest.fingerprint import hamming
+from overlap_desktop.core.ingest.pdq_batch import hamming
 from tests import manipulations as m
 from tests.manipulations import Piece
 from tests.rig import RigEpisode

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.ingest.fingerprint import fingerprint_stream, hamming
+from overlap_desktop.core.ingest.fingerprint import fingerprint_stream
+from overlap_desktop.core.ingest.pdq_batch import hamming
 from overlap_desktop.core.ingest.readers import reader_for
 from overlap_desktop.core.types import StreamFingerprints
 from tests.fixtures_recordings import FOOTAGE_SECONDS, mcap_foxglove_proto

@@ -10,8 +10,9 @@ import av
 import numpy as np
 import pytest
 
-from overlap_desktop.core.ingest.fingerprint import fingerprint_stream, hamming, prep_and_hash_image
+from overlap_desktop.core.ingest.fingerprint import fingerprint_stream, prep_and_hash_image
 from overlap_desktop.core.ingest.frames import ArrayFrame
+from overlap_desktop.core.ingest.pdq_batch import hamming
 from overlap_desktop.core.ingest.readers import ReaderLimits, reader_for
 from overlap_desktop.core.ingest.readers.video import VideoReader
 from overlap_desktop.core.types import NS_PER_S, StreamInfo

@@ -12,7 +12,6 @@ from overlap_desktop.core.ingest.fingerprint import (
     PRESET_LADDERS,
     code_to_hex,
     fingerprint_stream,
-    hamming,
     hex_to_code,
     prep_and_hash_image,
     resample,
@@ -20,6 +19,7 @@ from overlap_desktop.core.ingest.fingerprint import (
     variants_from_config,
 )
 from overlap_desktop.core.ingest.frames import ArrayFrame, scale_rgb
+from overlap_desktop.core.ingest.pdq_batch import hamming
 from overlap_desktop.core.types import NS_PER_S, CancelToken, Variant
 from overlap_desktop.errors import Cancelled
 from tests.footage import Scene

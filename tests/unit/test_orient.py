@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from overlap_desktop.core.ingest import orient, prep
-from overlap_desktop.core.ingest.fingerprint import _FrameHasher, hamming
+from overlap_desktop.core.ingest.fingerprint import _FrameHasher
+from overlap_desktop.core.ingest.pdq_batch import hamming
 from overlap_desktop.core.match import pipeline
 from overlap_desktop.core.types import StreamFingerprints, Variant
 from tests.footage import Scene

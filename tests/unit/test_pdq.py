@@ -18,11 +18,11 @@ import pytest
 from overlap_desktop.core.ingest.fingerprint import (
     bits_to_code,
     code_to_hex,
-    hamming,
     hash_hash_image,
     hex_to_code,
     variants_for,
 )
+from overlap_desktop.core.ingest.pdq_batch import hamming
 from overlap_desktop.core.types import Variant
 
 PIL = pytest.importorskip("PIL.Image")

@@ -212,7 +212,7 @@ def test_frames_that_give_luma_are_hashed_from_it() -> None:
     # Whole-number luma (what swscale's gray gives) goes through the same path.
     rounded = fingerprint_stream(iter([_LumaFrame(w, t, np.rint(prep.luma(w)).astype(np.uint8))
                                        for w, t in zip(work, times)]), fps=4.0, variants=variants)
-    assert fingerprint.hamming(rounded.codes, rgb.codes)[rgb.quality >= 50].mean() < 8
+    assert pdq_batch.hamming(rounded.codes, rgb.codes)[rgb.quality >= 50].mean() < 8
     # Control: luma of the next picture gives that picture's codes, so the luma is what is hashed.
     shifted = fingerprint_stream(iter([_LumaFrame(w, t, prep.luma(work[(k + 1) % len(work)]))
                                        for k, (w, t) in enumerate(zip(work, times))]), fps=4.0, variants=variants)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from overlap_desktop.core.ingest import prep
-from overlap_desktop.core.ingest.fingerprint import hamming, prep_and_hash_image
+from overlap_desktop.core.ingest.fingerprint import prep_and_hash_image
+from overlap_desktop.core.ingest.pdq_batch import hamming
 from tests.footage import Scene
 
 W = prep.WORK_SIZE
@@ -35,7 +36,9 @@ def letterbox(img: np.ndarray, frac: float, *, axis: int = 0, noise: float = 3.0
 
 
 def test_prep_id_is_versioned() -> None:
-    assert prep.PREP_ID.endswith("-v1")
+    assert prep.PREP_ID.endswith("-v2")
+    # v1 (before the contrast stretch) stays comparable: its usable codes are reproduced.
+    assert prep.PREP_PREDECESSORS == ("sq192-area-bars30-luma64-v1",)
     assert str(W) in prep.PREP_ID and str(prep.HASH_SIZE) in prep.PREP_ID
 
 

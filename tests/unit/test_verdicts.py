@@ -11,6 +11,7 @@ from overlap_desktop.core.match.repeats import new_and_repeated_seconds
 from overlap_desktop.core.match.verdicts import (
     REASON_AMBIGUOUS,
     REASON_BELOW_FLOOR,
+    REASON_SAME_MOTION,
     REASON_STILL,
     REASON_WEAK,
     cant_tell_spans,
@@ -106,6 +107,19 @@ def test_uncounted_evidence_is_cant_tell_never_new() -> None:
                     settings={REPEATS_SETTING: {"checked": True}, "floor_seconds": 10.0})
     assert verdict_problems(report) == []
     assert any("Can't tell for 28 s" in line for line in headline_details(report))
+
+
+def test_the_same_motion_as_owned_footage_is_cant_tell_where_nothing_else_speaks() -> None:
+    """A rival line (distinctly the same motion, not one moment) is evidence of ownership: its
+    offered time is can't tell, after owned, unjudged and every stronger reason; time it does not
+    cover stays new."""
+    f = file_with_evidence()
+    f.cant_tell = cant_tell_spans(f, still=[(55.0, 57.0)], same_motion=[(10.0, 32.0), (56.0, 58.0)])
+    got = [(sp.start_s, sp.end_s, sp.reason) for sp in f.cant_tell]
+    assert got == [(20.0, 26.0, REASON_BELOW_FLOOR), (26.0, 30.0, REASON_SAME_MOTION), (30.0, 40.0, REASON_WEAK),
+                   (40.0, 50.0, REASON_AMBIGUOUS), (55.0, 57.0, REASON_STILL), (57.0, 58.0, REASON_SAME_MOTION)]
+    f.repeated_seconds, f.new_seconds = new_and_repeated_seconds(f)
+    assert f.new_seconds == 2.0  # 58..60
 
 
 def test_the_check_catches_evidence_counted_new() -> None:

@@ -53,7 +53,9 @@ __all__ = ["FileJob", "FileOutcome", "describe_failure", "fingerprint_file", "fi
 
 def fingerprint_settings(config: Config, variants: Sequence[Variant]) -> str:
     """The settings that change fingerprints; a file fingerprinted with others is redone."""
-    settings = {"fps": float(config["index.fps"]), "variants": [v.to_dict() for v in variants],
+    from overlap_desktop.core.ingest.prep import PREP_ID  # a file of an older normalisation is redone
+
+    settings = {"fps": float(config["index.fps"]), "prep": PREP_ID, "variants": [v.to_dict() for v in variants],
                 "quality_floor": int(config["index.quality_floor"]),
                 "static_seconds": float(config["index.static_seconds"])}
     # The rate of datasets that store none changes their fingerprints' times (only when set,

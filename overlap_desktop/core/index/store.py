@@ -192,10 +192,32 @@ class Index(IndexReader, ShardSet):
         """
         if algo_id is None or prep_id is None:
             algo_id, prep_id = _current_ids()
+        if self.algo_id == algo_id and self.prep_id != prep_id and self._lock_depth and not self.readonly:
+            self._upgrade_prep(prep_id)
         if (self.algo_id, self.prep_id) != (algo_id, prep_id):
             raise IndexError_(
                 f"this index holds {self.algo_id}/{self.prep_id} fingerprints but this version makes "
                 f"{algo_id}/{prep_id}; index into a new folder (--index) instead", path=self.path)
+
+    def _upgrade_prep(self, prep_id: str) -> None:
+        """Bring an index of an earlier, comparable normalisation up to ``prep_id``.
+
+        Only for ``prep.PREP_PREDECESSORS`` of the current normalisation, whose usable codes it
+        reproduces (see there). The index then says ``prep_id``; each file is fingerprinted again
+        by the index run that covers it (its stored settings name the old normalisation), and until
+        then its old fingerprints stay in use (their dark samples are still "featureless").
+        """
+        from overlap_desktop.core.ingest.prep import PREP_ID, PREP_PREDECESSORS
+
+        if prep_id != PREP_ID or self.prep_id not in PREP_PREDECESSORS:
+            return
+        with self._db:
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'prep_id'", (prep_id,))
+            self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('prep_upgraded_from', ?)",
+                             (self.prep_id,))
+        log.info("index %s: fingerprints of %s are brought up to %s as files are indexed again",
+                 self.path, self.prep_id, prep_id)
+        self.prep_id = prep_id
 
     # ---------------------------------------------------------------- writing
 

@@ -10,7 +10,8 @@ How a frame is hashed (``prep`` holds the normalisation and its ``PREP_ID``):
 * the reader scales the frame to the square working image (swscale, at decode);
 * letterbox bars are trimmed, giving the content box;
 * for each crop geometry the box is cut out and area-resampled (exact box filter)
-  to 64x64 luma and rounded to 8 bits (pdqhash takes ``uint8`` images);
+  to 64x64 luma, stretched if the sample is dark and low in contrast (``prep.contrast_gains``)
+  and rounded to 8 bits (pdqhash takes ``uint8`` images);
 * PDQ's 16x16 DCT coefficients and quality are computed for a batch of such images
   at once (:mod:`.pdq_batch`, bit for bit what ``pdqhash.compute_float`` returns).
   Thresholding at the median gives exactly ``pdqhash.compute``'s bits; at 64x64 the
@@ -31,6 +32,14 @@ import numpy as np
 
 from overlap_desktop.core.ingest import pdq_batch, prep
 from overlap_desktop.core.ingest.frames import MAX_HOLD_S, sample_on_grid
+from overlap_desktop.core.ingest.stillness import (
+    DIM_NOISE_BITS,
+    STATIC_BITS,
+    quiet_step,
+    runs,
+    static_bits_for,
+    static_runs,
+)
 from overlap_desktop.core.types import (
     CODE_BYTES,
     NS_PER_S,
@@ -46,11 +55,9 @@ __all__ = [
     "DEFAULT_EDGE_LADDER",
     "EDGE_DEFAULT_RUNG",
     "PRESET_LADDERS",
-    "STATIC_BITS",
     "bits_to_code",
     "code_to_hex",
     "fingerprint_stream",
-    "hamming",
     "hash_hash_image",
     "hex_to_code",
     "prep_and_hash_image",
@@ -63,13 +70,18 @@ __all__ = [
 ALGO_ID = "pdq256-v1"
 
 #: Centred crop rungs (fraction of each dimension kept) per preset. Chosen from the
-#: measurements in docs/architecture.md: a crop costs ~8-12 bits per 1% away from
-#: the nearest rung, so rungs sit 3-4% apart.
+#: measurements in docs/architecture.md: a crop costs ~8-12 bits per 1% away from the nearest
+#: rung. Rungs 4% apart (the earlier 0.96, 0.92) left a 5% cut from every border (keeping 90%)
+#: 22-28 bits median from both, on real footage at any frame size: too far for a fixed camera,
+#: whose other moments sit close, so such copies were found or not depending on the footage.
+#: Rungs 3% apart keep any centred cut within 1.5% of a rung (at most ~20 bits median; 0.90 is
+#: 14 from 0.89); the fast ladder covers cuts up to ~7% per border in 12 codes per sample
+#: (under the 6 MB per footage hour budget); balanced and thorough keep their deeper rungs.
+_FAST_RUNGS: tuple[float, ...] = (0.98, 0.95, 0.92, 0.89)
 PRESET_LADDERS: dict[str, tuple[float, ...]] = {
-    "fast": (0.96, 0.92),
-    "balanced": (0.96, 0.92, 0.88, 0.85, 0.82, 0.79, 0.76, 0.73, 0.70),
-    "thorough": (0.96, 0.92, 0.88, 0.85, 0.82, 0.79, 0.76, 0.73, 0.70,
-                 0.67, 0.64, 0.61, 0.58, 0.55),
+    "fast": _FAST_RUNGS,
+    "balanced": (*_FAST_RUNGS, 0.85, 0.82, 0.79, 0.76, 0.73, 0.70),
+    "thorough": (*_FAST_RUNGS, 0.85, 0.82, 0.79, 0.76, 0.73, 0.70, 0.67, 0.64, 0.61, 0.58, 0.55),
 }
 #: Off-centre windows of the thorough preset: the kept fraction, and the window's
 #: position along each axis as a fraction of the slack (0 = against the left/top edge,
@@ -83,8 +95,6 @@ THOROUGH_OFFCENTRE_ANCHORS: tuple[float, ...] = (0.0, 0.125, 0.25, 0.5, 0.75, 0.
 DEFAULT_EDGE_LADDER: tuple[float, ...] = (0.06, 0.09, 0.12, 0.15, 0.18, 0.21, 0.24)
 #: The bottom strip removed by the always-on edge rung (a trimmed HUD / timestamp bar).
 EDGE_DEFAULT_RUNG = 0.08
-#: Identity codes within this many bits of a run's first frame count as "no change".
-STATIC_BITS = 12
 
 # ----------------------------------------------------------------------------- codes
 
@@ -112,21 +122,6 @@ def hex_to_code(text: str) -> np.ndarray:
     if len(s) != 2 * CODE_BYTES:
         raise ValueError(f"a PDQ hash is {2 * CODE_BYTES} hex digits, got {len(s)}")
     return np.frombuffer(bytes.fromhex(s), dtype=np.uint8).copy()
-
-
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
-
-def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamming distances between codes ``uint8 (..., 32)``, with numpy broadcasting.
-
-    Returns:
-        ``int32`` array of the broadcast shape without the last axis.
-    """
-    x = np.bitwise_xor(np.asarray(a, dtype=np.uint8), np.asarray(b, dtype=np.uint8))
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x).sum(axis=-1, dtype=np.int32)
-    return _POPCOUNT[x].sum(axis=-1, dtype=np.int32)  # pragma: no cover - numpy < 2
 
 
 # ----------------------------------------------------------------------------- hashing
@@ -220,6 +215,8 @@ class _FrameHasher:
             groups.setdefault(_geometry_key(v), []).append((i, v))
         self.groups = list(groups.values())
         self._scratch: dict[str, np.ndarray] = {}
+        #: The contrast gains of the last batch hashed (1 = not stretched).
+        self.last_gains = np.ones(0, np.float32)
 
     def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         """A ``float32`` scratch array kept between batches (a fresh one of megabytes is
@@ -257,6 +254,13 @@ class _FrameHasher:
                     small[gi * n:(gi + 1) * n] = prep.resample_luma(y[:, g.y0:g.y1, g.x0:g.x1])
                 else:
                     small[np.asarray(ks) + gi * n] = prep.resample_luma(y[ks, g.y0:g.y1, g.x0:g.x1])
+        # Low-contrast samples are stretched (prep.contrast_gains), every geometry of a sample
+        # by the gain and around the mean of its identity image (group 0, which holds variants[0]).
+        gains = self.last_gains = prep.contrast_gains(small[:n])
+        if (gains != 1.0).any():
+            means = small[:n].reshape(n, -1).mean(axis=1)
+            for gi in range(g_count):
+                prep.stretch_contrast(small[gi * n:(gi + 1) * n], gains, means)
         # pdqhash takes 8-bit images: the resampled luma is rounded as it always was.
         np.clip(np.rint(small, out=small), 0, 255, out=small)
         # The quality is the identity geometry's (group 0, which holds variants[0]).
@@ -366,43 +370,6 @@ def variants_from_config(config: Mapping[str, Any]) -> tuple[Variant, ...]:
 # ----------------------------------------------------------------------------- streams
 
 
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """``[start, end)`` index runs where ``mask`` is true."""
-    if mask.size == 0:
-        return []
-    d = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()))
-
-
-def _static_runs(codes0: np.ndarray, min_len: int) -> list[tuple[int, int]]:
-    """Runs of at least ``min_len`` samples whose codes stay within :data:`STATIC_BITS`
-    of the run's first sample (anchored, so a slow drift is not called static)."""
-    n = codes0.shape[0]
-    out: list[tuple[int, int]] = []
-    # Where the very next sample already differs no run can start: skip those fast.
-    starts = np.flatnonzero(hamming(codes0[1:], codes0[:-1]) <= STATIC_BITS)
-    i = 0
-    while i < n:
-        k = int(np.searchsorted(starts, i))
-        if k >= starts.size:
-            break
-        i = int(starts[k])
-        # Look ahead in growing chunks: linear in the stream length, not quadratic.
-        j, chunk = i + 1, 16
-        while j < n:
-            d = hamming(codes0[j:j + chunk], codes0[i])
-            far = np.flatnonzero(d > STATIC_BITS)
-            if far.size:
-                j += int(far[0])
-                break
-            j += d.shape[0]
-            chunk = min(chunk * 2, 4096)
-        if j - i >= min_len:
-            out.append((i, j))
-        i = j
-    return out
-
-
 def _spans(times_ns: np.ndarray, runs: list[tuple[int, int]], step_s: float, end_s: float,
            reason: str) -> list[Span]:
     spans = []
@@ -428,6 +395,7 @@ class _SampleBatcher:
         self.filled = 0
         self.codes: list[np.ndarray] = []
         self.quality: list[np.ndarray] = []
+        self.stretched: list[np.ndarray] = []
         self.sample_of: list[int] = []  # for each grid point, the hashed image it shows
         self.hashed = 0
 
@@ -456,17 +424,20 @@ class _SampleBatcher:
             codes, quality = self.hasher.hash_luma_batch(self.pending[:self.filled])
             self.codes.append(codes)
             self.quality.append(quality)
+            self.stretched.append(self.hasher.last_gains > 1.0)
             self.filled = 0
 
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Codes ``(n, V, 32)`` and qualities ``uint8 (n,)`` of every grid point so far."""
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Codes ``(n, V, 32)``, qualities ``uint8 (n,)`` and contrast-stretched flags ``bool (n,)``
+        of every grid point so far."""
         self._flush()
         v = len(self.hasher.variants)
         if not self.sample_of:
-            return np.zeros((0, v, CODE_BYTES), np.uint8), np.zeros(0, np.uint8)
+            return np.zeros((0, v, CODE_BYTES), np.uint8), np.zeros(0, np.uint8), np.zeros(0, bool)
         which = np.asarray(self.sample_of, dtype=np.int64)
         codes = np.concatenate(self.codes)[which]
-        return codes, np.concatenate(self.quality).astype(np.uint8)[which]
+        return (codes, np.concatenate(self.quality).astype(np.uint8)[which],
+                np.concatenate(self.stretched)[which])
 
 
 def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
@@ -520,7 +491,7 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
             on_frame(s.t_ns / NS_PER_S)
     n = len(times)
     times_ns = np.asarray(times, dtype=np.int64)
-    code_arr, quality = batch.result()
+    code_arr, quality, stretched = batch.result()
     step_s = 1.0 / fps
     if duration_s is not None and math.isfinite(duration_s) and duration_s > 0:
         # A stated duration far beyond what decoded (a truncated file) is not trusted.
@@ -528,13 +499,20 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
     else:
         dur = n * step_s
     low = quality < quality_floor
-    usable = ~low
-    spans = _spans(times_ns, _runs(low), step_s, dur, "featureless")
-    min_len = max(2, int(math.ceil(static_seconds * fps)))
     ok_idx = np.flatnonzero(~low)
+    # A dim camera (mostly contrast-stretched samples) jitters with its noise: see DIM_NOISE_BITS.
+    dim = ok_idx.size >= 8 and bool(stretched[ok_idx].mean() >= 0.5)
+    if dim and quiet_step(code_arr[ok_idx, 0]) > DIM_NOISE_BITS:
+        low |= stretched
+        ok_idx = np.flatnonzero(~low)
+    usable = ~low
+    spans = _spans(times_ns, runs(low), step_s, dur, "featureless")
+    min_len = max(2, int(math.ceil(static_seconds * fps)))
     if ok_idx.size >= min_len:
         # Static runs among the informative samples; runs are mapped back to grid indexes.
-        for a, b in _static_runs(code_arr[ok_idx, 0], min_len):
+        ok_codes = code_arr[ok_idx, 0]
+        static_bits = static_bits_for(ok_codes) if dim else STATIC_BITS
+        for a, b in static_runs(ok_codes, min_len, static_bits):
             lo, hi = int(ok_idx[a]), int(ok_idx[b - 1]) + 1
             if (hi - lo) * step_s + 1e-9 < static_seconds:
                 continue

@@ -36,6 +36,7 @@ __all__ = [
     "codes_from_coefs",
     "coefs_and_quality",
     "dct16",
+    "hamming",
     "matches_pdqhash",
     "oriented",
     "pdqhash_coefs",
@@ -193,3 +194,18 @@ def matches_pdqhash() -> bool:
         return True
     imgs = _probe_images()
     return bool(np.array_equal(dct16(imgs), ref) and np.array_equal(quality(imgs), ref_q))
+
+
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamming distances between codes ``uint8 (..., 32)``, with numpy broadcasting.
+
+    Returns:
+        ``int32`` array of the broadcast shape without the last axis.
+    """
+    x = np.bitwise_xor(np.asarray(a, dtype=np.uint8), np.asarray(b, dtype=np.uint8))
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).sum(axis=-1, dtype=np.int32)
+    return _POPCOUNT[x].sum(axis=-1, dtype=np.int32)  # pragma: no cover - numpy < 2

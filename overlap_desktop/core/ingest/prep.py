@@ -16,9 +16,17 @@ behind each number):
    area filter does all the anti-aliasing and the dihedral (mirror) hashes are exact.
    PDQ only looks at luma, so working in luma loses nothing and makes grayscale
    copies converge.
+4. A low-contrast image (a dim arena, an IR overhead camera, a night scene) is
+   stretched around mid-grey before it is rounded to 8 bits (:func:`contrast_gains`),
+   when it holds structure well above its noise. PDQ's bits ignore the DC term and
+   are thresholded at the median, so an affine stretch leaves them as they were (up
+   to rounding and clipping); what changes is PDQ's quality, which counts pixel
+   steps of 3 levels and more, so dark footage with real content stops reading as
+   "featureless". Blank and noise-only frames are never stretched.
 
 Any change to these steps or their constants must change :data:`PREP_ID`: indexes
-and manifests record it, and a mismatch is refused rather than compared.
+and manifests record it, and a mismatch is refused rather than compared (except with
+a :data:`PREP_PREDECESSORS` entry, whose codes this normalisation reproduces).
 """
 
 from __future__ import annotations
@@ -32,18 +40,24 @@ from overlap_desktop.core.ingest.frames import scale_rgb
 
 __all__ = [
     "BAR_MAX_FRACTION",
+    "CONTRAST_MAX_GAIN",
+    "CONTRAST_TARGET_STD",
     "HASH_SIZE",
     "PREP_ID",
+    "PREP_PREDECESSORS",
     "WORK_SIZE",
     "Box",
     "content_box",
+    "comparable_prep",
     "content_box_from_luma",
+    "contrast_gains",
     "detect_bars",
     "detect_bars_luma",
     "luma",
     "prep_image",
     "region_luma",
     "resample_luma",
+    "stretch_contrast",
     "to_work_image",
 ]
 
@@ -63,8 +77,58 @@ _BAR_SYMMETRY_PX = 2
 #: Bars thinner than this (working pixels) are ignored: a dark border line is content.
 _BAR_MIN_PX = 2
 
-#: Versioned name of this normalisation (sizes, filter, bar rule, hash input size).
-PREP_ID = f"sq{WORK_SIZE}-area-bars{int(BAR_MAX_FRACTION * 100)}-luma{HASH_SIZE}-v1"
+#: A hash image whose luma standard deviation is below this (levels of 255) is stretched
+#: towards it. Ordinary footage measures 35-70 and is left exactly as it was; a grey car park
+#: seen from above measures ~11 (PDQ quality ~30), the same room at a quarter of its range ~15.
+CONTRAST_TARGET_STD = 32.0
+#: The stretch never exceeds this gain: darker than ~4 levels of standard deviation, the 8-bit
+#: working image and the encoder have already flattened what content there was.
+CONTRAST_MAX_GAIN = 8.0
+#: Detail an image needs before it is stretched: the standard deviation of what a 9-pixel
+#: box blur removes, less the noise's share, in levels. Blank, lens-cap and vignetted frames
+#: measure 0-0.5 whatever their noise. Below ~2.5 an encoder has flattened the content:
+#: measured on a dimmed rendered rig re-encoded at CRF 28, a copy's code sat 16-19 bits from
+#: its source at 3-4 levels of detail, 28-30 at 1.3-2, 38-52 below 1 (as far as other
+#: moments), so such frames would be judged on noise. They stay "featureless".
+_CONTRAST_MIN_DETAIL = 2.5
+#: ... and the detail must be at least this many times the noise, so noise is never amplified
+#: into "content".
+_CONTRAST_MIN_SNR = 2.0
+#: Side of the box blur that separates detail from shading (vignetting, gradients), in pixels.
+_DETAIL_BOX = 9
+
+#: Versioned name of this normalisation (sizes, filter, bar rule, hash input size, contrast
+#: stretch). v2 added the contrast stretch (step 4 above).
+PREP_ID = (f"sq{WORK_SIZE}-area-bars{int(BAR_MAX_FRACTION * 100)}-luma{HASH_SIZE}"
+           f"-cn{int(CONTRAST_TARGET_STD)}x{int(CONTRAST_MAX_GAIN)}-v2")
+#: Earlier normalisations whose fingerprints this one can be compared with: every sample they
+#: called usable has the same code here up to rounding (the stretch is affine; ordinary
+#: footage is untouched, bit for bit); only samples they called featureless may now be usable.
+#: An index of one of these is brought up to date by the next index run (the dark files are
+#: fingerprinted again); an offer's manifest of one is compared as is (its dark samples stay
+#: "can't tell"). See docs/architecture.md, "Low-contrast footage".
+PREP_PREDECESSORS: tuple[str, ...] = (f"sq{WORK_SIZE}-area-bars{int(BAR_MAX_FRACTION * 100)}-luma{HASH_SIZE}-v1",)
+
+
+def comparable_prep(offer_prep: str, library_prep: str) -> str | None:
+    """Whether an offer fingerprinted with ``offer_prep`` can be compared with a library of ``library_prep``.
+
+    Equal normalisations compare; so does an offer of a :data:`PREP_PREDECESSORS` entry with a
+    library of the current one (its usable codes are reproduced; its dark samples stay "can't
+    tell"). A library of a predecessor is not compared with a current offer: its dark footage
+    was never judged, so dark copies would go unfound; the next index run brings it up to date.
+
+    Returns:
+        ``None`` when comparable, else why not in plain words, with the next step.
+    """
+    if offer_prep == library_prep or (library_prep == PREP_ID and offer_prep in PREP_PREDECESSORS):
+        return None
+    if offer_prep == PREP_ID and library_prep in PREP_PREDECESSORS:
+        return (f"your library was fingerprinted by an earlier version of overlap desktop ({library_prep}); "
+                f"index your footage again (overlap index, or Add footage in the app) to bring it up to date "
+                f"({offer_prep}), then compare")
+    return (f"the offer was fingerprinted with {offer_prep}, your library with {library_prep}, so they cannot "
+            f"be compared; ask the seller for a manifest made with the version of overlap desktop you use")
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,19 +313,94 @@ def _weighted_taps(x: np.ndarray, idx: np.ndarray, w: np.ndarray, axis: int) -> 
     return acc
 
 
+def _noise_sd(images: np.ndarray) -> np.ndarray:
+    """Robust per-image noise estimate (levels) of ``(N, h, w)`` images.
+
+    The median absolute difference between a pixel and the mean of its four neighbours,
+    scaled to a standard deviation for white noise (that difference has variance 1.25 sigma^2).
+    Edges and texture touch few pixels, so the median sees the noise.
+    """
+    c = images[:, 1:-1, 1:-1]
+    lap = c - 0.25 * (images[:, :-2, 1:-1] + images[:, 2:, 1:-1] + images[:, 1:-1, :-2] + images[:, 1:-1, 2:])
+    flat = np.abs(lap).reshape(len(images), -1)
+    return 1.4826 * np.median(flat, axis=1) / np.sqrt(1.25)
+
+
+def _box_blur(images: np.ndarray, size: int) -> np.ndarray:
+    """Mean over a ``size`` x ``size`` box of each ``(N, h, w)`` image, edges mirrored (as
+    ``scipy.ndimage.uniform_filter(mode="reflect")``; plain numpy: scipy is not a runtime dependency)."""
+    lo = size // 2
+    hi = size - 1 - lo
+    p = np.pad(images.astype(np.float64), ((0, 0), (lo, hi), (lo, hi)), mode="symmetric")
+    c = np.cumsum(np.pad(p, ((0, 0), (1, 0), (1, 0))), axis=1).cumsum(axis=2)
+    h, w = images.shape[1:]
+    box = c[:, size:size + h, size:size + w] - c[:, :h, size:size + w] - c[:, size:size + h, :w] + c[:, :h, :w]
+    return (box / (size * size)).astype(np.float32)
+
+
+def contrast_gains(images: np.ndarray) -> np.ndarray:
+    """The contrast stretch of each ``(N, HASH_SIZE, HASH_SIZE)`` luma image (1 = untouched).
+
+    An image is stretched only when its standard deviation is below
+    :data:`CONTRAST_TARGET_STD` and it holds detail: what a box blur removes, less the
+    noise's share, is at least :data:`_CONTRAST_MIN_DETAIL` levels and
+    :data:`_CONTRAST_MIN_SNR` times the noise. Shading alone (a vignetted blank frame, a
+    gradient) is not detail, nor is noise. The gain brings the image to the target standard
+    deviation, at most :data:`CONTRAST_MAX_GAIN`.
+
+    Returns:
+        ``float32 (N,)`` gains, each 1.0 or more.
+    """
+    y = np.asarray(images, dtype=np.float32)
+    n = len(y)
+    gains = np.ones(n, np.float32)
+    if n == 0:
+        return gains
+    sd = y.reshape(n, -1).std(axis=1).astype(np.float64)
+    low = np.flatnonzero(sd < CONTRAST_TARGET_STD)
+    if low.size == 0:
+        return gains
+    sub = y[low]
+    detail = sub - _box_blur(sub, _DETAIL_BOX)
+    noise = _noise_sd(sub)
+    dsd = detail.reshape(low.size, -1).std(axis=1).astype(np.float64)
+    structure = np.sqrt(np.maximum(dsd ** 2 - noise ** 2, 0.0))
+    ok = (structure >= _CONTRAST_MIN_DETAIL) & (structure >= _CONTRAST_MIN_SNR * noise)
+    g = np.clip(CONTRAST_TARGET_STD / np.maximum(sd[low], 1e-6), 1.0, CONTRAST_MAX_GAIN)
+    gains[low] = np.where(ok, g, 1.0).astype(np.float32)
+    return gains
+
+
+def stretch_contrast(images: np.ndarray, gains: np.ndarray, means: np.ndarray) -> None:
+    """Stretch ``(N, h, w)`` float images in place: ``(y - mean) * gain + 128``, clipped to 0..255.
+
+    Images whose gain is 1 are left exactly as they are (ordinary footage keeps its bits). The
+    same ``gains`` and ``means`` (the identity image's) apply to every crop of one sample, so a
+    crop of a stretched frame is the stretched crop.
+    """
+    for k in np.flatnonzero(gains != 1.0):
+        img = images[k]
+        img -= means[k]
+        img *= gains[k]
+        img += 128.0
+        np.clip(img, 0.0, 255.0, out=img)
+
+
 def region_luma(y: np.ndarray, box: Box) -> np.ndarray:
     """Cut ``box`` out of the working luma and resample it to the PDQ input size."""
     return resample_luma(y[box.y0:box.y1, box.x0:box.x1], HASH_SIZE)
 
 
 def prep_image(rgb: np.ndarray) -> np.ndarray:
-    """Full normalisation of one image: working size, bar trim, PDQ input size.
+    """Full normalisation of one image: working size, bar trim, PDQ input size, contrast stretch.
 
     Args:
         rgb: ``uint8 (h, w, 3)`` image of any size.
 
     Returns:
-        ``float32 (HASH_SIZE, HASH_SIZE)`` luma, what PDQ hashes.
+        ``float32 (HASH_SIZE, HASH_SIZE)`` luma, what PDQ hashes (before rounding to 8 bits).
     """
     y = luma(to_work_image(rgb))
-    return region_luma(y, content_box_from_luma(y))
+    small = region_luma(y, content_box_from_luma(y))[None]
+    stretch_contrast(small, contrast_gains(small), small.reshape(1, -1).mean(axis=1))
+    return small[0]

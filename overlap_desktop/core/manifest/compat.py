@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.index.status import LibraryCompleteness, LibraryStatus, completeness_of, library_status
 from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.ingest.prep import comparable_prep
 from overlap_desktop.core.manifest.inspect import inspect_manifest
 from overlap_desktop.errors import OverlapError
 
@@ -90,8 +91,12 @@ def check_offer(manifest: str | os.PathLike[str], index_path: str | os.PathLike[
     with idx:
         done = completeness_of(idx)
         theirs, ours = (info.get("algo_id"), info.get("prep_id")), (idx.algo_id, idx.prep_id)
-    if theirs != ours:
+    why = None
+    if theirs[0] != ours[0]:
         why = (f"the offer was fingerprinted with {theirs[0]}/{theirs[1]}, your library with "
                f"{ours[0]}/{ours[1]}, so they cannot be compared.")
+    elif theirs[1] != ours[1]:  # an earlier normalisation may still compare (prep.PREP_PREDECESSORS)
+        why = comparable_prep(str(theirs[1]), str(ours[1]))
+    if why is not None:
         return OfferCheck(info, False, why, lib, done.files_ready, done)
     return OfferCheck(info, True, "", lib, done.files_ready, done)

@@ -195,6 +195,8 @@ class Manifest:
             TEXT_NGRAMS section), or ``None``.
         signature: The vendor's verified signature (optional SIGNATURE section), or
             ``None`` when the manifest is unsigned.
+        prep_id_written: The normalisation the file itself names, when it was read as a later,
+            comparable one (``prep.PREP_PREDECESSORS``); else equal to ``prep_id`` or empty.
     """
 
     label: str
@@ -211,6 +213,7 @@ class Manifest:
     size_bytes: int = 0
     text_ngrams: TextNgrams | None = None
     signature: Signature | None = None
+    prep_id_written: str = ""
 
     @property
     def duration_s(self) -> float:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from overlap_desktop.core.ingest.prep import comparable_prep
 from overlap_desktop.core.manifest.cursor import ByteCursor, DecodedBudget
 from overlap_desktop.core.manifest.format import (
     CREATED_RE,
@@ -284,7 +285,9 @@ def parse_manifest(data: bytes | bytearray | memoryview, *, source: str | os.Pat
         data: The whole manifest.
         source: Named in error messages (a path).
         expect_algo: Refuse a manifest whose ``algo_id`` differs.
-        expect_prep: Refuse a manifest whose ``prep_id`` differs.
+        expect_prep: Refuse a manifest whose ``prep_id`` cannot be compared with this one
+            (``prep.comparable_prep``); one of an earlier, comparable normalisation is read
+            as ``expect_prep`` (``Manifest.prep_id_written`` keeps what it says).
         max_decoded: Budget for decoded fingerprint payloads, bytes (default
             :func:`decoded_budget` of the input size).
 
@@ -339,12 +342,18 @@ def _parse(buf: memoryview, src: str | None, expect_algo: str | None, expect_pre
     if expect_algo is not None and meta.algo_id != expect_algo:
         raise ManifestError(f"hash function mismatch: manifest uses algo_id {meta.algo_id!r}, this side uses "
                             f"{expect_algo!r}; comparisons need the same hash function", path=src)
+    prep_id = meta.prep_id
     if expect_prep is not None and meta.prep_id != expect_prep:
-        raise ManifestError(f"normalisation mismatch: manifest uses prep_id {meta.prep_id!r}, this side uses "
-                            f"{expect_prep!r}; comparisons need the same frame normalisation", path=src)
-    return Manifest(label=meta.label, algo_id=meta.algo_id, prep_id=meta.prep_id, created=meta.created or None,
+        why = comparable_prep(meta.prep_id, expect_prep)
+        if why is not None:
+            raise ManifestError(f"normalisation mismatch: manifest uses prep_id {meta.prep_id!r}, this side uses "
+                                f"{expect_prep!r}: {why}", path=src)
+        # An earlier, comparable normalisation: its usable codes are this one's (prep.PREP_PREDECESSORS).
+        prep_id = expect_prep
+    return Manifest(label=meta.label, algo_id=meta.algo_id, prep_id=prep_id, created=meta.created or None,
                     creator=meta.creator, root=computed.hex(), files=files,
                     anonymized=bool(meta.flags & META_FLAG_ANONYMIZED), version=FORMAT_VERSION,
+                    prep_id_written=meta.prep_id,
                     optional_sections=optional, size_bytes=len(buf), text_ngrams=text_ngrams,
                     signature=signature)
 

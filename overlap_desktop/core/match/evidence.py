@@ -591,8 +591,10 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
     for still in still_pieces(query, corpus, seg, rows, spans) + into_owned_still(query, corpus, seg):
         idle = np.zeros(0, np.int64)
         out.append((still, Assessment(idle, np.zeros(0), np.zeros(0, bool), math.inf, 0.0, seg.speed, seg.speed)))
-    if not out and int(judged.sum()) >= params.min_frames and float(s[judged].mean()) >= RIVAL_SUPPORT_BITS:
-        # Not one moment, yet distinctly the same motion: a twin a counted line must beat.
+    if (not any(not p.unjudged for p, _ in out) and int(judged.sum()) >= params.min_frames
+            and float(s[judged].mean()) >= RIVAL_SUPPORT_BITS):
+        # Not one moment, yet distinctly the same motion: a twin a counted line must beat (also
+        # when a few of its frames are near-identical "can't tell" pieces, as a twin's can be).
         out.append((replace(seg, rival=True, weak=True, score=0.0),
                     Assessment(rows, s, judged, math.inf, 0.0, seg.speed, seg.speed)))
     return out

@@ -82,6 +82,10 @@ def _explained(segs: list[RawSegment], q: np.ndarray, c: np.ndarray, tol: float 
     return m
 
 
+#: Points of one query frame more than this many bits worse than its best are not voted with.
+THIN_SLACK_BITS = 12
+
+
 def _thin(q_rows: np.ndarray, c_rows: np.ndarray, v_idx: np.ndarray, d: np.ndarray | None,
           per_frame: int = 8) -> np.ndarray:
     """Indices of the points worth voting: one per (query frame, corpus frame), at most
@@ -98,7 +102,10 @@ def _thin(q_rows: np.ndarray, c_rows: np.ndarray, v_idx: np.ndarray, d: np.ndarr
     qo = q_rows[order]
     starts = np.flatnonzero(np.r_[True, qo[1:] != qo[:-1]])
     rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
-    return order[rank < per_frame]
+    # A frame votes for its clearly best matches only: a match far worse than the frame's best
+    # (another crop rung's code of another moment) would take a share of its one vote.
+    best = np.repeat(dd[order[starts]], np.diff(np.r_[starts, order.size]))
+    return order[(rank < per_frame) & (dd[order] <= best + THIN_SLACK_BITS)]
 
 
 def _lines_to_segments(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
@@ -155,7 +162,8 @@ def _dedupe(segs: list[RawSegment]) -> list[RawSegment]:
     kept: list[RawSegment] = []
     for s in sorted(segs, key=lambda x: (x.weak, x.chance if x.chance is not None else 1.0,
                                          -_evidence(x), x.mean_distance)):
-        if not any(_same_segment(s, k) for k in kept):
+        # A twin's motion (rival) and its near-identical "can't tell" pieces say different things.
+        if not any(_same_segment(s, k) and not (s.rival and k.unjudged or s.unjudged and k.rival) for k in kept):
             kept.append(s)
     return kept
 

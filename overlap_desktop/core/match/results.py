@@ -170,7 +170,8 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
             weak=weak,
             ambiguous=ambiguous,
         )
-        f.cant_tell = cant_tell_spans(f, still)
+        rivals = [(r.query_start, r.query_end) for i in idxs for r in rivals_of.get(i, [])]
+        f.cant_tell = cant_tell_spans(f, still, rivals)
         results.append(f)
     return results
 

@@ -33,6 +33,7 @@ __all__ = [
     "AMBIGUITY_RATIO",
     "REASON_AMBIGUOUS",
     "REASON_BELOW_FLOOR",
+    "REASON_SAME_MOTION",
     "REASON_STILL",
     "REASON_WEAK",
     "SAME_FOOTAGE_BITS",
@@ -60,6 +61,9 @@ REASON_BELOW_FLOOR = "below the evidence floor"
 REASON_WEAK = "weak evidence"
 REASON_AMBIGUOUS = "the same motion as several owned episodes"
 REASON_STILL = "near-identical to owned footage, too still or too short to place in time"
+#: A verified line to an owned stream whose frames are distinctly closer than their background
+#: but not one moment (an evidence-model "rival"): evidence of ownership, not proof of it.
+REASON_SAME_MOTION = "the same motion as owned footage, not shown to be the same moment"
 
 #: Seconds of slack in :func:`verdict_problems` (reports round times to milliseconds).
 _SLACK = 0.05
@@ -217,11 +221,13 @@ def _minus(a: float, b: float, taken: Sequence[tuple[float, float]]) -> list[tup
     return [(p, q) for p, q in out if q - p > 1e-6]
 
 
-def cant_tell_spans(f: FileResult, still: Sequence[tuple[float, float]] = ()) -> list[Span]:
+def cant_tell_spans(f: FileResult, still: Sequence[tuple[float, float]] = (),
+                    same_motion: Sequence[tuple[float, float]] = ()) -> list[Span]:
     """Offered time of ``f`` with uncounted evidence, minus owned and indeterminate time.
 
     Reasons, in order of precedence: ambiguous among episodes, below the floor, weak,
-    matching owned footage too still to place in time (``still``: offered spans).
+    matching owned footage too still to place in time (``still``: offered spans), the same
+    motion as owned footage (``same_motion``: offered spans of rival lines).
     """
     dur = max(0.0, f.duration_s)
     taken = [(s.query_start, s.query_end) for s in f.segments]
@@ -230,7 +236,7 @@ def cant_tell_spans(f: FileResult, still: Sequence[tuple[float, float]] = ()) ->
     groups = ((REASON_AMBIGUOUS, [(s.query_start, s.query_end) for s in f.ambiguous]),
               (REASON_BELOW_FLOOR, [(s.query_start, s.query_end) for s in f.below_floor]),
               (REASON_WEAK, [(s.query_start, s.query_end) for s in f.weak]),
-              (REASON_STILL, list(still)))
+              (REASON_STILL, list(still)), (REASON_SAME_MOTION, list(same_motion)))
     for reason, spans in groups:
         for a, b in sorted(spans):
             a, b = max(0.0, min(a, b)), min(dur, max(a, b))

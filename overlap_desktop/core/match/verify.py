@@ -27,6 +27,12 @@ def _line_distances(query: StreamFingerprints, corpus: StreamFingerprints, q_row
     return dist, (corpus.times_ns / 1e9)[rows]
 
 
+#: A refined speed within this share of 1x is snapped to 1x when 1x costs at most
+#: :data:`UNIT_SPEED_SLACK` more bits of mean distance (noise, not a speed change).
+UNIT_SPEED_SNAP = 0.08
+UNIT_SPEED_SLACK = 1.0
+
+
 def _refine(query: StreamFingerprints, corpus: StreamFingerprints, rows: np.ndarray, v: np.ndarray,
             slope: float, offset: float, params: MatchParams) -> tuple[float, float]:
     """Refine (slope, offset) by direct search on the alignment cost along the line.
@@ -76,6 +82,44 @@ def _refine(query: StreamFingerprints, corpus: StreamFingerprints, rows: np.ndar
         best_s, best_c = float(slopes[k[0]]), float(centres[k[1]])
     s = sign * best_s
     return s, best_c - s * qm
+
+
+def _snap_unit_speed(query: StreamFingerprints, corpus: StreamFingerprints, rows: np.ndarray, v: np.ndarray,
+                     slope: float, offset: float, params: MatchParams) -> tuple[float, float]:
+    """``(slope, offset)``, or the 1x line through the same frames when that fits them as well.
+
+    1x is the prior's speed (most resold copies play at normal speed). On noisy codes (a dim
+    camera) or over a still stretch every neighbouring owned frame is about as close, and the
+    fit wanders a few percent off 1x, which would be read as a speed change. Within
+    :data:`UNIT_SPEED_SNAP` of 1x, the 1x line is kept when its mean distance to the nearest
+    owned frame (capped at the accept distance) is at most :data:`UNIT_SPEED_SLACK` bits worse.
+    """
+    mag = abs(slope)
+    if rows.size < 2 or mag == 1.0 or abs(mag - 1.0) > UNIT_SPEED_SNAP:
+        return slope, offset
+    qt = query.times_ns[rows] / 1e9
+    qc = query.codes[rows, 0]
+    ct = corpus.times_ns / 1e9
+    cc = corpus.codes[:, np.atleast_1d(v)]
+    cap = params.accept_distance
+    sign = 1.0 if slope > 0 else -1.0
+    qm = float(qt.mean())
+    cm = slope * qm + offset
+
+    def cost(sl: float, centre: float) -> float:
+        pred = centre + sl * (qt - qm)
+        pos = np.clip(np.searchsorted(ct, pred), 1, ct.size - 1)
+        pos = np.where(np.abs(pred - ct[pos - 1]) <= np.abs(ct[pos] - pred), pos - 1, pos)
+        d = popcount_xor(qc[:, None, :], cc[pos]).min(axis=-1).astype(float)
+        d[~corpus.usable[pos] | (pred < -0.5) | (pred > ct[-1] + 0.5)] = cap
+        return float(np.minimum(d, cap).mean())
+
+    centres = cm + np.arange(-8, 9) * 0.05
+    at_one = [cost(sign, c) for c in centres]
+    k = int(np.argmin(at_one))
+    if at_one[k] <= cost(slope, cm) + UNIT_SPEED_SLACK:
+        return sign, float(centres[k]) - sign * qm
+    return slope, offset
 
 
 def _plateau_fit(query: StreamFingerprints, corpus: StreamFingerprints, rows: np.ndarray, v: np.ndarray,
@@ -277,6 +321,7 @@ class _Line:
             fit = _plateau_fit(query, self.corpus, rr[sl2][acc], fam, s2, o2)
             if fit is not None and abs(fit[0] - s2) <= 0.1 * abs(s2):
                 s3, o3 = fit
+            s3, o3 = _snap_unit_speed(query, self.corpus, rr[sl2][acc], fam, s3, o3, params)
             q0, q1 = self._query_span(first, last)
             c0 = float(np.clip(s3 * q0 + o3, 0.0, self.c_end))
             c1 = float(np.clip(s3 * q1 + o3, 0.0, self.c_end))
