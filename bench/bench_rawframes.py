@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from overlap_desktop.config import load_config  # noqa: E402
-from overlap_desktop.core.index.indexer import fingerprint_file  # noqa: E402
+from overlap_desktop.core.index.fingerprinting import fingerprint_file  # noqa: E402
 from overlap_desktop.core.ingest.fingerprint import variants_from_config  # noqa: E402
 from tests.footage import write_video  # noqa: E402
 from tests.rig import RigEpisode  # noqa: E402
