@@ -475,6 +475,19 @@ def query(directory: Path, probe: int, replicas: int = 1, repeats: int = 1, drop
             **{f"{k}{f}": v for k, d in kernel.items() if k != "cold" for f, v in d.items()}}
 
 
+def _advise_random() -> None:
+    """Map shards with ``MADV_RANDOM`` instead of the huge-page hint (this process only)."""
+    import mmap
+
+    from overlap_desktop.core.index import arrays
+
+    def advise(mm: mmap.mmap) -> bool:
+        mm.madvise(mmap.MADV_RANDOM)
+        return True
+
+    arrays.advise_hugepages = advise  # type: ignore[assignment]
+
+
 def _read_bytes() -> int:
     """Bytes this process has read from storage so far (Linux ``/proc/self/io``; 0 elsewhere)."""
     try:
@@ -517,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dest", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--target", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--replicas", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--advise", choices=["hugepage", "random"], default="hugepage",
+                    help="how the shard maps are advised: the product's huge-page hint, or (an experiment, "
+                         "the product unchanged) MADV_RANDOM, which reads only the pages a search touches")
     ap.add_argument("--drop-cache", action="store_true",
                     help="time the first comparison cold: every index file's pages dropped (posix_fadvise DONTNEED)")
     a = ap.parse_args(argv)
@@ -524,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(build(a.target, a.hours[0], a.variants, a.shard_codes, a.seed_fps or None)))
         return 0
     if a.phase == "query":
+        if a.advise == "random":
+            _advise_random()
         print(json.dumps(query(a.target, a.probe, a.replicas, a.repeats, a.drop_cache)))
         return 0
     if a.phase == "convert":
@@ -544,7 +562,8 @@ def main(argv: list[str] | None = None) -> int:
                          "--variants", str(a.variants), "--shard-codes", str(a.shard_codes),
                          "--seed-fps", str(a.seed_fps)])
         res = _sub(["--phase", "query", "--target", str(target), "--probe", str(a.probe),
-                    "--replicas", str(replicas), "--repeats", str(a.repeats), *(["--drop-cache"] * a.drop_cache)])
+                    "--replicas", str(replicas), "--repeats", str(a.repeats), "--advise", a.advise,
+                    *(["--drop-cache"] * a.drop_cache)])
         row = {**info, **res, "hours": base * replicas, "replicas": replicas}
         rows.append(row)
         print(f"{row['hours']:>7.0f} h  codes {info['codes'] * replicas / 1e6:7.1f} M  shards "
