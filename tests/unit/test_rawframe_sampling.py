@@ -108,31 +108,33 @@ def _files(root: Path) -> list[tuple[str, Path]]:
     ]
 
 
+def _fingerprints(reader: Any, path: Path, stream: Any, config: Any, sample_fps: float | None) -> tuple[Any, int]:
+    """The stream's fingerprints read with ``sample_fps`` (``None``: every frame), and the frames read."""
+    from overlap_desktop.core.ingest.fingerprint import fingerprint_stream, variants_from_config
+
+    reader.sample_fps = sample_fps
+    seen = list(reader.frames(path, stream))
+    fp = fingerprint_stream(iter(seen), fps=float(config["index.fps"]), variants=variants_from_config(config),
+                            duration_s=stream.duration_s, quality_floor=int(config["index.quality_floor"]),
+                            static_seconds=float(config["index.static_seconds"]))
+    return fp, len(seen)
+
+
 def test_raw_datasets_give_the_same_fingerprints_reading_only_the_sampled_frames(tmp_path: Path) -> None:
     pytest.importorskip("h5py")
     pytest.importorskip("zarr")
     from overlap_desktop.config import load_config
-    from overlap_desktop.core.ingest.fingerprint import fingerprint_stream, variants_from_config
     from overlap_desktop.core.ingest.readers import reader_for
 
     config = load_config(overrides={"index.frame_rate": RATE})
-    variants = variants_from_config(config)
     fps = float(config["index.fps"])
     for name, path in _files(tmp_path):
         reader: Any = reader_for(path)
         reader.configure(config)
         assert reader.sample_fps == fps
         for s in reader.streams(path):
-            def fingerprints(sample_fps: float | None) -> tuple[Any, int]:
-                reader.sample_fps = sample_fps
-                seen = list(reader.frames(path, s))
-                fp = fingerprint_stream(iter(seen), fps=fps, variants=variants, duration_s=s.duration_s,
-                                        quality_floor=int(config["index.quality_floor"]),
-                                        static_seconds=float(config["index.static_seconds"]))
-                return fp, len(seen)
-
-            every, n_all = fingerprints(None)
-            sampled, n_read = fingerprints(fps)
+            every, n_all = _fingerprints(reader, path, s, config, None)
+            sampled, n_read = _fingerprints(reader, path, s, config, fps)
             where = f"{name} {s.key}"
             assert n_all == s.extra["frames"], where
             assert n_read < n_all * 0.4, where  # 4 samples a second of 30 fps footage
