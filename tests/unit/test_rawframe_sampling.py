@@ -143,3 +143,27 @@ def test_raw_datasets_give_the_same_fingerprints_reading_only_the_sampled_frames
             assert np.array_equal(sampled.quality, every.quality), where
             assert np.array_equal(sampled.usable, every.usable), where
             assert sampled.indeterminate == every.indeterminate and sampled.duration_s == every.duration_s, where
+
+
+def test_a_preview_after_indexing_still_shows_the_exact_frame_the_sampler_skips(tmp_path: Path) -> None:
+    pytest.importorskip("h5py")
+    from overlap_desktop.config import load_config
+    from overlap_desktop.core.ingest.frames import scale_rgb
+    from overlap_desktop.core.ingest.readers import reader_for
+    from overlap_desktop.services.preview import frame_at
+    from tests.robotdata import write_aloha
+
+    frames = _frames(60, 83)
+    path = write_aloha(tmp_path / "episode_7.hdf5", {"cam_high": frames})
+    reader: Any = reader_for(path)  # the shared instance, as an indexing run leaves it
+    saved = dict(vars(reader))
+    reader.configure(load_config(overrides={"index.frame_rate": RATE}))
+    try:
+        keep = used_frames(60, RATE, reader.sample_fps)
+        assert keep is not None and 33 not in set(keep)  # 1.1 s: between the grid's 1.0 and 1.25 s
+        shown = frame_at(path, "observations/images/cam_high", 33 / RATE + 0.001)
+        assert np.array_equal(shown, scale_rgb(frames[33], shown.shape[1], shown.shape[0]))
+        assert reader.sample_fps == 4.0  # the preview used a copy
+    finally:
+        vars(reader).clear()
+        vars(reader).update(saved)
