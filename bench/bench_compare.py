@@ -38,6 +38,13 @@ nor the replicas' own query plans are counted (both exist only in the simulation
     python bench/bench_compare.py                       # 10, 100, 1,000 and 10,000 hours
     python bench/bench_compare.py --hours 10 100 1000 --max-build-hours 100 --shard-codes 16000000
     python bench/bench_compare.py --seed-fps 0 --shard-codes 2000000   # the layout before format 4
+    python bench/bench_compare.py --hours 20 200 2000 --max-build-hours 2000 --drop-cache --keep --dir DIR
+
+``--drop-cache`` times the first comparison of the day: every file of the built corpus (no
+replicas: give ``--max-build-hours`` at least the largest size) is written back and dropped
+from the page cache (``posix_fadvise`` DONTNEED) before a comparison with orientations, the
+call ``compare()`` makes; its wall time, the bytes read from storage and the peak RSS are
+printed, and the growth of that cold wall time per 10x with a projection to 10,000 hours.
     python bench/bench_compare.py --phase convert --target DIR --dest DIR2 --to-version 2
 
 No timed assertions: this prints figures for bench/RESULTS.md.
@@ -366,7 +373,30 @@ def _score(found: list[tuple[int, int, Any]], truth: list[dict], params: MatchPa
             "false_segments": len(kept) - len(used)}
 
 
-def query(directory: Path, probe: int, replicas: int = 1, repeats: int = 1) -> dict:
+def drop_pages(directory: Path) -> dict:
+    """Drop the page cache of every file under ``directory`` (written back first, then
+    ``posix_fadvise(DONTNEED)``), so the next read meets the disk as the first comparison of the
+    day does. Returns the files and bytes dropped, and the bytes still cached as ``fincore``
+    (util-linux) counts them, when it is installed."""
+    files = [f for f in directory.rglob("*") if f.is_file()]
+    total = 0
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            total += os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+    cached = None
+    if shutil.which("fincore") and files:
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", *map(str, files)],
+                             capture_output=True, text=True, check=False)
+        cached = sum(int(x) for x in out.stdout.split() if x.isdigit())
+    return {"files": len(files), "bytes": total, "still_cached_bytes": cached}
+
+
+def query(directory: Path, probe: int, replicas: int = 1, repeats: int = 1, drop: bool = False) -> dict:
     """Time one comparison of the 1-hour offer: upright only, then as ``compare()`` runs it.
 
     Each warm comparison runs ``repeats`` times and the median CPU time is reported (every run's
@@ -411,6 +441,18 @@ def query(directory: Path, probe: int, replicas: int = 1, repeats: int = 1) -> d
 
     # Upright twice: the first run also pays for reading shards into the page cache (cold),
     # the second is the steady state of a machine that compares offers routinely (warm).
+    # With ``drop`` the cold runs start from an empty page cache (drop_pages), and the call
+    # compare() makes (with orientations) is timed cold too, from an empty cache again.
+    cold: dict[str, Any] = {}
+    if drop:
+        cold["dropped"] = drop_pages(directory)
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        o_cold_wall, o_cold_cpu, o_cold_found = timed(True, "cold_o")
+        cold.update(o_cold_wall_s=round(o_cold_wall, 2), o_cold_cpu_s=round(o_cold_cpu, 2),
+                    o_cold_recall=_score(o_cold_found, truth, params)["found"],
+                    o_cold_peak_rss_mb=round(max(rss0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024, 1),
+                    o_cold_read_mb=round(_read_bytes() / 1e6, 1))
+        drop_pages(directory)
     cold_wall, cold_cpu, _ = timed(False, "cold")
     runs = [timed(False, "") for _ in range(max(1, repeats))]
     wall, cpu = float(np.median([r[0] for r in runs])), float(np.median([r[1] for r in runs]))
@@ -429,8 +471,32 @@ def query(directory: Path, probe: int, replicas: int = 1, repeats: int = 1) -> d
             "o_wall_s": round(o_wall, 2), "o_cpu_s": round(o_cpu, 2), **{f"o_{k}": v for k, v in ori.items()},
             "o_peak_rss_mb": round(rss_kb / 1024, 1), "o_stream_loads": corpus.loads,
             "cpu_runs": [round(r[1], 2) for r in runs], "o_cpu_runs": [round(r[1], 2) for r in o_runs],
-            "o_regen_cpu_s": round(corpus.regen_cpu, 2),
+            "o_regen_cpu_s": round(corpus.regen_cpu, 2), **cold,
             **{f"{k}{f}": v for k, d in kernel.items() if k != "cold" for f, v in d.items()}}
+
+
+def _advise_random() -> None:
+    """Map shards with ``MADV_RANDOM`` instead of the huge-page hint (this process only)."""
+    import mmap
+
+    from overlap_desktop.core.index import arrays
+
+    def advise(mm: mmap.mmap) -> bool:
+        mm.madvise(mmap.MADV_RANDOM)
+        return True
+
+    arrays.advise_hugepages = advise  # type: ignore[assignment]
+
+
+def _read_bytes() -> int:
+    """Bytes this process has read from storage so far (Linux ``/proc/self/io``; 0 elsewhere)."""
+    try:
+        for line in Path("/proc/self/io").read_text().splitlines():
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _sub(args: list[str]) -> dict:
@@ -464,12 +530,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dest", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--target", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--replicas", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--advise", choices=["hugepage", "random"], default="hugepage",
+                    help="how the shard maps are advised: the product's huge-page hint, or (an experiment, "
+                         "the product unchanged) MADV_RANDOM, which reads only the pages a search touches")
+    ap.add_argument("--drop-cache", action="store_true",
+                    help="time the first comparison cold: every index file's pages dropped (posix_fadvise DONTNEED)")
     a = ap.parse_args(argv)
     if a.phase == "build":
         print(json.dumps(build(a.target, a.hours[0], a.variants, a.shard_codes, a.seed_fps or None)))
         return 0
     if a.phase == "query":
-        print(json.dumps(query(a.target, a.probe, a.replicas, a.repeats)))
+        if a.advise == "random":
+            _advise_random()
+        print(json.dumps(query(a.target, a.probe, a.replicas, a.repeats, a.drop_cache)))
         return 0
     if a.phase == "convert":
         print(json.dumps(convert(a.target, a.dest, a.to_version)))
@@ -489,7 +562,8 @@ def main(argv: list[str] | None = None) -> int:
                          "--variants", str(a.variants), "--shard-codes", str(a.shard_codes),
                          "--seed-fps", str(a.seed_fps)])
         res = _sub(["--phase", "query", "--target", str(target), "--probe", str(a.probe),
-                    "--replicas", str(replicas), "--repeats", str(a.repeats)])
+                    "--replicas", str(replicas), "--repeats", str(a.repeats), "--advise", a.advise,
+                    *(["--drop-cache"] * a.drop_cache)])
         row = {**info, **res, "hours": base * replicas, "replicas": replicas}
         rows.append(row)
         print(f"{row['hours']:>7.0f} h  codes {info['codes'] * replicas / 1e6:7.1f} M  shards "
@@ -508,6 +582,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{res['o_stream_loads']}  peak RSS {res['o_peak_rss_mb']:7.1f} MB  sys {res['o_sys_s']:5.2f} s  "
               f"minor faults {res['o_minflt']}  replica plans {res['o_replica_plan_cpu_s']:.2f} s (not counted)",
               flush=True)
+        if "o_cold_wall_s" in res:
+            d = res["dropped"]
+            print(f"         cold, with orientations (pages of {d['files']} files, {d['bytes'] / 1e9:.2f} GB dropped; "
+                  f"{(d['still_cached_bytes'] or 0) / 1e6:.1f} MB still cached): wall {res['o_cold_wall_s']:6.2f} s  "
+                  f"cpu {res['o_cold_cpu_s']:6.2f} s  read {res['o_cold_read_mb']:.0f} MB from storage  "
+                  f"recall {res['o_cold_recall']}  peak RSS {res['o_cold_peak_rss_mb']:.1f} MB", flush=True)
         if not a.keep and base < a.max_build_hours:
             shutil.rmtree(target, ignore_errors=True)
     for prev, cur in zip(rows, rows[1:]):
@@ -517,6 +597,10 @@ def main(argv: list[str] | None = None) -> int:
         ro = cur["o_cpu_s"] / max(prev["o_cpu_s"], 1e-6)
         print(f"{prev['hours']:.0f} h -> {cur['hours']:.0f} h (x{f:.0f} corpus): cpu time upright x{r:.2f} "
               f"(per 10x: x{r ** e:.2f}), with orientations x{ro:.2f} (per 10x: x{ro ** e:.2f})")
+        if "o_cold_wall_s" in cur and "o_cold_wall_s" in prev:
+            rc = cur["o_cold_wall_s"] / max(prev["o_cold_wall_s"], 1e-6)
+            print(f"  cold wall with orientations x{rc:.2f} (per 10x: x{rc ** e:.2f}); projected to 10,000 h: "
+                  f"{cur['o_cold_wall_s'] * (10000 / cur['hours']) ** (np.log10(rc ** e)):.1f} s")
     print(json.dumps(rows))
     if a.dir is None and not a.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -54,6 +54,7 @@ def test_default_uses_every_core_and_cancel_stops_all_workers(
     # The corpus is tiny; make worker start-up free so the default runs in parallel.
     monkeypatch.setattr(parallel, "START_BYTES", 0)
     monkeypatch.setattr(parallel, "default_workers", lambda: 2)
+    monkeypatch.setattr(parallel, "machine_load", lambda: None)  # other jobs on the machine would keep it serial
     ix = tmp_path / "ix"
     token = CancelToken()
     seen: list[Progress] = []
@@ -143,8 +144,11 @@ def test_a_file_handed_over_after_a_worker_died_is_still_fingerprinted(scale_cor
     assert all(o.error is None and o.streams for o in outcomes.values()), outcomes
 
 
-def test_default_keeps_a_small_job_in_one_process(scale_corpus: Path, tmp_path: Path) -> None:
-    # Starting worker processes costs about a second each; a few MB of new footage is not worth it.
+def test_default_keeps_a_small_job_in_one_process(scale_corpus: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Starting worker processes costs about a second each; a few MB of new footage is not worth it,
+    # even on an idle machine.
+    monkeypatch.setattr(parallel, "machine_load", lambda: 0.0)
     ix = tmp_path / "ix"
     summary = api.index_paths([scale_corpus / "cam1"], index=ix, config=scale_config(ix))
     assert summary.engine == "this process" and summary.indexed == N_CLIPS // 2

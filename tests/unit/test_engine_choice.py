@@ -15,6 +15,7 @@ from overlap_desktop.core.index.parallel import (
     EngineChoice,
     choose_engine,
     estimated_speedup,
+    free_cores,
 )
 
 MB = 1024 * 1024
@@ -84,3 +85,24 @@ def test_a_cluster_is_used_for_a_big_job_and_a_small_one_says_why_it_stays_here(
     middle = [8 * MB] * 20
     choice = choose_engine(middle, workers=0, cores=2, cluster="tcp://h:8786")
     assert (choice.kind, choice.workers) == ("processes", 2) and choice.note
+
+
+def test_a_busy_machine_leaves_the_default_only_its_free_cores() -> None:
+    episodes = [4 * MB] * 200
+    assert free_cores(2, None) == 2 and free_cores(8, float("nan")) == 8  # no load average (Windows)
+    assert free_cores(2, 0.3) == 2 and free_cores(2, 1.2) == 2  # a run that just ended still counts for a minute
+    assert free_cores(2, 1.6) == 1 and free_cores(2, 3.5) == 1 and free_cores(8, 4.0) == 5
+    assert choose_engine(episodes, workers=0, cores=2, load=3.0) == EngineChoice("here")
+    assert choose_engine(episodes, workers=0, cores=8, load=4.0) == EngineChoice("processes", 5)
+    assert choose_engine(episodes, workers=0, cores=2, load=0.5) == EngineChoice("processes", 2)
+    # An explicit count is the user's: obeyed whatever the load.
+    assert choose_engine(episodes, workers=2, cores=2, load=3.0) == EngineChoice("processes", 2)
+    # A job too small for the cluster runs here as the default would, load included.
+    small = choose_engine(episodes[:2], workers=0, cores=2, cluster="tcp://h:8786", load=3.0)
+    assert small.kind == "here" and "cluster was not used" in small.note
+
+
+def test_two_workers_start_from_about_seven_mb_of_short_episodes() -> None:
+    # bench/bench_small_jobs.py on an idle 2-core machine: 2.6 MB broke even, 8.5 MB gained 1.4x.
+    assert choose_engine([int(2.6e6 / 6)] * 6, workers=0, cores=2, load=0.0) == EngineChoice("here")
+    assert choose_engine([int(8.5e6 / 6)] * 6, workers=0, cores=2, load=0.0) == EngineChoice("processes", 2)

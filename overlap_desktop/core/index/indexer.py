@@ -303,11 +303,17 @@ def _engine_for(config: Config, todo: Sequence[Path], sizes: dict[Path, tuple[in
                 summary: IndexSummary | None = None) -> FileEngine | None:
     """Where this run's files are fingerprinted: ``None`` for this process, else a pool or a cluster
     (the policy is :func:`~overlap_desktop.core.index.parallel.choose_engine`)."""
-    from overlap_desktop.core.index.parallel import ProcessEngine, choose_engine, cluster_engine, default_workers
+    from overlap_desktop.core.index.parallel import (
+        ProcessEngine,
+        choose_engine,
+        cluster_engine,
+        default_workers,
+        machine_load,
+    )
 
     address = str(config["index.cluster"] or "")
     choice = choose_engine([sizes[p][0] for p in todo], workers=int(config["index.workers"]),
-                           cores=default_workers(), cluster=address)
+                           cores=default_workers(), cluster=address, load=machine_load())
     if choice.note and summary is not None:
         summary.warnings.append(choice.note)
         log.info("%s", choice.note)

@@ -13,6 +13,8 @@ as one :class:`~overlap_desktop.core.index.fingerprinting.FileOutcome` per file,
 from __future__ import annotations
 
 import heapq
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -22,7 +24,7 @@ from overlap_desktop.core.engines.base import Done, Engine, WorkerDied, default_
 from overlap_desktop.core.index.fingerprinting import FileJob, FileOutcome, fingerprint_job, pipeline_facts
 
 __all__ = ["CLUSTER_MIN_BYTES", "MIN_GAIN", "START_BYTES", "EngineChoice", "FileEngine", "JobEngine",
-           "ProcessEngine", "choose_engine", "cluster_engine", "estimated_speedup"]
+           "ProcessEngine", "choose_engine", "cluster_engine", "estimated_speedup", "free_cores", "machine_load"]
 
 
 class FileEngine(Protocol):
@@ -130,10 +132,12 @@ def cluster_engine(address: str) -> JobEngine:
 #: CPU, and the pool's hand-offs: about 0.45 s of wall time on 2 cores), in bytes of footage one
 #: process fingerprints in that time. Sizes stand in for work because the writer knows them
 #: without opening a file; bytes per second of work vary with the bitrate (2-5 MB/s measured on
-#: generated 240p-720p clips, more for high-bitrate camera footage), so this is set for about
-#: 15 MB/s: a job the default sends to workers gains on any footage, and a job of a few short
-#: files stays in this process (bench/bench_small_jobs.py; bench/RESULTS.md).
-START_BYTES = 8 * 1024 * 1024
+#: generated 240p-720p clips, more for high-bitrate camera footage). Set from
+#: bench/bench_small_jobs.py on 2 cores with the machine otherwise idle: two workers gained
+#: 1.4-1.5x from about 8 MB of footage upward and broke even near 2.6 MB; at 2 MiB the default
+#: takes two workers from about 7 MB for two equal halves (8 MiB, before, waited for 29 MB).
+#: A busy machine is handled by :func:`free_cores`, not by this figure (bench/RESULTS.md).
+START_BYTES = 2 * 1024 * 1024
 #: The estimated speed-up a pool must bring before the default uses one: the margin keeps a
 #: job whose estimate is a little off from running slower than in one process.
 MIN_GAIN = 1.15
@@ -144,6 +148,28 @@ SERIAL_CORES = 1.1
 #: and result through the scheduler, about 25 ms a file) outweighs its workers, and the job
 #: is fingerprinted on this computer instead, saying so.
 CLUSTER_MIN_BYTES = 256 * 1024 * 1024
+
+
+def machine_load() -> float | None:
+    """The 1-minute load average (runnable processes), ``None`` where the OS has none (Windows)."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None
+
+
+def free_cores(cores: int, load: float | None) -> int:
+    """The cores the default may give workers when ``load`` (:func:`machine_load`) is already running.
+
+    Workers only gain on cores nothing else wants: measured on 2 cores with other jobs
+    keeping the load at 2.7-3.5, two workers were 0.81-1.21x serial (median of the
+    8.5-17.6 MB jobs below 1.0x; bench/RESULTS.md). One core's worth of load is tolerated,
+    since the load average trails by a minute and still counts a run that just ended
+    (back-to-back indexing of a library's folders).
+    """
+    if load is None or not math.isfinite(load) or load < 0:
+        return cores
+    return max(1, min(cores, int(cores - load + 1.5)))
 
 
 @dataclass(frozen=True)
@@ -177,7 +203,8 @@ def estimated_speedup(sizes: Sequence[int], workers: int) -> float:
     return (total / SERIAL_CORES) / (max(loads) + START_BYTES)
 
 
-def choose_engine(sizes: Sequence[int], *, workers: int, cores: int, cluster: str = "") -> EngineChoice:
+def choose_engine(sizes: Sequence[int], *, workers: int, cores: int, cluster: str = "",
+                  load: float | None = None) -> EngineChoice:
     """Where files of ``sizes`` bytes (the run's new or changed files) are fingerprinted.
 
     An explicit worker count (``workers`` > 0) is obeyed, capped at one per file. The default
@@ -185,7 +212,8 @@ def choose_engine(sizes: Sequence[int], *, workers: int, cores: int, cluster: st
     :func:`estimated_speedup` says is fastest, and stays in this process unless that beats
     it by :data:`MIN_GAIN`: a few short files are never made slower by starting workers.
     A cluster is used for jobs of at least :data:`CLUSTER_MIN_BYTES`; a smaller one runs on
-    this computer (as the default would) with a note saying why.
+    this computer (as the default would) with a note saying why. ``load`` (the machine's load
+    average, :func:`machine_load`) leaves the default only the :func:`free_cores`.
     """
     if not sizes:
         return EngineChoice("here")
@@ -193,7 +221,7 @@ def choose_engine(sizes: Sequence[int], *, workers: int, cores: int, cluster: st
         total = sum(sizes)
         if total >= CLUSTER_MIN_BYTES:
             return EngineChoice("cluster", 0)
-        local = choose_engine(sizes, workers=0, cores=cores)
+        local = choose_engine(sizes, workers=0, cores=cores, load=load)
         return EngineChoice(local.kind, local.workers, (
             f"the cluster was not used: this job ({len(sizes)} file(s), {total / 1e6:.1f} MB of new footage) "
             f"finishes sooner on this computer than the cluster's start-up and scheduling cost; jobs of "
@@ -202,7 +230,7 @@ def choose_engine(sizes: Sequence[int], *, workers: int, cores: int, cluster: st
         n = min(workers, len(sizes))
         return EngineChoice("processes", n) if n > 1 else EngineChoice("here")
     best, gain = 1, MIN_GAIN
-    for n in range(2, min(cores, len(sizes)) + 1):
+    for n in range(2, min(free_cores(cores, load), len(sizes)) + 1):
         g = estimated_speedup(sizes, n)
         if g > gain:
             best, gain = n, g

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -53,9 +53,11 @@ __all__ = [
     "frame_layout",
     "frame_rate",
     "image_size",
+    "frame_time_ns",
     "raw_frames",
+    "read_plan",
     "require",
-    "slab_frames",
+    "used_frames",
 ]
 
 ROBOTDATA_HINT = 'pip install "overlap-desktop[robotdata]"'
@@ -67,6 +69,10 @@ MAX_FRAMES = 100_000_000
 MAX_EPISODES = 10_000_000
 #: Bytes read from an array in one go: whole chunk rows, but never more than this.
 SLAB_BYTES = 64 * 1024 * 1024
+#: Frames the sampler does not use are skipped only while the frames read stay at most this far
+#: apart (ns): the sampler holds a frame for at most ``MAX_HOLD_S`` (1 s) before treating the
+#: stretch as a gap, so skipping must never open one.
+_SKIP_SPAN_NS = 500_000_000
 
 
 def require(module: str, *, what: str, path: Path, package: str | None = None) -> ModuleType:
@@ -189,31 +195,107 @@ def episode_extra(*, camera: str, episode: int | None, frames: int, rate: float,
     return extra
 
 
-def raw_frames(frames: Iterator[np.ndarray], *, rate: float, chw: bool,
+def frame_time_ns(i: int, rate: float) -> int:
+    """Time of frame ``i`` of a rate-only array (``i / rate``), rounded the same way everywhere."""
+    return int(round(i * 1e9 / rate))
+
+
+def raw_frames(frames: Iterable[tuple[int, np.ndarray]], *, rate: float, chw: bool,
                cancel: CancelCallback | None) -> Iterator[TimedFrame]:
-    """Frames of raw pixel arrays at ``i / rate`` (channels-first arrays turned to HWC).
+    """Frames ``(index, pixels)`` of raw pixel arrays at ``index / rate`` (channels-first
+    arrays turned to HWC).
 
     No copy and no encode / decode: the sampler scales only the frames it keeps.
     """
     from overlap_desktop.core.ingest.frames import ArrayFrame
 
-    for i, img in enumerate(frames):
+    for i, img in frames:
         check_cancel(cancel)
-        yield ArrayFrame(int(round(i * 1e9 / rate)), np.moveaxis(img, 0, -1) if chw else img)
+        yield ArrayFrame(frame_time_ns(i, rate), np.moveaxis(img, 0, -1) if chw else img)
 
 
-def slab_frames(read: Callable[[int, int], np.ndarray], frames: int, rows: int,
-                layout: FrameLayout) -> Iterator[np.ndarray]:
-    """Frames ``0..frames`` read in slabs of whole chunk rows (``rows`` frames per chunk
-    along the time axis), never more than :data:`SLAB_BYTES` at once (one row at least)."""
-    rows = max(1, int(rows))
-    per = max(rows, (SLAB_BYTES // max(1, layout.frame_bytes * rows)) * rows)
-    if per * layout.frame_bytes > SLAB_BYTES:
-        per = rows
-    for a in range(0, frames, per):
-        slab = read(a, min(frames, a + per))
-        yield from slab
-        del slab
+def used_frames(frames: int, rate: float, fps: float | None) -> Iterator[int] | None:
+    """The frames of a rate-only array (frame ``i`` at :func:`frame_time_ns`) that the sampler
+    will show on its grid ``k / fps``, in increasing order; ``None`` when every frame must be read.
+
+    The sampler (:func:`~overlap_desktop.core.ingest.frames.sample_on_grid`) shows at grid
+    time ``g`` the last frame at or before ``g``, and the last frame until the stream ends.
+    Given the first and last frames, every frame shown at a grid time, and never more than
+    0.5 s between two frames given (less than the sampler's 1 s hold, so no stretch reads as a
+    gap), it picks exactly the frames it picks from all of them: the fingerprints are the same,
+    and the frames it would throw away are never read (tests/unit/test_rawframe_sampling.py).
+
+    Args:
+        frames: Frames in the stream.
+        rate: The stream's frame rate.
+        fps: The sampler's grid rate; ``None`` (previews, tools) reads every frame.
+    """
+    if not fps or not (math.isfinite(fps) and math.isfinite(rate)) or frames <= 2:
+        return None
+    if fps >= rate or rate * _SKIP_SPAN_NS < 1e9:  # every frame is used, or frames are over 0.5 s apart
+        return None
+    return _used(frames, rate, float(fps))
+
+
+def _used(frames: int, rate: float, fps: float) -> Iterator[int]:
+    from overlap_desktop.core.ingest.frames import grid_time_ns
+
+    step = max(1, int(rate * _SKIP_SPAN_NS / 1e9))  # frames in at most 0.5 s
+    t_end = frame_time_ns(frames - 1, rate)
+    last = -1
+
+    def shown(g: int) -> int:
+        i = min(frames - 1, max(0, int(g * rate / 1e9)))
+        while i + 1 < frames and frame_time_ns(i + 1, rate) <= g:
+            i += 1
+        while i > 0 and frame_time_ns(i, rate) > g:
+            i -= 1
+        return i
+
+    def fill(prev: int, i: int) -> list[int]:
+        # Frames between ``prev`` (given) and ``i`` so that none is over 0.5 s after the one before.
+        out: list[int] = []
+        while i - prev > step and frame_time_ns(i, rate) - frame_time_ns(prev, rate) > _SKIP_SPAN_NS:
+            prev += step
+            out.append(prev)
+        return out
+
+    k = 0
+    while (g := grid_time_ns(k, fps)) <= t_end:
+        i = shown(g)
+        if i > last:
+            if last >= 0:
+                yield from fill(last, i)
+            yield i
+            last = i
+        k += 1
+    if last < frames - 1:
+        yield from fill(last, frames - 1)
+        yield frames - 1
+
+
+def read_plan(keep: Iterable[int], step: int, frame_bytes: int) -> Iterator[tuple[int, int, list[int]]]:
+    """Group the frames to read (increasing indexes) into reads ``(a, b, picks)``: frames
+    ``a..b`` span whole chunk rows (``step`` frames each along the time axis; 1 where frames
+    can be read one by one), adjacent rows read together up to :data:`SLAB_BYTES` (one row
+    at least), a row no frame is needed from is never read, and ``picks`` are the frames
+    wanted from the read. ``a`` and ``b`` are clipped by the caller to its own range.
+    """
+    step = max(1, int(step))
+    per = max(1, SLAB_BYTES // max(1, frame_bytes * step))  # chunk rows per read
+    picks: list[int] = []
+    first = last = -1
+    for i in keep:
+        r = i // step
+        if picks and (r > last + 1 or r - first >= per):
+            yield first * step, (last + 1) * step, picks
+            picks = []
+        if not picks:
+            first = r
+        last = r
+        picks.append(i)
+    if picks:
+        yield first * step, (last + 1) * step, picks
 
 
 def encoded_frame(t_ns: int, data: bytes | memoryview, *, limits: ReaderLimits, path: Path, describe: str,
@@ -256,18 +338,34 @@ def image_size(data: bytes | memoryview, limits: ReaderLimits) -> tuple[str, tup
 
 class ArrayReaderBase:
     """Base of the robot-dataset readers: the ``readers.*`` caps and ``index.frame_rate``
-    from the indexing run's configuration (``configure``), defaults otherwise."""
+    from the indexing run's configuration (``configure``), defaults otherwise.
+
+    Attributes:
+        sample_fps: The sampler's grid rate (``index.fps``, set by :meth:`configure` for an
+            indexing run): readers of raw arrays then read only the frames the sampler uses
+            (:func:`used_frames`). ``None`` (previews, tools) reads every frame.
+    """
 
     name = ""
     description = ""
     extensions: tuple[str, ...] = ()
 
-    def __init__(self, *, config: Any | None = None) -> None:
+    def __init__(self, *, config: Any | None = None, sample_fps: float | None = None) -> None:
         self._config = config
+        self.sample_fps = sample_fps
 
     def configure(self, config: Any) -> None:
-        """Take the caps and the frame rate for rate-less containers from ``config``."""
+        """Take the caps, the frame rate for rate-less containers and ``index.fps`` from ``config``."""
         self._config = config
+        try:
+            self.sample_fps = float(config["index.fps"])
+        except KeyError:
+            self.sample_fps = None
+
+    def used(self, frames: int, rate: float) -> Iterable[int]:
+        """The frames of a stream to read: those the sampler uses when indexing, else all."""
+        keep = used_frames(frames, rate, self.sample_fps)
+        return range(frames) if keep is None else keep
 
     def limits(self) -> ReaderLimits:
         return limits_from_config(self._config)

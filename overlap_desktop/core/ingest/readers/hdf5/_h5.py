@@ -19,7 +19,7 @@ What is refused before anything is read:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,11 @@ import numpy as np
 
 from overlap_desktop.core.fsutil import is_regular_file
 from overlap_desktop.core.ingest.readers._bounded import Budget, CorruptData
-from overlap_desktop.core.ingest.readers.arraydata import FrameLayout, require, slab_frames
+from overlap_desktop.core.ingest.readers.arraydata import FrameLayout, read_plan, require
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.errors import MediaError
 
-__all__ = ["HDF5_SIGNATURE", "SUFFIXES", "check_dataset", "dataset_frames", "is_hdf5", "member", "open_h5"]
+__all__ = ["HDF5_SIGNATURE", "SUFFIXES", "check_dataset", "dataset_frames", "is_hdf5", "member", "open_h5", "probe"]
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 SUFFIXES = (".hdf5", ".h5", ".he5")
@@ -51,6 +51,23 @@ def is_hdf5(path: Path) -> bool:
         with open(path, "rb") as fh:
             return fh.read(8) == HDF5_SIGNATURE
     except OSError:
+        return False
+
+
+def probe(path: Path, test: Callable[[Any], bool]) -> bool:
+    """A reader's ``can_open``: an HDF5 file (by suffix and signature) for which ``test(file)``
+    holds. Claimed when h5py is missing, so the user is told to install the extra."""
+    path = Path(path)
+    if path.suffix.lower() not in SUFFIXES or not is_hdf5(path):
+        return False
+    try:
+        import h5py
+    except ImportError:
+        return True
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            return bool(test(f))
+    except (OSError, ValueError, KeyError):
         return False
 
 
@@ -157,8 +174,14 @@ def _check_chunks(dset: Any, infos: list[Any], filters: list[int], budget: Budge
 
 
 def dataset_frames(dset: Any, layout: FrameLayout, path: Path, limits: ReaderLimits,
-                   budget: Budget | None = None) -> Iterator[np.ndarray]:
-    """The frames of an image dataset in time order, read in whole chunk rows (bounded slabs).
+                   budget: Budget | None = None, keep: Iterable[int] | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """The frames of an image dataset in time order as ``(index, pixels)``, read in whole chunk
+    rows (bounded slabs).
+
+    Args:
+        keep: The frames wanted (increasing; default all): a chunk row none of them is in is
+            never read nor decompressed, a row read once gives all its wanted frames, and
+            unfiltered data (nothing to decompress) is read frame by frame.
 
     Raises:
         MediaError: a chunk is over the caps or damaged, or HDF5 cannot read it.
@@ -187,4 +210,10 @@ def dataset_frames(dset: Any, layout: FrameLayout, path: Path, limits: ReaderLim
             raise MediaError(f"{dset.name}: frames {a}-{b - 1} cannot be read (damaged or truncated file): {exc}",
                              path=path) from exc
 
-    yield from slab_frames(read, frames, step, layout)
+    unit = step if filters else 1  # a filtered chunk is decoded whole: read it once
+    for a, b, picks in read_plan(range(frames) if keep is None else keep, unit, layout.frame_bytes):
+        b = min(b, frames)
+        slab = read(a, b)
+        for i in picks:
+            yield i, slab[i - a]
+        del slab

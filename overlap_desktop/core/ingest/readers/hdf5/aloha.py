@@ -29,6 +29,7 @@ from overlap_desktop.core.ingest.readers.arraydata import (
     encoded_frame,
     episode_extra,
     frame_layout,
+    frame_time_ns,
     image_size,
     raw_frames,
 )
@@ -36,9 +37,9 @@ from overlap_desktop.core.ingest.readers.hdf5._h5 import (
     SUFFIXES,
     check_dataset,
     dataset_frames,
-    is_hdf5,
     member,
     open_h5,
+    probe,
 )
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
@@ -52,6 +53,13 @@ _EPISODE = re.compile(r"episode_?(\d+)", re.IGNORECASE)
 def _episode(path: Path) -> int | None:
     m = _EPISODE.search(path.stem)
     return int(m.group(1)) if m else None
+
+
+def _is_aloha(f: Any) -> bool:
+    import h5py
+
+    link = f.get("observations", getlink=True)
+    return isinstance(link, h5py.HardLink) and isinstance(f["observations"].get("images"), h5py.Group)
 
 
 def _compressed(root: Any) -> bool:
@@ -70,19 +78,7 @@ class AlohaReader(ArrayReaderBase):
     extensions: tuple[str, ...] = SUFFIXES
 
     def can_open(self, path: Path) -> bool:
-        path = Path(path)
-        if path.suffix.lower() not in SUFFIXES or not is_hdf5(path):
-            return False
-        try:
-            import h5py
-        except ImportError:
-            return True  # claimed so the user is told to install the extra
-        try:
-            with h5py.File(path, "r", locking=False) as f:
-                link = f.get("observations", getlink=True)
-                return isinstance(link, h5py.HardLink) and isinstance(f["observations"].get("images"), h5py.Group)
-        except (OSError, ValueError, KeyError):
-            return False
+        return probe(path, _is_aloha)
 
     def _cameras(self, f: Any, path: Path) -> list[str]:
         try:
@@ -150,15 +146,15 @@ class AlohaReader(ArrayReaderBase):
                 lay = frame_layout(dset.shape, dset.dtype, limits)
                 if lay is None:
                     raise MediaError(f"/{IMAGES}/{cam} no longer holds camera frames", path=path)
-                yield from raw_frames(dataset_frames(dset, lay, path, limits, budget), rate=rate, chw=lay.chw,
-                                      cancel=cancel)
+                yield from raw_frames(dataset_frames(dset, lay, path, limits, budget, self.used(lay.frames, rate)),
+                                      rate=rate, chw=lay.chw, cancel=cancel)
                 return
             check_dataset(dset, path)
             n, width = int(dset.shape[0]), int(dset.shape[1])
-            for i, row in enumerate(dataset_frames(dset, _rows_layout(n, width), path, limits, budget)):
+            for i, row in dataset_frames(dset, _rows_layout(n, width), path, limits, budget, self.used(n, rate)):
                 check_cancel(cancel)
                 data = _jpeg_bytes(row)
-                t = int(round(i * 1e9 / rate))
+                t = frame_time_ns(i, rate)
                 try:
                     yield encoded_frame(t, data, limits=limits, path=path, describe=f"/{IMAGES}/{cam} frame {i}",
                                         swap_rb=True)

@@ -32,9 +32,9 @@ from overlap_desktop.core.ingest.readers.hdf5._h5 import (
     SUFFIXES,
     check_dataset,
     dataset_frames,
-    is_hdf5,
     member,
     open_h5,
+    probe,
 )
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
@@ -63,6 +63,18 @@ def stored_rate(data: Any) -> float | None:
     return float(freq) if isinstance(freq, (int, float)) and not isinstance(freq, bool) else None
 
 
+def _is_robomimic(f: Any) -> bool:
+    import h5py
+
+    data = f.get("data")
+    if not isinstance(data, h5py.Group) or isinstance(f.get("data", getlink=True), h5py.ExternalLink):
+        return False
+    for name in data:  # the first demo says
+        demo = data.get(name)
+        return isinstance(demo, h5py.Group) and isinstance(demo.get("obs"), h5py.Group)
+    return False
+
+
 def _demo_number(name: str) -> int | None:
     m = _DEMO.search(name)
     return int(m.group(1)) if m else None
@@ -76,24 +88,7 @@ class RobomimicReader(ArrayReaderBase):
     extensions: tuple[str, ...] = SUFFIXES
 
     def can_open(self, path: Path) -> bool:
-        path = Path(path)
-        if path.suffix.lower() not in SUFFIXES or not is_hdf5(path):
-            return False
-        try:
-            import h5py
-        except ImportError:
-            return True
-        try:
-            with h5py.File(path, "r", locking=False) as f:
-                data = f.get("data")
-                if not isinstance(data, h5py.Group) or isinstance(f.get("data", getlink=True), h5py.ExternalLink):
-                    return False
-                for name in data:  # the first demo says
-                    demo = data.get(name)
-                    return isinstance(demo, h5py.Group) and isinstance(demo.get("obs"), h5py.Group)
-        except (OSError, ValueError, KeyError):
-            return False
-        return False
+        return probe(path, _is_robomimic)
 
     def streams(self, path: Path) -> list[StreamInfo]:
         path = Path(path)
@@ -150,5 +145,5 @@ class RobomimicReader(ArrayReaderBase):
             lay = frame_layout(dset.shape, dset.dtype, limits)
             if lay is None:
                 raise MediaError(f"{stream.key} no longer holds camera frames", path=path)
-            yield from raw_frames(dataset_frames(dset, lay, path, limits, Budget(path, limits)), rate=rate,
-                                  chw=lay.chw, cancel=cancel)
+            yield from raw_frames(dataset_frames(dset, lay, path, limits, Budget(path, limits),
+                                                 self.used(lay.frames, rate)), rate=rate, chw=lay.chw, cancel=cancel)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,11 @@ from overlap_desktop.core.ingest.readers._bounded import Budget
 from overlap_desktop.core.ingest.readers._decoders import ImageError
 from overlap_desktop.core.ingest.readers.arraydata import (
     MAX_EPISODES,
-    SLAB_BYTES,
     ArrayReaderBase,
     episode_extra,
     frame_layout,
     raw_frames,
+    read_plan,
     require,
 )
 from overlap_desktop.core.ingest.readers.zarrbuf.layout import IMAGECODECS_HINT, ArraySpec, array_spec, is_group
@@ -174,27 +174,31 @@ class ZarrReader(ArrayReaderBase):
             raise MediaError(f"episode {e} is gone from meta/episode_ends", path=folder)
         start, stop = (ends[e - 1] if e else 0), ends[e]
         arr = group["data"][cam]
-        yield from raw_frames(self._steps(arr, spec, start, stop, budget, folder), rate=rate, chw=False,
-                              cancel=cancel)
+        steps = self._steps(arr, spec, (start + i for i in self.used(stop - start, rate)), start, stop, budget,
+                            folder)
+        yield from raw_frames(((i - start, img) for i, img in steps), rate=rate, chw=False, cancel=cancel)
 
-    def _steps(self, arr: Any, spec: ArraySpec, start: int, stop: int, budget: Budget,
-               folder: Path) -> Iterator[np.ndarray]:
-        """Steps ``start..stop`` in slabs of whole chunk rows, each chunk checked first."""
+    def _steps(self, arr: Any, spec: ArraySpec, keep: Iterable[int], start: int, stop: int, budget: Budget,
+               folder: Path) -> Iterator[tuple[int, np.ndarray]]:
+        """Steps ``keep`` (increasing, within ``start..stop``) as ``(step, pixels)``, read in
+        slabs of whole chunk rows, each chunk checked first; a row no wanted step is in is
+        never read, and uncompressed steps are read one by one."""
         step = spec.chunks[0]
         frame_bytes = int(np.prod(spec.shape[1:])) * spec.dtype.itemsize
-        rows = max(1, SLAB_BYTES // max(1, frame_bytes * step))
         limits = self.limits()
-        r = start // step
-        while r * step < stop:
-            r_end = min(r + rows, -(-stop // step))
-            for row in range(r, r_end):
-                for idx in spec.row_chunks(row):
-                    spec.check_chunk(idx, budget, limits, folder)
-            a, b = max(start, r * step), min(stop, r_end * step)
+        checked: set[int] = set()
+        for a, b, picks in read_plan(keep, step if spec.codecs else 1, frame_bytes):
+            a, b = max(start, a), min(stop, b)
+            for row in range(a // step, (b - 1) // step + 1):
+                if row not in checked:
+                    for idx in spec.row_chunks(row):
+                        spec.check_chunk(idx, budget, limits, folder)
+                    checked.add(row)
             try:
                 slab = np.asarray(arr[a:b])
             except Exception as exc:
                 raise MediaError(f"data/{spec.folder.name}: steps {a}-{b - 1} cannot be read (damaged chunk?): {exc}",
                                  path=folder) from exc
-            yield from slab
-            r = r_end
+            for i in picks:
+                yield i, slab[i - a]
+            del slab
