@@ -272,7 +272,7 @@ class _DedupePage(RunPage):
         self.dupes.verticalHeader().setVisible(False)
         self.dupes.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.dupes.horizontalHeader().setStretchLastSection(True)
-        self.lay.addWidget(self.dupes, 1)
+        self.add_body(self.dupes, 1)
         self.duplicates = 0
 
     def running_text(self) -> str:
@@ -442,28 +442,27 @@ class _SavePage(RunPage):
         self.summary.setWordWrap(True)
         self.summary.setAccessibleName("Manifest summary")
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
-        self.lay.addWidget(self.summary)
+        self.add_body(self.summary)
         self.seal_label = QLabel("<b>Quote this seal in your offer</b>: the buyer's copy must show the same "
                                  "one, and the delivery can later be verified against it.")
         self.seal_label.setWordWrap(True)
         self.seal_label.hide()
-        self.lay.addWidget(self.seal_label)
+        self.add_body(self.seal_label)
         self.seal = SealField()
         self.seal.hide()
-        self.lay.addWidget(self.seal)
+        self.add_body(self.seal)
         self.contains = QLabel(
             "<b>The manifest contains</b> fingerprints (32 bytes per sampled frame), file names (unless "
             "hidden), sizes, checksums and the seal that binds them.<br><b>It does not contain</b> any "
             "video, pictures or audio. Fingerprints still reveal coarse visual structure: treat the "
             "manifest as a confidential business document.")
         self.contains.setWordWrap(True)
-        self.lay.addWidget(self.contains)
+        self.add_body(self.contains)
         self.show_button = QPushButton("Show in folder")
         self.show_button.setAccessibleName("Show the manifest in its folder")
         self.show_button.clicked.connect(lambda: open_local_file(self.wiz.options_page.out_path().parent))
         self.show_button.hide()
-        self.lay.addWidget(self.show_button)
-        self.lay.addStretch(1)
+        self.add_body(self.show_button)
         self.setFinalPage(True)
 
     def running_text(self) -> str:

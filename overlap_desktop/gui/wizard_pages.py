@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QVBoxLayout,
+    QWidget,
     QWizard,
     QWizardPage,
 )
@@ -139,6 +140,19 @@ class RunPage(QWizardPage):
         self.lay.addWidget(self.status)
         self.lay.addLayout(row)
         self.lay.addWidget(self.current)
+        # Spare height goes below the page's content, so a short result sits under the progress
+        # row rather than floating mid-page (subclasses add their widgets with add_body).
+        self.lay.addStretch(1)
+
+    def add_body(self, widget: QWidget, stretch: int = 0) -> None:
+        """Add ``widget`` below the progress row, above the spare height.
+
+        A widget with a stretch (a table) takes the spare height itself while it is shown.
+        """
+        end = self.lay.count() - 1
+        self.lay.insertWidget(end, widget, stretch)
+        if stretch:
+            self.lay.setStretch(end + 1, 0)
 
     # subclass hooks
     def make_job(self) -> Job:

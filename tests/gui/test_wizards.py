@@ -134,3 +134,30 @@ def test_verify_wizard_refuses_a_bad_manifest(qtbot: Any, state: Any, tmp_path: 
     wiz.next()
     assert wiz.currentId() == vw.PAGE_MANIFEST  # stays, with the reason on the page
     assert "cannot be used" in wiz.manifest_page.note.text()
+
+
+def test_a_short_result_sits_under_the_progress_row_and_a_table_takes_the_page(qtbot: Any, state: Any) -> None:
+    """Seen under Xvfb: "No internal duplicates" floated mid-page once the (hidden) table left
+    its height to the layout; the spare height now goes below the content."""
+    from types import SimpleNamespace as NS
+
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    page = wiz.dedupe
+    page.setParent(None)
+    qtbot.addWidget(page)
+    page.resize(900, 600)
+    page.show()
+    page.on_result(NS(files=[], overlap_percent=0.0, matched_seconds=0.0, offered_seconds=10.0))
+    qtbot.waitUntil(lambda: not page.dupes.isVisible())
+    page.lay.activate()  # the layout as the event loop lays it out next
+    assert "No internal duplicates" in page.status.text()
+    assert page.status.geometry().bottom() < page.bar.geometry().top() < 100
+
+    seg = NS(query_start=1.0, query_end=12.0, corpus_start=3.0, corpus_end=14.0, speed=1.0, speed_low=1.0,
+             speed_high=1.0, corpus_file="b.mp4", variant=NS(describe=lambda: ""))
+    page.on_result(NS(files=[NS(query_file="a.mp4", segments=[seg])], overlap_percent=50.0,
+                      matched_seconds=11.0, offered_seconds=22.0))
+    qtbot.waitUntil(page.dupes.isVisible)
+    page.lay.activate()
+    assert page.dupes.geometry().bottom() > page.height() - 40  # the table, not empty space, fills the page
