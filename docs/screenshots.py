@@ -175,8 +175,16 @@ def main(argv: list[str] | None = None) -> int:
     scratch = args.work or Path(tempfile.mkdtemp(prefix="overlap-screens-"))
     # The scratch folder plays the home folder; the library and footage live in ~/Robot footage.
     home = (scratch / "home").resolve()
+    marker = home / ".overlap-screens"
+    if home.exists():
+        # A rerun into the same --work folder starts from a clean home (the demo refuses to write
+        # over its own earlier footage and library); only a folder this script made is removed.
+        if not marker.exists():
+            raise SystemExit(f"{home} exists and was not made by docs/screenshots.py: pass another --work folder")
+        shutil.rmtree(home)
     work = home / "Robot footage"
     work.mkdir(parents=True, exist_ok=True)
+    marker.touch()
     HOME[:] = [str(home)]
     os.environ["HOME"] = str(home)
     # Isolate every setting: QSettings, platformdirs (index, user overlap.toml).
