@@ -139,7 +139,7 @@ evidence, docs/architecture.md):
 | same-rig | 22 | **0.0 s** | 7 of 7 | 1.0 s (half a sample at an edge of each real copy) |
 | scripted | 6 | **0.0 s** | 3 of 3 | 0.0 s |
 | mujoco | 4 | **0.0 s** | 3 of 3 | 1.0 s |
-| short | 8 | **0.0 s** | 9 of 10 (6 of 10 before item 6) | 6.5 s (4.8 s on the measured gap below; 1.75 s of motion after 10 s of empty room in the reassembled file) |
+| short | 8 | **0.0 s** | 9 of 10 (6 of 10 before item 6) | 6.5 s (4.8 s on a gap below, 1.8 s reassembled) |
 | heldout | 4 | **0.0 s** | 6 of 7 (4 of 7 before item 6) | 4.5 s (2.5 s on the measured gap below) |
 
 Before item 6 the five 9.6 s mirrored copies (short and held-out suites, chance 10^-113 to 10^-49) were
@@ -167,7 +167,8 @@ not asserted): telling them apart needs a finer spatial check.
 Calibration of the chance figure on the look-alike offers of all suites (44 offered streams searched;
 prediction = threshold x streams): lines at or under 1e-3 / 1e-6 / 1e-9 are **0 / 0 / 0** against a
 prediction of 0.044 / 4.4e-5 / 4.4e-8, and still 0 / 0 / 0 for the figure alone (the ridge gate off, 38
-lines scored); the same before and after item 6, which changes no figure, only which figures count. Under the model before issue 33 the figure alone gave 2 / 1 / 1 (a 5-state line at 0.4x
+lines scored); the same before and after item 6, which changes no figure, only which figures count.
+Under the model before issue 33 the figure alone gave 2 / 1 / 1 (a 5-state line at 0.4x
 between two episodes of one rig read 3e-47). Lines to a scripted twin (the same motion replayed: 7
 scored, 15 with the gate off) fall under every threshold under both models: a replay is no coincidence,
 and the ambiguity rule, not the figure, keeps them from being owned.
