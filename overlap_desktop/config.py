@@ -276,7 +276,8 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
             "Dask scheduler address (tcp://HOST:8786) to fingerprint on a cluster; empty = this machine"),
     Setting("export.anonymize_paths", _bool, _const(False), "Replace file names in manifests"),
     Setting("match.floor_seconds", _bounded(0, 86400.0, unit=" seconds"), _const(10.0),
-            "Evidence floor: shorter matched stretches are listed as below-floor evidence", verdict=True),
+            "Evidence floor: shorter matched stretches are listed as below-floor evidence (down to 3/4 of it, "
+            "overwhelming evidence still counts)", verdict=True),
     Setting("match.max_distance", _bounded(0, MAX_MATCH_DISTANCE, integer=True), _const(0),
             "Per-frame Hamming distance accepted along a line (0 = the matcher's default)", verdict=True),
     Setting("verify.threads", _bounded(0, MAX_THREADS, integer=True), _const(0),

@@ -209,6 +209,8 @@ RECIPES: dict[str, Recipe] = {
     "unrelated-footage": Recipe(edit([Piece(NEW3, 0.0, 20.0)])),
     "same-scene-different-view": Recipe(edit([Piece(A_OTHER_VIEW, 0.0, 20.0)])),
     "clip-below-floor": Recipe(edit([Piece(A, 10.0, 6.0)])),
+    "hflip-9s-below-floor": Recipe(edit([Piece(A, 5.0, 9.0)], transform=m.hflip), [Expect("A", 0, 9, 5, 14)]),
+    "hflip-9s-other-view": Recipe(edit([Piece(A_OTHER_VIEW, 0.0, 9.0)], transform=m.hflip)),
     "reverse": Recipe(edit([Piece(A, 30.0, 20.0, speed=-1.0)]), [Expect("A", 0, 20, 30, 10)]),
     "rotate-90": Recipe(edit(piece, transform=m.rot90), SEG),
     "rotate-180": Recipe(edit(piece, transform=m.rot180), SEG),

@@ -11,14 +11,17 @@ their source only) and look-alikes (must never be owned). Three classes:
   listed as ``limit-*`` offers: measured and reported by the bench, not asserted.
 - **short** — short real pieces just above the floor (issue 33, item 6) from tests/data/fixedcam:
   a 15 s reversed copy, a file reassembled from two 12 s pieces of one owned clip, a 20 s piece
-  rescaled (384x216 -> 320x180) and re-timed (10 -> 25 fps), a 12 s re-encode; look-alikes are
-  later moments of the same fixed cameras.
+  rescaled (384x216 -> 320x180, the ratio of the reported 768x432 -> 640x360) and re-timed (10 -> 25
+  fps), a 12 s re-encode, 9.6 s mirrored copies (a little below the floor); look-alikes are later
+  moments of the same fixed cameras, each copy's with the same length and the same manipulation.
 - **mujoco** — a rendered robot rig (tests/data/mujoco, MuJoCo, software EGL): scripted repeats of
   one arm motion with the blocks moved (20-28 bits from their owned twins), another motion from
   the same home pose, and true copies (re-encode, 0.5x, mirror).
 - **heldout** — real footage nobody tuned on: an overhead car park (tests/data/heldout, near-static
-  asphalt with cars passing) and NASA footage from tests/data/video: copies of owned stretches and
-  later moments of the same camera.
+  asphalt with cars passing) and NASA footage from tests/data/video: copies of owned stretches (among
+  them 12 s reversed and 9.6 s mirrored pieces, issue 33 item 6) and later moments of the same camera.
+  A copy the comparison is measured to miss carries its reason in ``Offer.gap``: asserted as a gap
+  (never owned elsewhere, mostly "can't tell"), not counted as found.
 
 Used by tests/integration/test_verdicts.py (asserts) and bench/bench_verdicts.py (prints).
 """
@@ -92,6 +95,10 @@ class Offer:
     owned_share: float = 0.6
     transform: Callable[[np.ndarray], np.ndarray] | None = None
     enc: dict[str, Any] = field(default_factory=lambda: dict(COPY_ENC))
+    #: A true copy the comparison is measured to miss, and why (asserted as a gap, not hidden) ...
+    gap: str | None = None
+    #: ... and the seconds of it measured new then (a gap may not leave more).
+    gap_new_s: float = 0.0
 
     @property
     def duration(self) -> float:
@@ -135,6 +142,13 @@ def scripted() -> Suite:
     return Suite("scripted", lib, offers)
 
 
+#: Measured (issue 33, item 6): the reversed 15 s copy cut at 35.5 s holds 4 samples of motion after
+#: 10 s of empty room. Shards keep one seed per second, so 2 of them seed; the dense expansion finds all
+#: 4 (0-6 bits), but the two in the owned pause share their vote among 3 and 5 equally close owned
+#: frames, so the line gets 2.5 of the 3 votes a line needs (core/match/lines.py) and is never drawn.
+ROOM_REVERSED_PHASE_GAP = "a reversed line into an owned pause gets 2.5 of the 3 votes a line needs"
+
+
 def short() -> Suite:
     room = RealClip(str(DATA / "fixedcam" / "room-people.mp4"))
     table = RealClip(str(DATA / "fixedcam" / "table-bottles.mp4"))
@@ -152,11 +166,38 @@ def short() -> Suite:
                                         copy_of="table-owned"),
         "ctl-table-reversed-12s": Offer([Piece(table, 19.0, 12.0, speed=-1.0, master_fps=15.0)], ts, 15.0,
                                         copy_of="table-owned"),
+        # A mirrored copy a little shorter than the 10 s floor (its evidence is overwhelming).
+        "ctl-room-mirrored-9.6s": Offer([Piece(room, 22.0, 9.6, master_fps=10.0)], rs, 10.0,
+                                        copy_of="room-owned", transform=m.hflip),
+        "ctl-table-mirrored-9.6s": Offer([Piece(table, 6.0, 9.6, master_fps=15.0)], ts, 15.0,
+                                         copy_of="table-owned", transform=m.hflip),
+        # Pieces cut half a sample off the owned sampling grid (an editor cuts anywhere).
+        "ctl-room-rescaled-20s-phase": Offer([Piece(room, 18.3, 20.0, master_fps=10.0)], (320, 180), 25.0,
+                                             copy_of="room-owned"),
+        "ctl-table-mirrored-9.6s-phase": Offer([Piece(table, 6.5, 9.6, master_fps=15.0)], ts, 15.0,
+                                               copy_of="table-owned", transform=m.hflip),
+        "ctl-room-reversed-15s-phase": Offer([Piece(room, 35.5, 15.0, speed=-1.0, master_fps=10.0)], rs, 10.0,
+                                             copy_of="room-owned", gap=ROOM_REVERSED_PHASE_GAP, gap_new_s=4.8),
         # Later moments of the same fixed cameras: never owned.
         "neg-room-later": Offer([Piece(room, 44.0, 17.0, master_fps=10.0)], rs, 10.0),
         "neg-table-later": Offer([Piece(table, 24.0, 15.0, master_fps=15.0)], ts, 15.0),
+        # ... and each copy's look-alike: a later moment of the same length, the same manipulation.
+        "neg-room-reversed-15s": Offer([Piece(room, 60.0, 15.0, speed=-1.0, master_fps=10.0)], rs, 10.0),
+        "neg-room-two-pieces-12s": Offer([Piece(room, 49.5, 12.0, master_fps=10.0),
+                                          Piece(room, 41.0, 12.0, master_fps=10.0)], rs, 10.0),
+        "neg-room-rescaled-20s": Offer([Piece(room, 41.5, 20.0, master_fps=10.0)], (320, 180), 25.0),
+        "neg-room-mirrored-9.6s": Offer([Piece(room, 50.0, 9.6, master_fps=10.0)], rs, 10.0, transform=m.hflip),
+        "neg-table-reversed-12s": Offer([Piece(table, 38.0, 12.0, speed=-1.0, master_fps=15.0)], ts, 15.0),
+        "neg-table-mirrored-9.6s": Offer([Piece(table, 26.0, 9.6, master_fps=15.0)], ts, 15.0, transform=m.hflip),
     }
     return Suite("short", lib, offers)
+
+
+#: Measured on the held-out car park (issue 33, item 6): 8 of the reversed copy's 10 samples sit
+#: within 14 bits of their source, but a car crossing between two owned samples puts 2 at 54-58
+#: bits (100-150 from every neighbour), so the line's mean, 18 bits, reads "merely alike"; as a
+#: reversed line of 6 moments it then reads chance 2.7. Its near-identical frames are "can't tell".
+CARPARK_REVERSED_GAP = "a reversed line over a fast-moving car reads 'merely alike' (chance 2.7)"
 
 
 def heldout() -> Suite:
@@ -171,9 +212,18 @@ def heldout() -> Suite:
         "ctl-nasa-reversed-12s": Offer([Piece(nasa, 12.5, 12.0, speed=-1.0, master_fps=25.0)], ns, 25.0,
                                        copy_of="nasa-owned"),
         "ctl-nasa-reencode-12s": Offer([Piece(nasa, 0.5, 12.0, master_fps=25.0)], ns, 25.0, copy_of="nasa-owned"),
+        # Pieces just above and a little below the floor (issue 33, item 6), held out as well.
+        "ctl-carpark-reversed-12s": Offer([Piece(car, 14.0, 12.0, speed=-1.0, master_fps=12.5)], cs, 12.5,
+                                          copy_of="carpark-owned", gap=CARPARK_REVERSED_GAP, gap_new_s=2.5),
+        "ctl-carpark-mirrored-9.6s": Offer([Piece(car, 3.0, 9.6, master_fps=12.5)], cs, 12.5,
+                                           copy_of="carpark-owned", transform=m.hflip),
+        "ctl-nasa-mirrored-9.6s": Offer([Piece(nasa, 2.0, 9.6, master_fps=25.0)], ns, 25.0, copy_of="nasa-owned",
+                                        transform=m.hflip),
         # Later moments of the same car park (cars pass the same spots): never owned.
         "neg-carpark-later": Offer([Piece(car, 16.0, 7.0, master_fps=12.5)], cs, 12.5),
         "neg-carpark-last": Offer([Piece(car, 23.0, 7.0, master_fps=12.5)], cs, 12.5),
+        "neg-carpark-reversed-12s": Offer([Piece(car, 29.5, 12.0, speed=-1.0, master_fps=12.5)], cs, 12.5),
+        "neg-carpark-mirrored-9.6s": Offer([Piece(car, 19.0, 9.6, master_fps=12.5)], cs, 12.5, transform=m.hflip),
     }
     return Suite("heldout", lib, offers)
 

@@ -3,7 +3,9 @@
 Suites (tests/verdict_suites.py): each has true copies that must be found (attributed to their
 source only, no second of them counted new beyond half a sample at each edge of the offer) and
 look-alikes that must never be owned. On every suite, "new" is never given to a stretch with
-evidence of ownership (``verdict_problems``). The held-out suite is footage nobody tuned on.
+evidence of ownership (``verdict_problems``). The held-out suite is footage nobody tuned on; a
+copy it is measured to miss (``Offer.gap``) is asserted as a gap. The short suite also checks that
+the floor a user sets still decides short matches (issue 33 item 6: a floor of evidence).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from overlap_desktop.core.match.verdicts import REASON_AMBIGUOUS, verdict_problems
+from overlap_desktop.core.match.verdicts import REASON_AMBIGUOUS, REASON_BELOW_FLOOR, verdict_problems
 from tests import verdict_suites as vs
 
 pytestmark = [pytest.mark.slow]
@@ -27,8 +29,14 @@ NEW_SLACK_S = 2.0
 @pytest.fixture(scope="module", params=list(vs.SUITES))
 def suite_report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
     suite = vs.SUITES[request.param]()
-    report = vs.run(suite, tmp_path_factory.mktemp(f"verdicts-{request.param}"))
+    root = tmp_path_factory.mktemp(f"verdicts-{request.param}")
+    ROOTS[suite.name] = root
+    report = vs.run(suite, root)
     return suite, report
+
+
+#: Where each suite was built (for comparing it again with other settings).
+ROOTS: dict[str, Path] = {}
 
 
 def test_new_is_never_given_without_being_shown(suite_report: tuple[Any, Any]) -> None:
@@ -47,12 +55,36 @@ def test_no_look_alike_second_is_owned(suite_report: tuple[Any, Any]) -> None:
 def test_every_copy_is_found_and_attributed_to_its_source(suite_report: tuple[Any, Any]) -> None:
     suite, report = suite_report
     v = vs.verdicts(suite, report)
-    copies = {n: x for n, x in v.items() if x.copy_of is not None}
+    copies = {n: x for n, x in v.items() if x.copy_of is not None and suite.offers[n].gap is None}
     assert copies
     for name, x in copies.items():
         assert x.sources == {x.copy_of}, (name, x)
         assert x.owned > 0, (name, x)
         assert x.new <= NEW_SLACK_S, (name, x)
+
+
+def _gaps(suite: Any, report: Any) -> dict[str, Any]:
+    """The suite's measured gaps (``Offer.gap``) and their verdicts; skips a suite without any."""
+    gaps = {n: x for n, x in vs.verdicts(suite, report).items() if suite.offers[n].gap is not None}
+    if not gaps:
+        pytest.skip("no measured gap in this suite")
+    return gaps
+
+
+def test_measured_gaps_never_grow_and_are_never_owned_elsewhere(suite_report: tuple[Any, Any]) -> None:
+    """A copy the comparison is measured to miss (``Offer.gap``) is not hidden: it is never
+    attributed to another owned file, and no more of it is new than measured (``Offer.gap_new_s``)."""
+    suite = suite_report[0]
+    for name, x in _gaps(*suite_report).items():
+        assert x.sources <= {x.copy_of}, (name, x)
+        assert x.new <= suite.offers[name].gap_new_s + 0.05, (name, x)
+
+
+def test_measured_gaps_are_still_gaps(suite_report: tuple[Any, Any]) -> None:
+    """Strict: when a measured gap is closed, this fails, and the offer joins the found copies."""
+    suite = suite_report[0]
+    for name, x in _gaps(*suite_report).items():
+        assert not x.found(suite.offers[name].owned_share), (name, suite.offers[name].gap)
 
 
 def test_scripted_twins_are_said_to_be_ambiguous(suite_report: tuple[Any, Any]) -> None:
@@ -70,3 +102,24 @@ def test_scripted_twins_are_said_to_be_ambiguous(suite_report: tuple[Any, Any]) 
     d = report_to_dict(report)
     text = next(fd for fd in d["files"] if fd["query_file"] == f.query_file)["ambiguous"][0]["description"]
     assert "owned episodes; can't tell which, if any, was copied" in text
+
+
+def test_the_floor_a_user_sets_still_decides_short_matches(suite_report: tuple[Any, Any]) -> None:
+    """The 9.6 s mirrored copies count at the default 10 s floor on overwhelming evidence; with the
+    floor raised to 13 s they are below it (listed, "can't tell"), and the 12-15 s copies still
+    count at 12 s."""
+    suite, report = suite_report
+    if suite.name != "short":
+        pytest.skip("short real pieces only")
+    short = [n for n in suite.offers if n.startswith("ctl-") and "9.6s" in n]
+    assert len(short) == 3
+    v = vs.verdicts(suite, report)
+    for name in short:
+        assert v[name].found(0.3), v[name]
+    raised = vs.run(suite, ROOTS[suite.name], floor_seconds=13.0)
+    by = {Path(f.query_file).stem: f for f in raised.files}
+    for name in short:
+        f = by[name]
+        assert not f.segments and f.below_floor, name
+        assert f.new_seconds == 0.0 and any(sp.reason == REASON_BELOW_FLOOR for sp in f.cant_tell), name
+    assert by["ctl-table-reversed-12s"].segments  # 12 s of evidence clears 13 s * 0.75 on 1e-50

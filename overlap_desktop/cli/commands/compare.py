@@ -77,7 +77,8 @@ def guard_outputs(args: argparse.Namespace, ctx: CliContext, *, inputs: Sequence
 
 def add_floor_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--floor", metavar="SECONDS", type=_seconds, default=None,
-                   help="evidence floor: shorter matches are listed as evidence but not counted "
+                   help="evidence floor: shorter matches are listed as evidence but not counted, unless "
+                        "their evidence is overwhelming and they fall short by less than a quarter "
                         "(default: match.floor_seconds, 10 s)")
 
 

@@ -586,8 +586,8 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
                       + math.log10(distance_penalty(piece.mean_distance)))
         chance = float(10.0 ** min(12.0, max(math.log10(MIN_CHANCE), log_chance)))
         out.append((piece, Assessment(pr, ps, pj, chance, z, lo, hi)))
-    # Near-identical frames the counted pieces leave out (too still or too few): "can't tell".
-    spans = [(p.query_start, p.query_end) for p, _ in out]
+    # Near-identical frames no listed piece holds (too still, too few, chance explains it): "can't tell".
+    spans = [(p.query_start, p.query_end) for p, a in out if a.chance <= params.list_chance]
     for still in still_pieces(query, corpus, seg, rows, spans) + into_owned_still(query, corpus, seg):
         idle = np.zeros(0, np.int64)
         out.append((still, Assessment(idle, np.zeros(0), np.zeros(0, bool), math.inf, 0.0, seg.speed, seg.speed)))

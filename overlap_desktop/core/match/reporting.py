@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from overlap_desktop.core.index.search import MAX_HITS_PER_FRAME
 from overlap_desktop.core.match.accounting import union_seconds
 from overlap_desktop.core.match.evidence import EVIDENCE_ID
+from overlap_desktop.core.match.floor import FLOOR_DECADES, FLOOR_GRACE
 from overlap_desktop.core.match.results import SPEED_TOLERANCE
 from overlap_desktop.core.match.segments import MatchParams
 from overlap_desktop.core.report.model import FileResult, Report
@@ -59,7 +60,8 @@ def report_settings(params: MatchParams, *, algo: str, prep: str, index: Index |
         "search": {"method": "multi-index hashing, 10 x 24-bit chunks", "probe": params.probe,
                    "max_hits_per_frame": MAX_HITS_PER_FRAME},
         "evidence": {"model": EVIDENCE_ID, "max_chance": params.max_chance,
-                     "list_chance": params.list_chance},
+                     "list_chance": params.list_chance, "floor_grace": FLOOR_GRACE,
+                     "floor_decades": FLOOR_DECADES},
     }
     if index is not None:
         out["index"] = {"identity": index.identity, "path": str(index.path),

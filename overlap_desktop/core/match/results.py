@@ -8,9 +8,10 @@ from collections.abc import Sequence
 
 from overlap_desktop.core.index.search import Corpus
 from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds, union_seconds_excluding
+from overlap_desktop.core.match.floor import clears_floor, line_evidence_seconds
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.match.types import QueryStream
-from overlap_desktop.core.match.verdicts import cant_tell_spans, evidence_seconds, settle_episodes
+from overlap_desktop.core.match.verdicts import cant_tell_spans, settle_episodes
 from overlap_desktop.core.report.model import FileResult, offered_pieces
 from overlap_desktop.core.types import Segment, Span, StreamFingerprints, Variant
 
@@ -149,10 +150,20 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
         # Unjudged time (marked static, or a still match) a line runs into speaks for it too.
         still = [sp for i in idxs for sp in still_of.get(i, [])]
         around = ind + [Span(a, b, "still") for a, b in still]
-        above = [s for s in segs if evidence_seconds(s, around) >= params.floor_seconds - 1e-9]
-        below = [s for s in segs if evidence_seconds(s, around) < params.floor_seconds - 1e-9]
-        # Several owned episodes matched about equally prove none of them copied.
-        above, ambiguous = settle_episodes(above, owned_fp, [r for i in idxs for r in rivals_of.get(i, [])])
+        # The floor is a floor of evidence (core/match/floor.py): a line's pieces together, and
+        # short evidence counted when it is overwhelming in proportion to the time it lacks.
+        ev = line_evidence_seconds(segs, around, params.gap_seconds)
+        clear = [clears_floor(s, e, params.floor_seconds, params.max_chance) for s, e in zip(segs, ev, strict=True)]
+        above = [s for s, ok in zip(segs, clear, strict=True) if ok]
+        below = [s for s, ok in zip(segs, clear, strict=True) if not ok]
+        # Several owned episodes matched about equally prove none of them copied. A match to
+        # another episode that does not count itself (below the floor, weak) still shows the
+        # same motion there, so it competes like a rival.
+        competing = [r for i in idxs for r in rivals_of.get(i, [])] + below + weak
+        above, ambiguous = settle_episodes(above, owned_fp, competing)
+        settled = {id(s) for s in ambiguous}
+        below = [s for s in below if id(s) not in settled]
+        weak = [s for s in weak if id(s) not in settled]
         spans = [(s.query_start, s.query_end) for s in above]
         duration = queries[idxs[0]].file_duration
         # Indeterminate time inside a matched stretch is reported, never counted.

@@ -39,6 +39,8 @@ __all__ = [
     "SAME_FOOTAGE_BITS",
     "cant_tell_spans",
     "evidence_seconds",
+    "evidence_spans",
+    "owned_at",
     "settle_episodes",
     "verdict_problems",
 ]
@@ -69,7 +71,7 @@ REASON_SAME_MOTION = "the same motion as owned footage, not shown to be the same
 _SLACK = 0.05
 
 
-def _owned_at(s: Segment, t: float) -> float:
+def owned_at(s: Segment, t: float) -> float:
     """The owned second the segment's line puts at offered second ``t``."""
     if s.query_end <= s.query_start:
         return s.corpus_start
@@ -101,8 +103,8 @@ def _same_footage(a: Segment, fa: StreamFingerprints, b: Segment, fb: StreamFing
                   t0: float, t1: float) -> bool:
     """Do two owned streams show the same footage along the two lines over offered ``[t0, t1]``?"""
     ts = np.linspace(t0, t1, _SAME_FOOTAGE_SAMPLES)
-    ra = _rows_at(fa, np.array([_owned_at(a, t) for t in ts]))
-    rb = _rows_at(fb, np.array([_owned_at(b, t) for t in ts]))
+    ra = _rows_at(fa, np.array([owned_at(a, t) for t in ts]))
+    rb = _rows_at(fb, np.array([owned_at(b, t) for t in ts]))
     if ra.size == 0 or rb.size == 0:
         return False
     ok = fa.usable[ra] & fb.usable[rb]
@@ -123,6 +125,12 @@ def evidence_seconds(s: Segment, indeterminate: Sequence[Span], gap: float = 1.5
     the two that do not break the run (a trimmed piece ends half a sample after its last
     judged frame; a still stretch starts where a sample first finds no background).
     """
+    a, b = evidence_spans(s, indeterminate, gap)
+    return b - a
+
+
+def evidence_spans(s: Segment, indeterminate: Sequence[Span], gap: float = 1.5) -> tuple[float, float]:
+    """The offered ``(start, end)`` a segment's evidence speaks for (see :func:`evidence_seconds`)."""
     a, b = s.query_start, s.query_end
     grown = True
     while grown:
@@ -132,7 +140,7 @@ def evidence_seconds(s: Segment, indeterminate: Sequence[Span], gap: float = 1.5
                 a, grown = sp.start_s, True
             if sp.start_s <= b + gap and sp.end_s > b:
                 b, grown = sp.end_s, True
-    return b - a
+    return a, b
 
 
 def settle_episodes(segments: Sequence[Segment], owned_fp: Callable[[Segment], StreamFingerprints | None],
