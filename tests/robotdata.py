@@ -221,9 +221,9 @@ def write_rlds(folder: Path, episodes: Sequence[dict[str, np.ndarray]], *, name:
 
 
 def write_zarr(folder: Path, episodes: Sequence[dict[str, np.ndarray]], *, zarr_format: int = 2,
-               compressor: object = "default") -> Path:
-    """A ReplayBuffer: the episodes' steps back to back in ``data/<cam>`` (one step per chunk,
-    as diffusion policy writes image arrays), ``meta/episode_ends``."""
+               compressor: object = "default", chunk_steps: int = 1) -> Path:
+    """A ReplayBuffer: the episodes' steps back to back in ``data/<cam>`` (``chunk_steps`` steps
+    per chunk; one, as diffusion policy writes image arrays, by default), ``meta/episode_ends``."""
     import zarr
 
     cams = list(episodes[0])
@@ -237,7 +237,8 @@ def write_zarr(folder: Path, episodes: Sequence[dict[str, np.ndarray]], *, zarr_
         kw: dict[str, object] = {}
         if compressor != "default":
             kw["compressors"] = compressor
-        a = data.create_array(cam, shape=frames.shape, chunks=(1, *frames.shape[1:]), dtype="uint8", **kw)
+        a = data.create_array(cam, shape=frames.shape, chunks=(chunk_steps, *frames.shape[1:]), dtype="uint8",
+                              **kw)
         a[...] = frames
     data.create_array("action", shape=(n, 2), dtype="float32")[...] = 0
     meta.create_array("episode_ends", shape=ends.shape, dtype="int64")[...] = ends

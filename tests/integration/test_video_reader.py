@@ -548,8 +548,7 @@ def test_scaled_pixels_are_a_view_equal_to_a_copy(clips: dict[str, Path], size: 
     the same values ``to_ndarray`` copies out, and the view stays valid after the next frame."""
     from av.video.reformatter import VideoReformatter
 
-    from overlap_desktop.core.ingest.frames import scale_options
-    from overlap_desktop.core.ingest.readers.video import _packed_view
+    from overlap_desktop.core.ingest.frames import packed_view, scale_options
 
     w, h = size
     path = next(iter(clips.values()))
@@ -559,7 +558,7 @@ def test_scaled_pixels_are_a_view_equal_to_a_copy(clips: dict[str, Path], size: 
     views, copies = [], []
     for f in frames:
         out = scaler.reformat(f, width=w, height=h, format="rgb24", **scale_options())
-        views.append(_packed_view(out, w, h, 3))
+        views.append(packed_view(out, w, h, 3))
         copies.append(out.to_ndarray())
     for v, c in zip(views, copies):
         assert v.shape == (h, w, 3) and v.dtype == np.uint8

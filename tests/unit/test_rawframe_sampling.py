@@ -109,11 +109,19 @@ def _files(root: Path) -> list[tuple[str, Path]]:
 
 
 def _fingerprints(reader: Any, path: Path, stream: Any, config: Any, sample_fps: float | None) -> tuple[Any, int]:
-    """The stream's fingerprints read with ``sample_fps`` (``None``: every frame), and the frames read."""
+    """The stream's fingerprints read with ``sample_fps`` (``None``: every frame), and the frames read.
+
+    The reader is ``exact`` (RGB weighted by PDQ, as without a sampling rate), so only the frames
+    read differ; the scaler's luma it uses when indexing is bounded by tests/unit/test_raw_luma.py.
+    """
     from overlap_desktop.core.ingest.fingerprint import fingerprint_stream, variants_from_config
 
     reader.sample_fps = sample_fps
-    seen = list(reader.frames(path, stream))
+    exact, reader.exact = reader.exact, True
+    try:
+        seen = list(reader.frames(path, stream))
+    finally:
+        reader.exact = exact
     fp = fingerprint_stream(iter(seen), fps=float(config["index.fps"]), variants=variants_from_config(config),
                             duration_s=stream.duration_s, quality_floor=int(config["index.quality_floor"]),
                             static_seconds=float(config["index.static_seconds"]))

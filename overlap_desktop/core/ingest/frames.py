@@ -30,16 +30,20 @@ __all__ = [
     "SAMPLE_FPS_FLOOR",
     "SCALE_INTERPOLATION",
     "ArrayFrame",
+    "ArrayScaler",
     "GridSample",
+    "LumaArrayFrame",
     "LowSampleRateWarning",
     "MAX_HOLD_S",
     "check_sample_rate",
     "first_grid_index_at",
     "grid_time_ns",
     "noting_gaps",
+    "packed_view",
     "sample_on_grid",
     "scale_options",
     "scale_rgb",
+    "scaler_gives_luma",
 ]
 
 _log = logging.getLogger(__name__)
@@ -57,7 +61,6 @@ MAX_HOLD_S = 1.0
 SCALE_INTERPOLATION = "AREA"
 
 
-@functools.cache
 @functools.cache
 def scale_options() -> dict[str, Any]:
     """Keyword arguments of every swscale call: the area filter, on one thread.
@@ -129,7 +132,7 @@ def scale_rgb(rgb: np.ndarray, width: int, height: int) -> np.ndarray:
     return frame.to_ndarray(width=width, height=height, format="rgb24", **scale_options())
 
 
-def _as_rgb24(rgb: np.ndarray) -> np.ndarray:
+def _as_rgb24(rgb: np.ndarray, *, contiguous: bool = True) -> np.ndarray:
     a = np.asarray(rgb)
     if a.dtype != np.uint8:
         if a.dtype == np.uint16:
@@ -146,7 +149,97 @@ def _as_rgb24(rgb: np.ndarray) -> np.ndarray:
         a = a[:, :, :3]
     if a.ndim != 3 or a.shape[2] != 3 or a.shape[0] == 0 or a.shape[1] == 0:
         raise ValueError(f"expected an RGB image, got shape {np.shape(rgb)}")
-    return np.ascontiguousarray(a)
+    return np.ascontiguousarray(a) if contiguous else a
+
+
+@functools.cache
+def scaler_gives_luma() -> bool:
+    """Whether this PyAV's reformat takes ``dst_color_range`` (needed for full-range ``gray``)."""
+    import av
+
+    try:
+        av.VideoFrame(16, 16, "yuv420p").reformat(width=8, height=8, format="gray", dst_color_range="JPEG",
+                                                  **scale_options())
+    except TypeError:  # pragma: no cover - older PyAV
+        return False
+    return True
+
+
+def packed_view(frame: Any, width: int, height: int, channels: int) -> np.ndarray:
+    """The pixels of a packed 8-bit PyAV frame (``rgb24``, ``gray``) as ``uint8 (height, width, channels)``,
+    a view of its first plane (rows may be padded), no copy.
+
+    ``to_ndarray`` copies the picture, and the sampler copies it again into its batch: at
+    426x240 the first copy was a fifth of the scaling's cost (38 of 170 us per sample). The
+    view keeps the frame's buffer alive (and is writable: :class:`ArrayScaler` fills its
+    source picture through it); the pixels are the same.
+    """
+    plane = frame.planes[0]
+    line = int(plane.line_size)
+    rows = np.frombuffer(plane, np.uint8, count=line * height).reshape(height, line)
+    return rows[:, :width * channels].reshape(height, width, channels)
+
+
+class ArrayScaler:
+    """Scales the raw frames of one stream with swscale, reusing one source picture and one scaler.
+
+    :func:`scale_rgb` builds a PyAV picture from each array (``from_ndarray``): a fresh
+    buffer every frame, about 1 ms at 640x480 (its pages are faulted in and zeroed), as much
+    as the scaling itself, and a new swscale context. Here the frame is copied into one kept
+    picture (0.04 ms) and scaled by one kept reformatter; the pixels are the same as
+    :func:`scale_rgb`'s, bit for bit (tests/unit/test_raw_luma.py). Not thread-safe: one per
+    stream (its frames share it).
+    """
+
+    __slots__ = ("_luma", "_picture", "_rgb", "_view")
+
+    def __init__(self) -> None:
+        self._picture: Any = None
+        self._view: np.ndarray | None = None
+        self._rgb: Any = None
+        self._luma: Any = None
+
+    def _load(self, rgb: np.ndarray) -> Any:
+        import av
+
+        a = _as_rgb24(rgb, contiguous=False)
+        h, w = a.shape[:2]
+        if self._view is None or self._view.shape != a.shape:
+            self._picture = av.VideoFrame(w, h, "rgb24")
+            self._view = packed_view(self._picture, w, h, 3)
+        self._view[...] = a  # strided sources (channels-first arrays) are gathered by this copy
+        return self._picture
+
+    def rgb(self, rgb: np.ndarray, width: int, height: int) -> np.ndarray:
+        """:func:`scale_rgb` of ``rgb``: ``uint8 (height, width, 3)``, a view of the scaled picture."""
+        from av.video.reformatter import VideoReformatter
+
+        a = _as_rgb24(rgb, contiguous=False)
+        if a.shape[0] == height and a.shape[1] == width:
+            return np.array(a)
+        picture = self._load(a)
+        if self._rgb is None:
+            self._rgb = VideoReformatter()
+        out = self._rgb.reformat(picture, width=width, height=height, format="rgb24", **scale_options())
+        return packed_view(out, width, height, 3)
+
+    def luma(self, rgb: np.ndarray, width: int, height: int) -> np.ndarray:
+        """Full-range luma ``uint8 (height, width)`` of ``rgb``, scaled by swscale (a view).
+
+        swscale weights the full-size picture with BT.601's coefficients (PDQ's) in fixed point,
+        then area-scales the one plane: a third of scaling three channels. It differs from PDQ's
+        weighting of :meth:`rgb`'s picture by rounding only (a third of a level on average,
+        bench/RESULTS.md), as the video reader's luma does (:data:`~.readers.video.LUMA_CODECS`).
+        Needs :func:`scaler_gives_luma`.
+        """
+        from av.video.reformatter import VideoReformatter
+
+        picture = self._load(rgb)
+        if self._luma is None:
+            self._luma = VideoReformatter()
+        out = self._luma.reformat(picture, width=width, height=height, format="gray", dst_color_range="JPEG",
+                                  **scale_options())
+        return packed_view(out, width, height, 1)[:, :, 0]
 
 
 class ArrayFrame:
@@ -154,14 +247,17 @@ class ArrayFrame:
 
     Args:
         t_ns: Presentation time in nanoseconds from the start of the stream.
-        rgb: ``uint8 (h, w, 3)`` RGB pixels (gray, RGBA and 16-bit are converted).
+        rgb: ``uint8 (h, w, 3)`` RGB pixels (gray, RGBA and 16-bit are converted; any strides).
+        scaler: The stream's :class:`ArrayScaler` (same pixels, cheaper); ``None`` scales
+            with :func:`scale_rgb`.
     """
 
-    __slots__ = ("_rgb", "_t_ns")
+    __slots__ = ("_rgb", "_scaler", "_t_ns")
 
-    def __init__(self, t_ns: int, rgb: np.ndarray) -> None:
+    def __init__(self, t_ns: int, rgb: np.ndarray, scaler: ArrayScaler | None = None) -> None:
         self._t_ns = int(t_ns)
         self._rgb = rgb
+        self._scaler = scaler
 
     @property
     def t_ns(self) -> int:
@@ -173,11 +269,31 @@ class ArrayFrame:
         return self._rgb
 
     def to_rgb(self, width: int, height: int) -> np.ndarray:
-        """Return ``uint8 (height, width, 3)`` scaled by swscale."""
+        """Return ``uint8 (height, width, 3)`` scaled by swscale (may be a view, see ``TimedFrame``)."""
+        if self._scaler is not None:
+            return self._scaler.rgb(self._rgb, width, height)
         return scale_rgb(self._rgb, width, height)
 
     def __repr__(self) -> str:
-        return f"ArrayFrame(t_ns={self._t_ns}, shape={np.shape(self._rgb)})"
+        return f"{type(self).__name__}(t_ns={self._t_ns}, shape={np.shape(self._rgb)})"
+
+
+class LumaArrayFrame(ArrayFrame):
+    """An :class:`ArrayFrame` that also hands out its luma from the scaler
+    (:class:`~overlap_desktop.core.types.LumaFrame`): what the raw-array readers yield when
+    indexing, as the video reader does for H.264 (a few tenths of a level from PDQ's weighting
+    of the RGB picture; :meth:`ArrayScaler.luma`).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, t_ns: int, rgb: np.ndarray, scaler: ArrayScaler) -> None:
+        super().__init__(t_ns, rgb, scaler)
+
+    def to_luma(self, width: int, height: int) -> np.ndarray:
+        """Full-range luma ``uint8 (height, width)`` scaled by swscale (a view)."""
+        assert self._scaler is not None  # set by the constructor
+        return self._scaler.luma(self._rgb, width, height)
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,17 +201,26 @@ def frame_time_ns(i: int, rate: float) -> int:
 
 
 def raw_frames(frames: Iterable[tuple[int, np.ndarray]], *, rate: float, chw: bool,
-               cancel: CancelCallback | None) -> Iterator[TimedFrame]:
+               cancel: CancelCallback | None, luma: bool = False) -> Iterator[TimedFrame]:
     """Frames ``(index, pixels)`` of raw pixel arrays at ``index / rate`` (channels-first
     arrays turned to HWC).
 
-    No copy and no encode / decode: the sampler scales only the frames it keeps.
-    """
-    from overlap_desktop.core.ingest.frames import ArrayFrame
+    No copy and no encode / decode: the sampler scales only the frames it keeps, through one
+    :class:`~overlap_desktop.core.ingest.frames.ArrayScaler` for the stream (the pixels of
+    :func:`~overlap_desktop.core.ingest.frames.scale_rgb`, without a fresh picture per frame).
 
+    Args:
+        luma: Frames also hand out their luma from the scaler
+            (:class:`~overlap_desktop.core.ingest.frames.LumaArrayFrame`), as the video reader's
+            H.264 frames do when indexing (:attr:`ArrayReaderBase.fast_luma`).
+    """
+    from overlap_desktop.core.ingest.frames import ArrayFrame, ArrayScaler, LumaArrayFrame, scaler_gives_luma
+
+    scaler = ArrayScaler()
+    frame_type = LumaArrayFrame if luma and scaler_gives_luma() else ArrayFrame
     for i, img in frames:
         check_cancel(cancel)
-        yield ArrayFrame(frame_time_ns(i, rate), np.moveaxis(img, 0, -1) if chw else img)
+        yield frame_type(frame_time_ns(i, rate), np.moveaxis(img, 0, -1) if chw else img, scaler)
 
 
 def used_frames(frames: int, rate: float, fps: float | None) -> Iterator[int] | None:
@@ -344,15 +353,25 @@ class ArrayReaderBase:
         sample_fps: The sampler's grid rate (``index.fps``, set by :meth:`configure` for an
             indexing run): readers of raw arrays then read only the frames the sampler uses
             (:func:`used_frames`). ``None`` (previews, tools) reads every frame.
+        exact: With a sampling rate, still hand the fingerprint RGB (PDQ weights it to luma),
+            not the scaler's luma (:attr:`fast_luma`): the codes of versions before it.
     """
 
     name = ""
     description = ""
     extensions: tuple[str, ...] = ()
 
-    def __init__(self, *, config: Any | None = None, sample_fps: float | None = None) -> None:
+    def __init__(self, *, config: Any | None = None, sample_fps: float | None = None, exact: bool = False) -> None:
         self._config = config
         self.sample_fps = sample_fps
+        self.exact = exact
+
+    @property
+    def fast_luma(self) -> bool:
+        """Whether raw frames hand the fingerprint their luma from the scaler (indexing, not
+        ``exact``): a third of the cost of scaling RGB, a few tenths of a level from PDQ's
+        weighting of it (:meth:`~overlap_desktop.core.ingest.frames.ArrayScaler.luma`)."""
+        return self.sample_fps is not None and not self.exact
 
     def configure(self, config: Any) -> None:
         """Take the caps, the frame rate for rate-less containers and ``index.fps`` from ``config``."""

@@ -26,7 +26,6 @@ than half of the packets fail is refused.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -36,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.ingest.frames import noting_gaps, scale_options
+from overlap_desktop.core.ingest.frames import noting_gaps, packed_view, scale_options, scaler_gives_luma
 from overlap_desktop.core.ingest.readers._refs import ref_reader_for
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
@@ -100,7 +99,7 @@ class _AvFrame:
     def _display(self, width: int, height: int, fmt: str, channels: int, **extra: Any) -> np.ndarray:
         """``uint8 (height, width, channels)`` in display orientation, scaled by swscale to ``fmt``.
 
-        A view of the scaled frame's buffer, no copy (see :func:`_packed_view`).
+        A view of the scaled frame's buffer, no copy (see :func:`~overlap_desktop.core.ingest.frames.packed_view`).
         """
         q = self._quarter_turns
         # A turned picture is scaled (stored orientation) to the transposed size, then turned.
@@ -110,7 +109,7 @@ class _AvFrame:
         # every frame cost ~1 ms, more than the scaling itself. The pixels are the same.
         out = self._scaler.reformat(self._frame, **options) if self._scaler is not None else \
             self._frame.reformat(**options)
-        arr = _packed_view(out, w, h, channels)
+        arr = packed_view(out, w, h, channels)
         if q:
             arr = np.ascontiguousarray(np.rot90(arr, q))
         return arr
@@ -128,33 +127,6 @@ class _AvLumaFrame(_AvFrame):
     def to_luma(self, width: int, height: int) -> np.ndarray:
         """Full-range luma ``uint8 (height, width)`` in display orientation, scaled by swscale."""
         return self._display(width, height, "gray", 1, dst_color_range="JPEG")[:, :, 0]
-
-
-@functools.cache
-def _scaler_gives_luma() -> bool:
-    """Whether this PyAV's reformat takes ``dst_color_range`` (needed for full-range ``gray``)."""
-    import av
-
-    try:
-        av.VideoFrame(16, 16, "yuv420p").reformat(width=8, height=8, format="gray", dst_color_range="JPEG",
-                                                  **scale_options())
-    except TypeError:  # pragma: no cover - older PyAV
-        return False
-    return True
-
-
-def _packed_view(frame: Any, width: int, height: int, channels: int) -> np.ndarray:
-    """The pixels of a packed 8-bit frame (``rgb24``, ``gray``) as ``uint8 (height, width, channels)``,
-    a view of its first plane (rows may be padded), no copy.
-
-    ``to_ndarray`` copies the picture, and the sampler copies it again into its batch: at
-    426x240 the first copy was a fifth of the scaling's cost (38 of 170 us per sample). The
-    view keeps the frame's buffer alive; the pixels are the same.
-    """
-    plane = frame.planes[0]
-    line = int(plane.line_size)
-    rows = np.frombuffer(plane, np.uint8, count=line * height).reshape(height, line)
-    return rows[:, :width * channels].reshape(height, width, channels)
 
 
 def _ns_of(pts: int, num: int, den: int) -> int:
@@ -536,7 +508,7 @@ class VideoReader:
             ref_of = ref_reader_for(ctx.name, ctx.extradata) if self._approximate else None
             feed = _PacketFeed(container.demux(st), ctx, tb, self.sample_fps, ref_of)
             scaler = VideoReformatter()
-            luma = self._approximate and ctx.name in LUMA_CODECS and _scaler_gives_luma()
+            luma = self._approximate and ctx.name in LUMA_CODECS and scaler_gives_luma()
             frame_type = _AvLumaFrame if luma else _AvFrame
             while True:
                 check_cancel(cancel)

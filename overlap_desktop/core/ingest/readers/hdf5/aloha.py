@@ -147,7 +147,7 @@ class AlohaReader(ArrayReaderBase):
                 if lay is None:
                     raise MediaError(f"/{IMAGES}/{cam} no longer holds camera frames", path=path)
                 yield from raw_frames(dataset_frames(dset, lay, path, limits, budget, self.used(lay.frames, rate)),
-                                      rate=rate, chw=lay.chw, cancel=cancel)
+                                      rate=rate, chw=lay.chw, cancel=cancel, luma=self.fast_luma)
                 return
             check_dataset(dset, path)
             n, width = int(dset.shape[0]), int(dset.shape[1])

@@ -146,4 +146,5 @@ class RobomimicReader(ArrayReaderBase):
             if lay is None:
                 raise MediaError(f"{stream.key} no longer holds camera frames", path=path)
             yield from raw_frames(dataset_frames(dset, lay, path, limits, Budget(path, limits),
-                                                 self.used(lay.frames, rate)), rate=rate, chw=lay.chw, cancel=cancel)
+                                                 self.used(lay.frames, rate)), rate=rate, chw=lay.chw, cancel=cancel,
+                                  luma=self.fast_luma)

@@ -176,7 +176,8 @@ class ZarrReader(ArrayReaderBase):
         arr = group["data"][cam]
         steps = self._steps(arr, spec, (start + i for i in self.used(stop - start, rate)), start, stop, budget,
                             folder)
-        yield from raw_frames(((i - start, img) for i, img in steps), rate=rate, chw=False, cancel=cancel)
+        yield from raw_frames(((i - start, img) for i, img in steps), rate=rate, chw=False, cancel=cancel,
+                              luma=self.fast_luma)
 
     def _steps(self, arr: Any, spec: ArraySpec, keep: Iterable[int], start: int, stop: int, budget: Budget,
                folder: Path) -> Iterator[tuple[int, np.ndarray]]:
@@ -189,6 +190,16 @@ class ZarrReader(ArrayReaderBase):
         checked: set[int] = set()
         for a, b, picks in read_plan(keep, step if spec.codecs else 1, frame_bytes):
             a, b = max(start, a), min(stop, b)
+            if spec.direct():  # decoded here, without zarr's per-call machinery
+                span = range(a // step, (b - 1) // step + 1)
+                rows = [r for r in (spec.read_row(row, budget, limits, folder) for row in span) if r is not None]
+                checked.update(span)
+                if len(rows) == len(span):
+                    slab = rows[0] if len(rows) == 1 else np.concatenate(rows)
+                    for i in picks:
+                        yield i, slab[i - span[0] * step]
+                    continue
+                # a chunk is not stored: zarr fills it with the array's fill value
             for row in range(a // step, (b - 1) // step + 1):
                 if row not in checked:
                     for idx in spec.row_chunks(row):
