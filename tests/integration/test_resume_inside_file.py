@@ -91,16 +91,17 @@ def _saved_rows(ix: Path) -> tuple[int, int]:
         db.close()
 
 
-def _interrupt(clip: Path, ix: Path, at: float = 0.8, **extra: Any) -> None:
-    """Index ``clip`` and cancel once the file's progress passed ``at`` (after the 60 s checkpoint)."""
+def _interrupt(clip: Path, ix: Path, at: float = 0.8, paths: list[Path] | None = None, **extra: Any) -> None:
+    """Index ``clip`` (or ``paths``) and cancel once the clip's progress passed ``at`` (after the
+    60 s checkpoint)."""
     seen = [0.0]
 
     def progress(p: Progress) -> None:
-        if p.current_done is not None:
+        if p.current == str(clip) and p.current_done is not None:
             seen[0] = max(seen[0], p.current_done)
 
     with pytest.raises(Cancelled):
-        index_paths([clip], config=_cfg(ix, **extra), progress=progress, cancel=lambda: seen[0] >= at)
+        index_paths(paths or [clip], config=_cfg(ix, **extra), progress=progress, cancel=lambda: seen[0] >= at)
     assert _saved_rows(ix) == (1, 2)  # the checkpoints at 30 s and 60 s
 
 
@@ -200,3 +201,25 @@ def test_a_schema_3_index_is_upgraded_and_then_keeps_progress(clip: Path, tmp_pa
     with open_index(ix, readonly=True) as idx:
         assert idx.schema_version == SCHEMA_VERSION == 4
         assert {os.path.basename(f.path): f.status for f in idx.files()}["short.mp4"] == "ok"
+
+
+def test_worker_processes_send_their_progress_to_the_writer(
+        clip: Path, reference: StreamFingerprints, tmp_path: Path) -> None:
+    """With two worker processes the long file is fingerprinted in a worker, which cannot write the
+    index: its checkpoints travel to the writer, and the next (parallel) run continues from them."""
+    shorts = [tmp_path / f"short{i}.mp4" for i in range(2)]
+    for i, path in enumerate(shorts):
+        write_video(path, render_frames(Scene(3 + i), duration=2.0, fps=12.0), fps=12.0)
+    ix = tmp_path / "idx"
+    workers = {"index.workers": 2}
+    _interrupt(clip, ix, paths=[clip, shorts[0]], **workers)
+    events: list[Progress] = []
+    # A new short file too, so that this run has two files to do and uses the workers again.
+    summary = index_paths([clip, *shorts], config=_cfg(ix, **workers), progress=events.append)
+    assert not summary.failed and summary.engine == "2 worker processes"
+    resumed = [e for e in events if e.current == str(clip) and e.message and "resuming at" in e.message]
+    assert len(resumed) == 1 and (resumed[0].current_done or 0.0) >= 60 / DURATION_S
+    with open_index(ix, readonly=True) as idx:
+        ((_f, _key, fp),) = list(idx.streams([clip]))
+    _assert_equal(fp, reference)
+    assert _saved_rows(ix) == (0, 0)

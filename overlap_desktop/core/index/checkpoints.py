@@ -67,8 +67,9 @@ class CheckpointStore:
             return
         p = norm_path(path)
         with self._db:
-            if checkpoint.seq == 0:
-                self._db.execute("DELETE FROM checkpoint_chunks WHERE path = ?", (p,))
+            # Chunks from this one on belong to an older attempt (a first checkpoint starts afresh; a
+            # retried worker continues from the progress it was given).
+            self._db.execute("DELETE FROM checkpoint_chunks WHERE path = ? AND seq >= ?", (p, checkpoint.seq))
             self._db.execute("INSERT OR REPLACE INTO checkpoint_chunks(path, seq, data) VALUES (?, ?, ?)",
                              (p, checkpoint.seq, checkpoint.chunk()))
             self._db.execute(

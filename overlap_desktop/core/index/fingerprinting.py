@@ -394,9 +394,17 @@ def fingerprint_job(job: FileJob, *, task: Task) -> FileOutcome:
 
     A cancel comes back as an outcome marked ``cancelled`` (the writer sets the file pending).
     """
+    report, sending = task.report, [True]
+
+    def on_checkpoint(key: str, checkpoint: StreamCheckpoint) -> None:
+        # To the writer, which saves it; after one lost report none follow (the saved chunks stay whole).
+        if sending[0] and report is not None:
+            sending[0] = report((key, checkpoint))
+
     try:
         # A worker elsewhere checks first that it sees the writer's file at that path.
         return run_job(replace(job, remote=True) if task.remote else job, progress=task.progress,
-                       cancel=task.cancelled, decoder_threads=task.threads)
+                       cancel=task.cancelled, decoder_threads=task.threads,
+                       on_checkpoint=None if report is None else on_checkpoint)
     except Cancelled:
         return FileOutcome(job.path, cancelled=True, where=task.where)

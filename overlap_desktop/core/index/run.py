@@ -107,6 +107,8 @@ class IndexRun:
         self.idx, self.summary, self.settings = idx, summary, settings
         self.total_bytes, self.progress = total_bytes, progress
         self.done_bytes = 0.0
+        #: Files whose progress could not be saved once: no more is saved for them this run.
+        self._not_saving: set[str] = set()
         #: Files handed to an engine and not yet committed, by path.
         self.in_flight: dict[str, FileJob] = {}
         self._last_emit = 0.0
@@ -241,23 +243,35 @@ class IndexRun:
                   extra_bytes=f * job.size)
         return replace(job, resume=(found.stream_key, found.resume))
 
+    def save_progress(self, job: FileJob, key: str, checkpoint: StreamCheckpoint) -> None:
+        """Save a checkpoint of ``job`` (stream ``key``) made here or sent by a worker."""
+        if job.path in self._not_saving:
+            return
+        try:
+            self.idx.save_checkpoint(job.path, checkpoint, size=job.size, mtime_ns=job.mtime_ns,
+                                     stat_key=job.stat_key or None, settings=self.settings, stream_key=key)
+        except Exception as exc:  # saving progress is a bonus: never fail the file over it
+            # None after a failed one either: the saved chunks must stay whole.
+            self._not_saving.add(job.path)
+            log.warning("%s: cannot save progress inside the file (%s); an interruption restarts it", job.path,
+                        exc)
+
+    def _save_reports(self, engine: FileEngine) -> None:
+        """Save the checkpoints workers sent, of files still in flight (one that was committed
+        meanwhile needs none: its commit dropped its progress)."""
+        for path, (key, checkpoint) in engine.reports():
+            job = self.in_flight.get(path)
+            if job is not None:
+                self.save_progress(job, key, checkpoint)
+
     def serial(self, job: FileJob, cancel: CancelCallback | None) -> None:
         """Fingerprint ``job`` in this process and commit it, saving its progress as it goes."""
         from overlap_desktop.core.index.fingerprinting import run_job
 
         last = [0.0]
-        saving = [True]
 
         def on_checkpoint(key: str, checkpoint: StreamCheckpoint) -> None:
-            if not saving[0]:
-                return
-            try:
-                self.idx.save_checkpoint(job.path, checkpoint, size=job.size, mtime_ns=job.mtime_ns,
-                                         stat_key=job.stat_key or None, settings=self.settings, stream_key=key)
-            except Exception as exc:  # saving progress is a bonus: never fail the file over it
-                saving[0] = False
-                log.warning("%s: cannot save progress inside the file (%s); an interruption restarts it", job.path,
-                            exc)
+            self.save_progress(job, key, checkpoint)
 
         def on_fraction(f: float) -> None:
             now = time.monotonic()
@@ -293,6 +307,7 @@ class IndexRun:
         check_cancel(cancel)
         if engine is None or not self.in_flight:
             return
+        self._save_reports(engine)  # before the commits: a file's commit drops its saved progress
         for job, outcome in engine.wait(timeout):
             self.commit(job, outcome)
         now = time.monotonic()
@@ -306,7 +321,9 @@ class IndexRun:
 
     def abort(self, engine: FileEngine) -> None:
         """Cancel: stop every worker; keep files that finished anyway; the rest become pending."""
-        for job, outcome in engine.stop():
+        stopped = engine.stop()
+        self._save_reports(engine)  # the last progress the stopped workers sent
+        for job, outcome in stopped:
             if job.path in self.in_flight:
                 self.commit(job, outcome)
         for job in list(self.in_flight.values()):
