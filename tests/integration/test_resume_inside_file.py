@@ -11,121 +11,63 @@ of schema 3 is upgraded to hold the progress.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from overlap_desktop.config import load_config
 from overlap_desktop.core.index.indexer import index_paths
 from overlap_desktop.core.index.store import open_index
-from overlap_desktop.core.ingest.readers.video import VideoReader
 from overlap_desktop.core.types import NS_PER_S, Progress, StreamFingerprints
 from overlap_desktop.errors import Cancelled
 from tests.footage import Scene, render_frames, write_video
-
-DURATION_S = 90.0
-_FRAMES = VideoReader.frames
+from tests.resume_clips import (
+    DURATION_S,
+    Reads,
+    assert_same,
+    cfg,
+    chunks_saved,
+    saved_rows,
+    stored,
+    write_long_clip,
+)
 
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """90 s of a moving scene at 24 fps, 2 s GOPs with B-frames (about 3 MB)."""
-    path = tmp_path_factory.mktemp("resume") / "long.mp4"
-    return write_video(path, render_frames(Scene(7), duration=DURATION_S, fps=24.0), fps=24.0,
-                       options={"preset": "veryfast", "g": "48"})
+    return write_long_clip(tmp_path_factory.mktemp("resume") / "long.mp4")
 
 
 @pytest.fixture(scope="module")
 def reference(clip: Path, tmp_path_factory: pytest.TempPathFactory) -> StreamFingerprints:
     """The clip's fingerprints from one uninterrupted run."""
     ix = tmp_path_factory.mktemp("ref") / "idx"
-    assert index_paths([clip], config=_cfg(ix)).indexed == 1
-    return _stored(ix)
+    assert index_paths([clip], config=cfg(ix)).indexed == 1
+    return stored(ix)
 
 
-class _Reads:
-    """Counts what :meth:`VideoReader.frames` is asked for and hands out."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.starts: list[int] = []
-        self.first_ns: list[int] = []
-        self.frames = 0
-        original = _FRAMES  # not an earlier _Reads' wrapper: each counts its own run
-        reads = self
-
-        def frames(self_: VideoReader, path: Path, stream: Any, **kw: Any) -> Iterator[Any]:
-            reads.starts.append(int(kw.get("start_ns", 0)))
-            first = True
-            for f in original(self_, path, stream, **kw):
-                if first:
-                    reads.first_ns.append(int(f.t_ns))
-                    first = False
-                reads.frames += 1
-                yield f
-
-        monkeypatch.setattr(VideoReader, "frames", frames)
-
-
-def _cfg(ix: Path, **extra: Any) -> Any:
-    return load_config({"index.path": str(ix), "index.workers": 1, **extra}, environ={})
-
-
-def _stored(ix: Path) -> StreamFingerprints:
-    with open_index(ix, readonly=True) as idx:
-        (sid, _fid, _key), = idx.stream_ids()
-        return idx.stream_fingerprints(sid)
-
-
-def _saved_rows(ix: Path) -> tuple[int, int]:
-    """Rows of saved progress and their chunks, read from the database file itself."""
-    import apsw
-
-    db = apsw.Connection(str(ix / "index.sqlite3"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return (db.execute("SELECT count(*) FROM checkpoints").fetchone()[0],
-                db.execute("SELECT count(*) FROM checkpoint_chunks").fetchone()[0])
-    finally:
-        db.close()
-
-
-def _interrupt(clip: Path, ix: Path, at: float = 0.8, paths: list[Path] | None = None, **extra: Any) -> None:
-    """Index ``clip`` (or ``paths``) and cancel once the clip's progress passed ``at`` (after the
-    60 s checkpoint)."""
-    seen = [0.0]
-
-    def progress(p: Progress) -> None:
-        if p.current == str(clip) and p.current_done is not None:
-            seen[0] = max(seen[0], p.current_done)
-
+def _interrupt(clip: Path, ix: Path, chunks: int = 2, paths: list[Path] | None = None, **extra: Any) -> None:
+    """Index ``clip`` (or ``paths``) and cancel once the index holds ``chunks`` checkpoints of it
+    (2: the checkpoints after 30 s and 60 s of footage)."""
     with pytest.raises(Cancelled):
-        index_paths(paths or [clip], config=_cfg(ix, **extra), progress=progress, cancel=lambda: seen[0] >= at)
-    assert _saved_rows(ix) == (1, 2)  # the checkpoints at 30 s and 60 s
-
-
-def _assert_equal(a: StreamFingerprints, b: StreamFingerprints) -> None:
-    assert np.array_equal(a.times_ns, b.times_ns)
-    assert np.array_equal(a.codes, b.codes)
-    assert np.array_equal(a.quality, b.quality) and np.array_equal(a.usable, b.usable)
-    assert a.indeterminate == b.indeterminate and a.duration_s == b.duration_s
+        index_paths(paths or [clip], config=cfg(ix, **extra), cancel=lambda: chunks_saved(ix) >= chunks)
+    assert saved_rows(ix) == (1, chunks)
 
 
 def test_a_cancelled_file_continues_from_its_checkpoint_and_ends_identical(
         clip: Path, reference: StreamFingerprints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ix = tmp_path / "idx"
     _interrupt(clip, ix)
-    reads = _Reads(monkeypatch)
+    reads = Reads(monkeypatch)
     events: list[Progress] = []
-    summary = index_paths([clip], config=_cfg(ix), progress=events.append)
+    summary = index_paths([clip], config=cfg(ix), progress=events.append)
     assert summary.indexed == 1 and not summary.warnings
     # Decoding started at the saved frame, not at 0: the first frame read after 60 s of footage once a
     # hashing batch (16 samples, 4 s) was complete; then a third of the clip's frames.
     (start,) = reads.starts
     assert 60 * NS_PER_S <= start <= 64.1 * NS_PER_S and reads.first_ns == [start]
-    full = _Reads(monkeypatch)
-    assert index_paths([clip], config=_cfg(tmp_path / "again")).indexed == 1
+    full = Reads(monkeypatch)
+    assert index_paths([clip], config=cfg(tmp_path / "again")).indexed == 1
     assert 0 < reads.frames < 0.4 * full.frames
     # What the user sees: the file's progress starts at the checkpoint, and says so.
     file_events = [e for e in events if e.current == str(clip) and e.current_done is not None]
@@ -133,8 +75,8 @@ def test_a_cancelled_file_continues_from_its_checkpoint_and_ends_identical(
     assert file_events[0].current_done == pytest.approx(at, abs=0.001)
     assert file_events[0].message is not None and f"resuming at {at:.0%}" in file_events[0].message
     assert min(e.current_done or 0.0 for e in file_events) >= at - 0.001
-    _assert_equal(_stored(ix), reference)
-    assert _saved_rows(ix) == (0, 0)  # finished: the saved progress is gone
+    assert_same(stored(ix), reference)
+    assert saved_rows(ix) == (0, 0)  # finished: the saved progress is gone
 
 
 def test_a_file_replaced_in_place_is_read_from_the_start(
@@ -148,20 +90,20 @@ def test_a_file_replaced_in_place_is_read_from_the_start(
     local.write_bytes(local.read_bytes())  # same bytes here, but nothing may vouch for that
     os.utime(local, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert (local.stat().st_size, local.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
-    reads = _Reads(monkeypatch)
-    assert index_paths([local], config=_cfg(ix)).indexed == 1
+    reads = Reads(monkeypatch)
+    assert index_paths([local], config=cfg(ix)).indexed == 1
     assert reads.starts == [0] and reads.first_ns == [0]
-    _assert_equal(_stored(ix), reference)
+    assert_same(stored(ix), reference)
 
 
 def test_other_settings_do_not_reuse_saved_progress(clip: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     ix = tmp_path / "idx"
     _interrupt(clip, ix)
-    reads = _Reads(monkeypatch)
-    assert index_paths([clip], config=_cfg(ix, **{"index.quality_floor": 40})).indexed == 1
+    reads = Reads(monkeypatch)
+    assert index_paths([clip], config=cfg(ix, **{"index.quality_floor": 40})).indexed == 1
     assert reads.starts == [0]
-    assert _saved_rows(ix) == (0, 0)
+    assert saved_rows(ix) == (0, 0)
 
 
 def test_damaged_saved_progress_is_discarded_with_a_plain_message(
@@ -173,13 +115,13 @@ def test_damaged_saved_progress_is_discarded_with_a_plain_message(
     conn = apsw.Connection(str(ix / "index.sqlite3"))
     conn.execute("UPDATE checkpoint_chunks SET data = substr(data, 1, 100) WHERE seq = 1")
     conn.close()
-    reads = _Reads(monkeypatch)
-    summary = index_paths([clip], config=_cfg(ix))
+    reads = Reads(monkeypatch)
+    summary = index_paths([clip], config=cfg(ix))
     assert summary.indexed == 1 and not summary.failed
     assert reads.starts == [0]
     assert any("progress saved inside this file was damaged" in w and "read from the start" in w
                for w in summary.warnings), summary.warnings
-    _assert_equal(_stored(ix), reference)
+    assert_same(stored(ix), reference)
 
 
 def test_a_schema_3_index_is_upgraded_and_then_keeps_progress(clip: Path, tmp_path: Path) -> None:
@@ -190,7 +132,7 @@ def test_a_schema_3_index_is_upgraded_and_then_keeps_progress(clip: Path, tmp_pa
     ix = tmp_path / "idx"
     other = tmp_path / "short.mp4"
     write_video(other, render_frames(Scene(3), duration=2.0, fps=12.0), fps=12.0)
-    assert index_paths([other], config=_cfg(ix)).indexed == 1
+    assert index_paths([other], config=cfg(ix)).indexed == 1
     conn = apsw.Connection(str(ix / "index.sqlite3"))
     conn.execute("DROP TABLE checkpoints; DROP TABLE checkpoint_chunks; "
                  "UPDATE meta SET value = '3' WHERE key = 'schema_version'")
@@ -204,22 +146,35 @@ def test_a_schema_3_index_is_upgraded_and_then_keeps_progress(clip: Path, tmp_pa
 
 
 def test_worker_processes_send_their_progress_to_the_writer(
-        clip: Path, reference: StreamFingerprints, tmp_path: Path) -> None:
+        clip: Path, reference: StreamFingerprints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With two worker processes the long file is fingerprinted in a worker, which cannot write the
     index: its checkpoints travel to the writer, and the next (parallel) run continues from them."""
+    from overlap_desktop.core.index.run import IndexRun
+
     shorts = [tmp_path / f"short{i}.mp4" for i in range(2)]
     for i, path in enumerate(shorts):
         write_video(path, render_frames(Scene(3 + i), duration=2.0, fps=12.0), fps=12.0)
     ix = tmp_path / "idx"
     workers = {"index.workers": 2}
-    _interrupt(clip, ix, paths=[clip, shorts[0]], **workers)
+    # Stopped once the writer saved the checkpoint the worker sent after 30 s of footage.
+    _interrupt(clip, ix, chunks=1, paths=[clip, shorts[0]], **workers)
+    saved: list[tuple[int, float]] = []
+    save_progress = IndexRun.save_progress
+
+    def spy(self: IndexRun, job: Any, key: str, checkpoint: Any) -> None:
+        saved.append((checkpoint.seq, checkpoint.grid.last_t_ns / NS_PER_S))
+        save_progress(self, job, key, checkpoint)
+
+    monkeypatch.setattr(IndexRun, "save_progress", spy)
     events: list[Progress] = []
     # A new short file too, so that this run has two files to do and uses the workers again.
-    summary = index_paths([clip, *shorts], config=_cfg(ix, **workers), progress=events.append)
+    summary = index_paths([clip, *shorts], config=cfg(ix, **workers), progress=events.append)
     assert not summary.failed and summary.engine == "2 worker processes"
     resumed = [e for e in events if e.current == str(clip) and e.message and "resuming at" in e.message]
-    assert len(resumed) == 1 and (resumed[0].current_done or 0.0) >= 60 / DURATION_S
+    assert len(resumed) == 1 and (resumed[0].current_done or 0.0) >= 30 / DURATION_S
+    # The resumed worker went on saving: the next chunk, 30 s of footage after the first.
+    assert [seq for seq, _ in saved] == [1] and saved[0][1] >= 60
     with open_index(ix, readonly=True) as idx:
         ((_f, _key, fp),) = list(idx.streams([clip]))
-    _assert_equal(fp, reference)
-    assert _saved_rows(ix) == (0, 0)
+    assert_same(fp, reference)
+    assert saved_rows(ix) == (0, 0)
