@@ -106,6 +106,19 @@ def test_other_settings_do_not_reuse_saved_progress(clip: Path, tmp_path: Path,
     assert saved_rows(ix) == (0, 0)
 
 
+def test_progress_saved_by_another_overlap_version_is_not_reused(clip: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another version may decode or sample differently: its samples are not joined with ours."""
+    from overlap_desktop.core.index import checkpoints
+
+    ix = tmp_path / "idx"
+    _interrupt(clip, ix)
+    monkeypatch.setattr(checkpoints, "__version__", "0.0.1-older")
+    reads = Reads(monkeypatch)
+    summary = index_paths([clip], config=cfg(ix))
+    assert summary.indexed == 1 and not summary.warnings and reads.starts == [0]
+
+
 def test_damaged_saved_progress_is_discarded_with_a_plain_message(
         clip: Path, reference: StreamFingerprints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import apsw

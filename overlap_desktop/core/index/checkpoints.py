@@ -7,8 +7,8 @@ each in its own small transaction: the row (what the progress was saved for) is 
 new chunk of samples is added, so the bytes written grow with the footage, not with its square.
 
 Saved progress is used only for the same file -- size, modification time and identity
-(inode and change time, :func:`~overlap_desktop.core.index.walk.item_state`) -- and the same
-fingerprint settings; anything else, or a row or chunk that does not read back, is deleted
+(inode and change time, :func:`~overlap_desktop.core.index.walk.item_state`) -- the same
+fingerprint settings and the same overlap version; anything else, or a row or chunk that does not read back, is deleted
 and the file is read from the start, saying why. A finished (or failed) file's progress
 is deleted with its commit.
 """
@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from overlap_desktop import __version__
 from overlap_desktop.core.index.reading import norm_path
 from overlap_desktop.core.index.schema import now_iso
 from overlap_desktop.core.ingest.resume import StreamCheckpoint, StreamResume, load_resume
@@ -33,6 +34,12 @@ log = logging.getLogger(__name__)
 
 #: The schema that added the checkpoint tables.
 CHECKPOINT_SCHEMA = 4
+
+
+def _made_with(settings: str) -> str:
+    """The settings a checkpoint is saved with: the run's fingerprint settings and this overlap's
+    version (another version may decode or sample differently, so its samples must not be joined)."""
+    return f"{settings}\noverlap {__version__}"
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,8 @@ class CheckpointStore:
             self._db.execute(
                 "INSERT OR REPLACE INTO checkpoints(path, size, mtime_ns, stat_key, settings, stream_key, state, "
                 "saved) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (p, int(size), int(mtime_ns), stat_key, settings, stream_key, checkpoint.state(), now_iso()))
+                (p, int(size), int(mtime_ns), stat_key, _made_with(settings), stream_key, checkpoint.state(),
+                 now_iso()))
 
     def drop_checkpoint(self, path: str | os.PathLike[str]) -> None:
         """Forget the saved progress of ``path`` (finished, failed, changed or damaged)."""
@@ -101,8 +109,8 @@ class CheckpointStore:
                                "WHERE path = ?", (p,)).fetchone()
         if row is None:
             return SavedProgress()
-        if (int(row[0]), int(row[1]), row[2], row[3]) != (int(size), int(mtime_ns), stat_key, settings):
-            # Another file now, or other settings: its samples would not be this run's.
+        if (int(row[0]), int(row[1]), row[2], row[3]) != (int(size), int(mtime_ns), stat_key, _made_with(settings)):
+            # Another file now, other settings or another overlap: its samples would not be this run's.
             log.info("%s: saved progress is for another version of the file or other settings; read from the start",
                      p)
             self.drop_checkpoint(p)
