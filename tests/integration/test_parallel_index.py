@@ -234,6 +234,9 @@ class _InlineEngine:
     def fractions(self) -> dict[str, float]:
         return {}
 
+    def reports(self) -> list[tuple[str, object]]:
+        return []
+
     def stop(self) -> list[tuple[parallel.FileJob, parallel.FileOutcome]]:
         self._queued.clear()
         return []

@@ -136,6 +136,7 @@ def test_rows_from_schema_2_are_trusted_once_then_carry_the_identity(small_corpu
     (nothing is hashed or fingerprinted again) and their identity is recorded from then on."""
     from overlap_desktop.config import load_config
     from overlap_desktop.core.index.indexer import index_paths
+    from overlap_desktop.core.index.schema import SCHEMA_VERSION
     from overlap_desktop.core.index.store import open_index
 
     folder, victim, _ = _folder(small_corpus, tmp_path / "f")
@@ -146,12 +147,13 @@ def test_rows_from_schema_2_are_trusted_once_then_carry_the_identity(small_corpu
 
     # The index as schema 2 wrote it: no stat_key column, version 2 in meta.
     conn = apsw.Connection(str(tmp_path / "idx" / "index.sqlite3"))
-    conn.execute("ALTER TABLE files DROP COLUMN stat_key; UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.execute("ALTER TABLE files DROP COLUMN stat_key; DROP TABLE checkpoints; DROP TABLE checkpoint_chunks; "
+                 "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.close()
     with open_index(tmp_path / "idx", readonly=True) as idx:
         assert idx.schema_version == 2 and len(idx.files()) == 2  # read as it is
     again = index_paths([folder], config=cfg)
     assert (again.indexed, again.skipped) == (0, 2)
     with open_index(tmp_path / "idx", readonly=True) as idx:
-        assert idx.schema_version == 3
+        assert idx.schema_version == SCHEMA_VERSION
         assert all(idx.file_identity(p)[0] for p in (victim, folder / "other.mp4"))

@@ -52,7 +52,7 @@ def test_integer_packet_times_round_like_fractions() -> None:
     """The reader's integer time arithmetic gives the times ``round(Fraction)`` gave before."""
     from fractions import Fraction
 
-    from overlap_desktop.core.ingest.readers.video import _ns_of
+    from overlap_desktop.core.ingest.readers.packet_feed import ns_of as _ns_of
 
     rng = np.random.default_rng(3)
     bases = [Fraction(1, 90000), Fraction(1, 12288), Fraction(1001, 30000), Fraction(1, 1000), Fraction(1, 2)]

@@ -52,6 +52,10 @@ class Task:
             concurrent calls (0: leave the configured count).
         remote: The call runs on another machine (a cluster worker): paths must be checked there.
         where: ``host:pid`` of the process running the call.
+        report: Hands the caller a small picklable value during the call (progress saved inside
+            a file), in order; returns False once one could not be delivered (send no more). The
+            engine gives them out from its ``reports()``. ``None`` where the engine has no way back
+            during a call (a Dask cluster).
     """
 
     progress: Callable[[float], None] | None = None
@@ -59,6 +63,7 @@ class Task:
     threads: int = 0
     remote: bool = False
     where: str = ""
+    report: Callable[[Any], bool] | None = None
 
     def check(self) -> None:
         """Raise :class:`Cancelled` if the run was cancelled."""

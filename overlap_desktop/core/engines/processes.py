@@ -30,6 +30,8 @@ PROGRESS_INTERVAL = 0.2
 #: A call whose worker process died this many times fails with :class:`WorkerDied` (it probably
 #: crashes the decoder or exhausts memory) instead of being retried for ever.
 MAX_ATTEMPTS = 3
+#: Seconds a worker waits for room in the queue to hand over a report (:attr:`Task.report`).
+REPORT_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,19 @@ def _call(key: Hashable, func: Callable[..., Any], args: tuple[Any, ...]) -> Any
             except queue_mod.Full:  # progress is best effort
                 pass
 
+    def report(value: Any) -> bool:
+        if _progress_queue is None:
+            return False
+        try:
+            # Unlike progress, a report must arrive: wait a little for room in the queue.
+            _progress_queue.put(("report", key, value), timeout=REPORT_TIMEOUT)
+        except queue_mod.Full:
+            return False
+        return True
+
     task = Task(progress=throttled(put, PROGRESS_INTERVAL),
                 cancelled=_cancel_event.is_set if _cancel_event is not None else None,
-                threads=_threads, where=where())
+                threads=_threads, where=where(), report=report)
     args = tuple(_shared[a.number] if isinstance(a, _Shared) else a for a in args)
     return func(*args, task=task)
 
@@ -107,6 +119,7 @@ class ProcessEngine:
         self._parked: list[tuple[Hashable, Callable[..., Any], tuple[Any, ...]]] = []
         self._attempts: dict[Hashable, int] = {}
         self._fractions: dict[Hashable, float] = {}
+        self._reports: list[tuple[Hashable, Any]] = []
 
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx, initializer=_init_worker,
@@ -134,14 +147,24 @@ class ProcessEngine:
     def _drain_progress(self) -> None:
         while True:
             try:
-                key, value = self._queue.get_nowait()
+                item = self._queue.get_nowait()
             except (queue_mod.Empty, OSError, EOFError):
                 return
+            if len(item) == 3:  # ("report", key, value), see _call
+                self._reports.append(item[1:])
+                continue
+            key, value = item
             self._fractions[key] = float(value)
 
     def fractions(self) -> dict[Hashable, float]:
         self._drain_progress()
         return {k: self._fractions.get(k, 0.0) for k, _, _ in self._futures.values()}
+
+    def reports(self) -> list[tuple[Hashable, Any]]:
+        """``(key, value)`` of the calls' reports (:attr:`Task.report`) since the last call, in order."""
+        self._drain_progress()
+        out, self._reports = self._reports, []
+        return out
 
     def wait(self, timeout: float) -> list[Done]:
         if self._parked:

@@ -17,6 +17,7 @@ bounded: a worker holds one file's frames at a time and sends back only its fing
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -44,6 +45,10 @@ from overlap_desktop.errors import Cancelled, MediaError, OverlapError
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
     from overlap_desktop.core.ingest.readers.base import Reader
+    from overlap_desktop.core.ingest.resume import StreamCheckpoint, StreamResume
+
+#: Receives ``(stream key, checkpoint)`` while a long stream is fingerprinted (the writer saves it).
+CheckpointCallback = Callable[[str, "StreamCheckpoint"], None]
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +72,14 @@ def fingerprint_settings(config: Config, variants: Sequence[Variant]) -> str:
 
 def fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Sequence[Variant],
                      on_fraction: Callable[[float], None] | None, cancel: CancelCallback | None,
-                     warnings_out: list[str] | None = None,
-                     decoder_threads: int = 0) -> list[tuple[StreamInfo, StreamFingerprints]]:
+                     warnings_out: list[str] | None = None, decoder_threads: int = 0,
+                     resume: tuple[str, StreamResume] | None = None,
+                     on_checkpoint: CheckpointCallback | None = None) -> list[tuple[StreamInfo, StreamFingerprints]]:
     """Fingerprint every stream of one item with ``reader``; streams that fail are skipped with a warning.
+
+    An item of one stream, read by a reader that can start inside it (``resumable``), is
+    checkpointed (``on_checkpoint``) and continued from ``resume`` (``(stream key, saved
+    progress)``); others are read from the start (see docs/reliability.md).
 
     Raises:
         MediaError: no stream gave fingerprints (the reason names each stream's failure).
@@ -89,6 +99,8 @@ def fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Se
     streams = reader.streams(path)
     if not streams:
         raise MediaError("no video or image stream found", path=path)
+    if len(streams) != 1 or not getattr(reader, "resumable", False):
+        resume = on_checkpoint = None
     total = sum(s.duration_s or 0.0 for s in streams) or None
     done_before = 0.0
     out: list[tuple[StreamInfo, StreamFingerprints]] = []
@@ -100,12 +112,23 @@ def fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Se
             if on_fraction is not None and total:
                 on_fraction(min(1.0, (_base + seconds) / total))
 
-        try:
-            fp = fingerprint_stream(
-                reader.frames(path, s, cancel=cancel), fps=float(config["index.fps"]), variants=variants,
+        def run(saved: StreamResume | None, s: StreamInfo = s,
+                on_frame: Callable[[float], None] = on_frame) -> StreamFingerprints:
+            if saved is None:
+                frames = reader.frames(path, s, cancel=cancel)
+            else:  # a ``resumable`` reader's frames() takes the time to start from
+                frames = reader.frames(path, s, cancel=cancel,  # type: ignore[call-arg]
+                                       start_ns=saved.grid.t0_ns + saved.grid.last_t_ns)
+            return fingerprint_stream(
+                frames, fps=float(config["index.fps"]), variants=variants,
                 quality_floor=int(config["index.quality_floor"]),
                 static_seconds=float(config["index.static_seconds"]), duration_s=s.duration_s,
-                on_frame=on_frame, cancel=cancel)
+                on_frame=on_frame, cancel=cancel, resume=saved,
+                on_checkpoint=None if on_checkpoint is None else functools.partial(on_checkpoint, s.key))
+
+        try:
+            fp = _resumed(run, resume[1] if resume is not None and resume[0] == s.key else None,
+                          on_frame, path, warnings_out)
         except (Cancelled, KeyboardInterrupt):
             raise
         except OverlapError as exc:
@@ -127,6 +150,27 @@ def fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Se
     if errors and warnings_out is not None:
         warnings_out.extend(f"{path}: {e} (skipped; other streams indexed)" for e in errors)
     return out
+
+
+def _resumed(run: Callable[[StreamResume | None], StreamFingerprints], saved: StreamResume | None,
+             on_frame: Callable[[float], None], path: Path, warnings_out: list[str] | None) -> StreamFingerprints:
+    """``run(saved)``, or ``run(None)`` (from the start) when continuing from ``saved`` fails for any
+    reason but a cancel: saved progress may speed a file up, never make it fail."""
+    if saved is None:
+        return run(None)
+    on_frame(saved.grid.last_t_ns / 1e9)  # the file's progress starts where it was saved
+    try:
+        return run(saved)
+    except (Cancelled, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        log.debug("resume of %s failed", path, exc_info=True)
+        note = (f"{path}: could not continue where the last run stopped ({exc}); the file was read "
+                "from the start")
+        log.warning("%s", note)
+        if warnings_out is not None:
+            warnings_out.append(note)
+    return run(None)
 
 
 def fingerprint_file(path: str | os.PathLike[str], *, config: Config | None = None,
@@ -209,6 +253,8 @@ class FileJob:
     #: The item's identity seen by the writer (:func:`~overlap_desktop.core.index.walk.item_state`);
     #: checked after fingerprinting on the writer's machine.
     stat_key: str = ""
+    #: Progress saved inside the file by an interrupted run, ``(stream key, progress)``, to continue from.
+    resume: tuple[str, StreamResume] | None = None
 
 
 @dataclass
@@ -233,7 +279,8 @@ class FileOutcome:
 
 
 def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
-            cancel: CancelCallback | None = None, decoder_threads: int = 0) -> FileOutcome:
+            cancel: CancelCallback | None = None, decoder_threads: int = 0,
+            on_checkpoint: CheckpointCallback | None = None) -> FileOutcome:
     """Fingerprint one file; the task every engine runs (in-process, pool or cluster).
 
     On a remote worker the file is checked first: it must exist there with the size and
@@ -246,17 +293,20 @@ def run_job(job: FileJob, *, progress: Callable[[float], None] | None = None,
     configuration leaves them automatic: a pool of N workers gives each its share of
     the cores.
 
+    ``job.resume`` continues a file where an interrupted run saved its progress, and
+    ``on_checkpoint`` receives new progress to save (:func:`fingerprint_item`).
+
     Raises:
         Cancelled: ``cancel()`` turned true (KeyboardInterrupt passes through too).
     """
     started = time.perf_counter()
-    out = _run_job(job, progress, cancel, decoder_threads)
+    out = _run_job(job, progress, cancel, decoder_threads, on_checkpoint)
     out.seconds = time.perf_counter() - started
     return out
 
 
 def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: CancelCallback | None,
-             decoder_threads: int) -> FileOutcome:
+             decoder_threads: int, on_checkpoint: CheckpointCallback | None) -> FileOutcome:
     from overlap_desktop.core.ingest.readers import available_readers
 
     where = here()
@@ -288,7 +338,8 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: Can
     try:
         out.streams = fingerprint_item(path, reader, config=job.config, variants=job.variants,
                                        on_fraction=progress, cancel=cancel, warnings_out=out.warnings,
-                                       decoder_threads=decoder_threads)
+                                       decoder_threads=decoder_threads, resume=job.resume,
+                                       on_checkpoint=on_checkpoint)
     except (Cancelled, KeyboardInterrupt):
         stop.set()
         hasher.join()
@@ -343,9 +394,17 @@ def fingerprint_job(job: FileJob, *, task: Task) -> FileOutcome:
 
     A cancel comes back as an outcome marked ``cancelled`` (the writer sets the file pending).
     """
+    report, sending = task.report, [True]
+
+    def on_checkpoint(key: str, checkpoint: StreamCheckpoint) -> None:
+        # To the writer, which saves it; after one lost report none follow (the saved chunks stay whole).
+        if sending[0] and report is not None:
+            sending[0] = report((key, checkpoint))
+
     try:
         # A worker elsewhere checks first that it sees the writer's file at that path.
         return run_job(replace(job, remote=True) if task.remote else job, progress=task.progress,
-                       cancel=task.cancelled, decoder_threads=task.threads)
+                       cancel=task.cancelled, decoder_threads=task.threads,
+                       on_checkpoint=None if report is None else on_checkpoint)
     except Cancelled:
         return FileOutcome(job.path, cancelled=True, where=task.where)

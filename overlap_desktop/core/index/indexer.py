@@ -88,7 +88,9 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
     items gone from disk are forgotten only with ``forget_missing``. Each item is
     committed in its own transaction, so an interruption loses at most the item in
     progress. Bad items are recorded (status ``error`` with the reason) and the job
-    goes on.
+    goes on. Inside a long video file (one stream, a reader that can seek), progress is
+    saved every :data:`~overlap_desktop.core.ingest.resume.CHECKPOINT_S` of footage when
+    it is fingerprinted in this process, and the next run continues from there.
 
     Args:
         paths: Files and folders.
@@ -100,7 +102,8 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
             every entry then would lose days of indexing. ``force`` allows it.
         force: Forget even under an empty folder (see ``forget_missing``).
         progress: Receives :class:`Progress` (``unit="bytes"``; ``current`` is the item and
-            ``current_done`` its fraction; ``message`` is set once per finished item).
+            ``current_done`` its fraction; ``message`` is set once per finished item, and when an
+            item continues from progress an interrupted run saved inside it: "resuming at 62% ...").
         cancel: Polled between frames and items.
 
     Returns:
@@ -252,7 +255,8 @@ def _fingerprint_all(run: IndexRun, plan: _Plan, engine: FileEngine | None, req:
             if not run.needs_work(item, reader, size, mtime_ns, key or None, req.cancel):
                 continue
             assert reader is not None  # needs_work refused reader-less items
-            job = FileJob(str(item), reader.name, size, mtime_ns, req.config, req.variants, stat_key=key)
+            job = run.with_saved_progress(
+                FileJob(str(item), reader.name, size, mtime_ns, req.config, req.variants, stat_key=key))
             run.idx.mark_unfinished(item, size=size, mtime_ns=mtime_ns, status="running", reader=reader.name)
             if engine is None:
                 run.serial(job, req.cancel)

@@ -17,7 +17,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from overlap_desktop.core.engines import engine_named
 from overlap_desktop.core.engines.base import Done, Engine, WorkerDied, default_workers
@@ -44,6 +44,11 @@ class FileEngine(Protocol):
 
     def fractions(self) -> dict[str, float]:
         """Fraction done of files in flight, as last reported by the workers."""
+        ...
+
+    def reports(self) -> list[tuple[str, Any]]:
+        """``(path, (stream key, checkpoint))`` of progress saved inside files since the last call,
+        in order (none from engines that cannot send it during a call)."""
         ...
 
     def stop(self) -> list[tuple[FileJob, FileOutcome]]:
@@ -96,6 +101,10 @@ class JobEngine:
 
     def fractions(self) -> dict[str, float]:
         return {str(k): v for k, v in self.engine.fractions().items()}
+
+    def reports(self) -> list[tuple[str, Any]]:
+        reports = getattr(self.engine, "reports", None)  # a cluster has none
+        return [(str(k), v) for k, v in reports()] if reports is not None else []
 
     def stop(self) -> list[tuple[FileJob, FileOutcome]]:
         return self._outcomes(self.engine.stop())

@@ -9,6 +9,7 @@ file back to ``pending`` so the next run does it again.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -25,8 +26,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.parallel import FileEngine
     from overlap_desktop.core.index.store import Index
     from overlap_desktop.core.ingest.readers.base import Reader
+    from overlap_desktop.core.ingest.resume import StreamCheckpoint
 
 __all__ = ["PROGRESS_INTERVAL", "IndexRun", "IndexSummary"]
+
+log = logging.getLogger(__name__)
 
 #: Progress callbacks at most this often (seconds) within a file.
 PROGRESS_INTERVAL = 0.1
@@ -103,6 +107,8 @@ class IndexRun:
         self.idx, self.summary, self.settings = idx, summary, settings
         self.total_bytes, self.progress = total_bytes, progress
         self.done_bytes = 0.0
+        #: Files whose progress could not be saved once: no more is saved for them this run.
+        self._not_saving: set[str] = set()
         #: Files handed to an engine and not yet committed, by path.
         self.in_flight: dict[str, FileJob] = {}
         self._last_emit = 0.0
@@ -187,6 +193,8 @@ class IndexRun:
         if outcome.cancelled:
             self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
             return
+        # Finished or failed: progress saved inside the file is of no further use.
+        self.idx.drop_checkpoint(job.path)
         self.summary.warnings.extend(outcome.warnings)
         if outcome.streams is not None and job.stat_key:
             # Last look before recording, on the writer's own file system (a cluster worker's
@@ -218,11 +226,52 @@ class IndexRun:
             note += f" ({ind:.1f} s indeterminate)"
         self._finish(job.path, job.size, note)
 
+    def with_saved_progress(self, job: FileJob) -> FileJob:
+        """``job`` with the progress an interrupted run saved inside the file, when it is usable
+        (the same file and settings), saying so; damaged progress is dropped with a warning."""
+        from dataclasses import replace
+
+        found = self.idx.saved_progress(job.path, size=job.size, mtime_ns=job.mtime_ns,
+                                        stat_key=job.stat_key or None, settings=self.settings,
+                                        variants=len(job.variants))
+        if found.note:
+            self.summary.warnings.append(found.note)
+        if found.resume is None:
+            return job
+        f = found.resume.fraction
+        self.emit(job.path, f, f"resuming at {f:.0%} (progress saved by the interrupted run)",
+                  extra_bytes=f * job.size)
+        return replace(job, resume=(found.stream_key, found.resume))
+
+    def save_progress(self, job: FileJob, key: str, checkpoint: StreamCheckpoint) -> None:
+        """Save a checkpoint of ``job`` (stream ``key``) made here or sent by a worker."""
+        if job.path in self._not_saving:
+            return
+        try:
+            self.idx.save_checkpoint(job.path, checkpoint, size=job.size, mtime_ns=job.mtime_ns,
+                                     stat_key=job.stat_key or None, settings=self.settings, stream_key=key)
+        except Exception as exc:  # saving progress is a bonus: never fail the file over it
+            # None after a failed one either: the saved chunks must stay whole.
+            self._not_saving.add(job.path)
+            log.warning("%s: cannot save progress inside the file (%s); an interruption restarts it", job.path,
+                        exc)
+
+    def _save_reports(self, engine: FileEngine) -> None:
+        """Save the checkpoints workers sent, of files still in flight (one that was committed
+        meanwhile needs none: its commit dropped its progress)."""
+        for path, (key, checkpoint) in engine.reports():
+            job = self.in_flight.get(path)
+            if job is not None:
+                self.save_progress(job, key, checkpoint)
+
     def serial(self, job: FileJob, cancel: CancelCallback | None) -> None:
-        """Fingerprint ``job`` in this process and commit it."""
+        """Fingerprint ``job`` in this process and commit it, saving its progress as it goes."""
         from overlap_desktop.core.index.fingerprinting import run_job
 
         last = [0.0]
+
+        def on_checkpoint(key: str, checkpoint: StreamCheckpoint) -> None:
+            self.save_progress(job, key, checkpoint)
 
         def on_fraction(f: float) -> None:
             now = time.monotonic()
@@ -231,7 +280,7 @@ class IndexRun:
                 self.emit(job.path, f, extra_bytes=f * job.size)
 
         try:
-            outcome = run_job(job, progress=on_fraction, cancel=cancel)
+            outcome = run_job(job, progress=on_fraction, cancel=cancel, on_checkpoint=on_checkpoint)
         except (Cancelled, KeyboardInterrupt):
             self.idx.mark_unfinished(job.path, size=job.size, mtime_ns=job.mtime_ns, status="pending")
             raise
@@ -258,6 +307,7 @@ class IndexRun:
         check_cancel(cancel)
         if engine is None or not self.in_flight:
             return
+        self._save_reports(engine)  # before the commits: a file's commit drops its saved progress
         for job, outcome in engine.wait(timeout):
             self.commit(job, outcome)
         now = time.monotonic()
@@ -271,7 +321,9 @@ class IndexRun:
 
     def abort(self, engine: FileEngine) -> None:
         """Cancel: stop every worker; keep files that finished anyway; the rest become pending."""
-        for job, outcome in engine.stop():
+        stopped = engine.stop()
+        self._save_reports(engine)  # the last progress the stopped workers sent
+        for job, outcome in stopped:
             if job.path in self.in_flight:
                 self.commit(job, outcome)
         for job in list(self.in_flight.values()):

@@ -15,7 +15,9 @@ Versions: 1 is the first layout. 2 (same tables) adds the bit-plane codes blob (
 :mod:`~overlap_desktop.core.index.blobs`); the bump is what makes an older overlap refuse
 such an index ("made by a newer overlap") instead of failing on an unknown blob tag. 3 adds
 ``files.stat_key`` (inode and change time of what was fingerprinted), so a file replaced by
-another of the same size and modification time is seen as changed (issue 36).
+another of the same size and modification time is seen as changed (issue 36). 4 adds
+``checkpoints`` and ``checkpoint_chunks``: the saved progress inside a long file that an
+interrupted run had not finished (:mod:`~overlap_desktop.core.index.checkpoints`, issue 34).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ __all__ = ["LOCK_NAME", "SCHEMA_VERSION", "SHARD_DIR", "init_or_migrate", "now_i
 log = logging.getLogger(__name__)
 
 #: Version of the database layout; bumped with a migration in :data:`_MIGRATIONS`.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 LOCK_NAME = "index.lock"
 SHARD_DIR = "shards"
 
@@ -117,15 +119,38 @@ _SCHEMA_V2 = "-- schema 2: codes blobs may use the bit-plane encoding (tag 2); n
 # and mtime as before, and records the identity the next time it sees the file unchanged.
 _SCHEMA_V3 = "ALTER TABLE files ADD COLUMN stat_key TEXT;"
 
+# Schema 4: progress inside a file being fingerprinted, saved every few tens of seconds of footage so
+# an interrupted run continues there. One row per file (what it was saved for: the file's size, date
+# and identity, the run's settings, the stream) and its chunks of samples in order. Only the writer
+# reads or writes them; an older index simply has none.
+_SCHEMA_V4 = """
+CREATE TABLE checkpoints(
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    stat_key TEXT,
+    settings TEXT NOT NULL,
+    stream_key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    saved TEXT NOT NULL
+);
+CREATE TABLE checkpoint_chunks(
+    path TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY(path, seq)
+);
+"""
+
 # version -> SQL that upgrades from version-1 to version. v1 is the creation script.
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 
 # Versions whose migration changes no table and whose older rows still decode: an index that
 # lacks only these is read as it is when opened read-only (a library on a read-only disk or a
 # backup, `overlap merge` sources, the status shown at start) instead of being refused as
 # "needs upgrading". Only a writer upgrades it.
-# Schema 3's column is read and written by the writer only.
-_READABLE_AS_IS = frozenset({2, 3})
+# Schema 3's column and schema 4's tables are read and written by the writer only.
+_READABLE_AS_IS = frozenset({2, 3, 4})
 
 
 def now_iso() -> str:

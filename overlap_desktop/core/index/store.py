@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from overlap_desktop.core.index.blobs import encode_fingerprints, info_to_json
+from overlap_desktop.core.index.checkpoints import CheckpointStore
 from overlap_desktop.core.index.db import (
     DAMAGED_ADVICE,
     DB_NAME,
@@ -84,7 +85,7 @@ def _current_ids() -> tuple[str, str]:
     return ALGO_ID, PREP_ID
 
 
-class Index(IndexReader, ShardSet):
+class Index(IndexReader, ShardSet, CheckpointStore):
     """An open fingerprint index. Use :func:`open_index` to get one; close it (or use
     ``with``) when done.
 
@@ -395,10 +396,10 @@ class Index(IndexReader, ShardSet):
 
 for _name in ("check_compatible", "files", "file", "streams", "stream_ids", "stream_fingerprints",
               "stream_info", "stream_details", "stats", "file_state", "file_identity", "seal", "shards",
-              "rebuild_shards", "indexed_sha256", "unfinished_runs"):
+              "rebuild_shards", "indexed_sha256", "unfinished_runs", "saved_progress"):
     setattr(Index, _name, guard_db(getattr(Index, _name)))
 for _name in ("mark_file", "mark_unfinished", "record_failure", "record_file", "set_stat_key", "remove_files",
-              "touch_file", "begin_run", "end_run", "_recover_after_crash"):
+              "touch_file", "begin_run", "end_run", "_recover_after_crash", "save_checkpoint", "drop_checkpoint"):
     setattr(Index, _name, guard_db(getattr(Index, _name), decoding=False))
 del _name
 

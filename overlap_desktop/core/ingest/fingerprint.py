@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from overlap_desktop.core.ingest import pdq_batch, prep
-from overlap_desktop.core.ingest.frames import MAX_HOLD_S, sample_on_grid
+from overlap_desktop.core.ingest import resume as saved
+from overlap_desktop.core.ingest.frames import MAX_HOLD_S, GridState, sample_on_grid
 from overlap_desktop.core.ingest.stillness import (
     DIM_NOISE_BITS,
     STATIC_BITS,
@@ -427,6 +428,24 @@ class _SampleBatcher:
             self.stretched.append(self.hasher.last_gains > 1.0)
             self.filled = 0
 
+    def restore(self, r: saved.StreamResume) -> None:
+        """Continue after a checkpoint: the images hashed before it, and which sample showed which."""
+        self.codes, self.quality, self.stretched = [r.codes], [r.quality], [r.stretched]
+        self.sample_of = r.sample_of.tolist()
+        self.hashed = len(r.codes)
+
+    def since(self, batches: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(sample_of, codes, quality, stretched)`` added after ``batches`` hashed batches and
+        ``samples`` grid points, or None while a batch is half full (see :mod:`.resume`)."""
+        if self.filled:
+            return None
+        v = len(self.hasher.variants)
+        new = self.codes[batches:]
+        return (np.asarray(self.sample_of[samples:], np.int64),
+                np.concatenate(new) if new else np.zeros((0, v, CODE_BYTES), np.uint8),
+                np.concatenate(self.quality[batches:]) if new else np.zeros(0, np.uint8),
+                np.concatenate(self.stretched[batches:]) if new else np.zeros(0, bool))
+
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Codes ``(n, V, 32)``, qualities ``uint8 (n,)`` and contrast-stretched flags ``bool (n,)``
         of every grid point so far."""
@@ -444,7 +463,9 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
                        variants: Sequence[Variant] = (Variant(),), quality_floor: int = 50,
                        static_seconds: float = 5.0, duration_s: float | None = None,
                        on_frame: Callable[[float], None] | None = None,
-                       cancel: CancelCallback | None = None) -> StreamFingerprints:
+                       cancel: CancelCallback | None = None, resume: saved.StreamResume | None = None,
+                       on_checkpoint: Callable[[saved.StreamCheckpoint], None] | None = None,
+                       checkpoint_s: float = saved.CHECKPOINT_S) -> StreamFingerprints:
     """Fingerprint one stream on the real-time grid.
 
     Samples the frame shown at each grid time ``k / fps``, normalises it (``prep``)
@@ -461,6 +482,10 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
         duration_s: Stream duration if known (the grid then runs to it).
         on_frame: Called with the seconds of footage done after each sample.
         cancel: Polled between frames.
+        resume: Saved progress to continue from; ``frames`` then start at its frame
+            (:mod:`.resume`), and the result equals that of an uninterrupted read.
+        on_checkpoint: Receives a :class:`StreamCheckpoint` every ``checkpoint_s`` of footage.
+        checkpoint_s: Seconds of footage between checkpoints.
 
     Returns:
         The stream's fingerprints.
@@ -468,6 +493,7 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
     Raises:
         ValueError: bad arguments.
         Cancelled: when ``cancel()`` turns true.
+        ResumeMismatch: ``frames`` did not start at ``resume``'s frame.
     """
     variants = tuple(variants)
     if not variants or variants[0] != Variant():
@@ -475,7 +501,27 @@ def fingerprint_stream(frames: Iterable[TimedFrame], *, fps: float,
     batch = _SampleBatcher(_FrameHasher(variants))
     times: list[int] = []
     last_no = -1
-    for s in sample_on_grid(frames, fps, duration_s=duration_s, cancel=cancel):
+    grid = GridState()
+    if resume is not None:
+        batch.restore(resume)
+        times = resume.times_ns.tolist()
+        frames = saved.starting_at(frames, resume.grid.t0_ns + resume.grid.last_t_ns)
+    if on_checkpoint is not None:
+        marks = [len(batch.codes), len(times), resume.chunks if resume else 0]
+
+        def save() -> bool:
+            new = batch.since(marks[0], marks[1])
+            if new is None:
+                return False
+            on_checkpoint(saved.checkpoint(grid, marks[2], times[marks[1]:], new, duration_s,
+                                           (len(times), batch.hashed)))
+            marks[:] = [len(batch.codes), len(times), marks[2] + 1]
+            return True
+
+        frames = saved.with_checkpoints(frames, grid, checkpoint_s, save,
+                                  resume.grid.last_t_ns if resume is not None else 0)
+    for s in sample_on_grid(frames, fps, duration_s=duration_s, cancel=cancel, state=grid,
+                            resume=None if resume is None else resume.grid):
         if s.frame_no != last_no or not times:
             # A frame held over several grid points is converted and hashed once.
             to_luma = getattr(s.frame, "to_luma", None)

@@ -32,6 +32,7 @@ __all__ = [
     "ArrayFrame",
     "ArrayScaler",
     "GridSample",
+    "GridState",
     "LumaArrayFrame",
     "LowSampleRateWarning",
     "MAX_HOLD_S",
@@ -314,6 +315,28 @@ class GridSample:
     frame_no: int
 
 
+@dataclass(slots=True)
+class GridState:
+    """Where :func:`sample_on_grid` stands between two frames, to continue from there later.
+
+    Taken just after a frame was read: every grid point before that frame's time has been
+    handed out; the frame itself (shown from ``last_t_ns``) has not been sampled yet.
+
+    Attributes:
+        t0_ns: Time of the stream's first frame (the grid's origin), as the reader gave it.
+        last_t_ns: Time of the frame just read, from ``t0_ns``; a resumed read starts with it.
+        k: The next grid index.
+        next_g_ns: That grid point's time, from ``t0_ns``.
+        taken: Frames read so far (0: nothing to continue from).
+    """
+
+    t0_ns: int = 0
+    last_t_ns: int = 0
+    k: int = 0
+    next_g_ns: int = 0
+    taken: int = 0
+
+
 def grid_time_ns(k: int, fps: float) -> int:
     """Time of grid point ``k`` in nanoseconds, rounded the same way everywhere."""
     return int(round(k * NS_PER_S / fps))
@@ -331,7 +354,8 @@ def first_grid_index_at(t_ns: int, fps: float) -> int:
 # the tests rely on exactly these rules; the code itself is about 50 lines.
 def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: float | None = None,
                    cancel: CancelCallback | None = None,
-                   on_gap: Callable[[int, int], None] | None = None) -> Iterator[GridSample]:
+                   on_gap: Callable[[int, int], None] | None = None, state: GridState | None = None,
+                   resume: GridState | None = None) -> Iterator[GridSample]:
     """Pick the frame shown at each grid point ``k / fps`` (k = 0, 1, ...).
 
     The frame shown at time ``g`` is the last frame whose presentation time is
@@ -359,6 +383,9 @@ def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: floa
         cancel: Polled between frames.
         on_gap: Called with ``(start_ns, length_ns)`` (times from the first frame) for
             every gap longer than :data:`MAX_HOLD_S` whose grid points were skipped.
+        state: Kept up to date after every frame read (what a checkpoint saves).
+        resume: Continue from this saved ``state``: ``frames`` must start with the frame it
+            was taken after (time ``t0_ns + last_t_ns``); the samples follow as they would have.
 
     Yields:
         :class:`GridSample` in grid order.
@@ -370,12 +397,12 @@ def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: floa
     if not (fps > 0 and math.isfinite(fps)):
         raise ValueError(f"sampling rate must be a positive number, not {fps!r}")
     max_hold = int(MAX_HOLD_S * NS_PER_S)
-    t0: int | None = None
+    t0: int | None = None if resume is None else resume.t0_ns
     prev: TimedFrame | None = None
-    prev_t = 0
+    prev_t = 0 if resume is None else resume.last_t_ns
     prev_no = -1
-    k = 0
-    next_g = 0
+    k = 0 if resume is None else resume.k
+    next_g = 0 if resume is None else resume.next_g_ns
     n = -1
     for frame in frames:
         check_cancel(cancel)
@@ -397,6 +424,9 @@ def sample_on_grid(frames: Iterable[TimedFrame], fps: float, *, duration_s: floa
             k = first_grid_index_at(t, fps)
             next_g = grid_time_ns(k, fps)
         prev, prev_t, prev_no = frame, t, n
+        if state is not None:
+            state.t0_ns, state.last_t_ns, state.k, state.next_g_ns = t0, t, k, next_g
+            state.taken += 1
     if prev is None:
         return
     end = prev_t

@@ -27,8 +27,7 @@ than half of the packets fail is refused.
 from __future__ import annotations
 
 import logging
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Generator, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ import numpy as np
 from overlap_desktop.core.ingest.frames import noting_gaps, packed_view, scale_options, scaler_gives_luma
 from overlap_desktop.core.ingest.readers._refs import ref_reader_for
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
+from overlap_desktop.core.ingest.readers.packet_feed import PacketFeed, ns_of
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 
@@ -129,127 +129,9 @@ class _AvLumaFrame(_AvFrame):
         return self._display(width, height, "gray", 1, dst_color_range="JPEG")[:, :, 0]
 
 
-def _ns_of(pts: int, num: int, den: int) -> int:
-    """``round(pts * num / den)`` in integers, halves to even: what ``round(Fraction)`` gives,
-    at a fraction of its cost (it runs for every packet and frame)."""
-    q, r = divmod(pts * num, den)
-    if 2 * r > den or (2 * r == den and q % 2):
-        q += 1
-    return q
-
-
-class _PacketFeed:
-    """A stream's packets in decode order, with the decoder told which frames to skip.
-
-    Reads :data:`LOOKAHEAD` packets ahead so that, for each packet, the next
-    presentation time is known (B-frames arrive out of order), and asks the
-    :class:`~overlap_desktop.core.ingest.decode_plan.SamplePlan` whether the sampler will
-    use the frame. An unused frame is skipped by the decoder when it is not a reference
-    frame (``skip_frame = NONREF``); in an intra-only stream (MJPEG...) its packet is
-    not decoded at all (:attr:`drop`). Without a sampling rate every frame is decoded.
-
-    With ``ref_of`` (H.264 / H.265, see ``_refs.py``) a *used* non-reference frame is
-    skipped too when the frame shown just before it (presentation order) is decoded
-    and at most :data:`~overlap_desktop.core.ingest.decode_plan.NEIGHBOUR_MAX_S`
-    earlier: the sampler then holds that neighbour over the grid point (a bounded
-    timing error, measured in bench/RESULTS.md).
-
-    Attributes:
-        failure: The demuxer's error when the stream ended on one (a broken tail).
-        drop: The last packet returned needs no decoding.
-        skipped: Packets decoded with non-reference frames skipped, or dropped.
-        neighbours: Used frames left undecoded because their neighbour stands in.
-    """
-
-    #: Packets read ahead: deeper than any B-frame reordering seen in practice (x264 uses <= 4).
-    LOOKAHEAD = 16
-
-    def __init__(self, demux: Iterator[Any], ctx: Any, tb: Fraction, sample_fps: float | None,
-                 ref_of: Callable[[Any], bool | None] | None = None) -> None:
-        from overlap_desktop.core.ingest.decode_plan import NEIGHBOUR_MAX_S, SamplePlan
-
-        self._demux = demux
-        self._ctx = ctx
-        self._num, self._den = tb.numerator * _NS, tb.denominator
-        self._plan = SamplePlan(sample_fps) if sample_fps else None
-        self._ref_of = ref_of if self._plan is not None else None
-        self._neighbour_ns = int(NEIGHBOUR_MAX_S * _NS)
-        self._intra = bool(getattr(ctx.codec, "intra_only", False)) if ctx is not None else False
-        #: ``(pts, packet)`` read ahead; the pts is read once (a PyAV attribute read costs as much
-        #: as the comparisons made with it, and each packet is looked at ~16 times).
-        self._ahead: deque[tuple[int | None, Any]] = deque()
-        #: (pts, decoded) of the packets already handed out, newest last.
-        self._recent: deque[tuple[int, bool]] = deque(maxlen=2 * self.LOOKAHEAD)
-        self._done = False
-        self._skipping = False
-        self._last_kept: int | None = None
-        self.failure: str | None = None
-        self.drop = False
-        self.skipped = 0
-        self.neighbours = 0
-
-    def _fill(self) -> None:
-        import av
-
-        while not self._done and len(self._ahead) < (self.LOOKAHEAD if self._plan else 1):
-            try:
-                packet = next(self._demux)
-                self._ahead.append((packet.pts, packet))
-            except StopIteration:
-                self._done = True
-            except av.error.FFmpegError as exc:
-                self.failure = str(exc)
-                self._done = True
-
-    def _ns(self, pts: int) -> int:
-        return _ns_of(pts, self._num, self._den)
-
-    def _neighbour_decoded(self, pts: int) -> bool:
-        """The frame shown just before ``pts`` was already handed out, decoded, and is close."""
-        prev = max((x for x, _ in self._recent if x < pts), default=None)
-        if prev is None or any(q is not None and prev < q < pts for q, _ in self._ahead):
-            return False  # unknown, or it comes later in decode order
-        kept = next(k for x, k in self._recent if x == prev)
-        return kept and self._ns(pts) - self._ns(prev) <= self._neighbour_ns
-
-    def next(self, t0: int | None) -> Any:
-        """The next packet (``None`` at the end), with the decoder's skip setting made for it.
-
-        Args:
-            t0: Time of the stream's first frame (ns), ``None`` until one was decoded.
-        """
-        self._fill()
-        if not self._ahead:
-            return None
-        pts, packet = self._ahead.popleft()
-        need = True
-        ref: bool | None = None
-        if self._plan is not None and t0 is not None and pts is not None and (self._intra or not packet.is_keyframe):
-            later = [q for q, _ in self._ahead if q is not None and q > pts]
-            later += [x for x, _ in self._recent if x > pts]
-            nxt = min(later) if later else None
-            t = self._ns(pts) - t0
-            need = self._plan.needed(t, None if nxt is None else self._ns(nxt) - t0, self._last_kept)
-            if self._ref_of is not None:
-                ref = self._ref_of(packet)
-                if need and ref is False and self._neighbour_decoded(pts):
-                    need = False
-                    self.neighbours += 1
-            if need:
-                self._last_kept = t
-        elif pts is not None and t0 is not None:
-            self._last_kept = self._ns(pts) - t0
-        if pts is not None:
-            # Decoded for sure: used, a keyframe, or a reference frame (which NONREF keeps).
-            self._recent.append((pts, need or ref is True))
-        self.drop = not need and self._intra
-        if not need:
-            self.skipped += 1
-        skip = not need and not self._intra
-        if skip != self._skipping and self._ctx is not None:
-            self._ctx.skip_frame = "NONREF" if skip else "DEFAULT"
-            self._skipping = skip
-        return packet
+#: Seconds before a resume point the reader seeks to (then the keyframe at or before that): a margin
+#: for demuxers that seek by decoding time, whose keyframe may otherwise show after the point.
+RESUME_LEAD_S = 2.0
 
 
 class VideoReader:
@@ -275,6 +157,8 @@ class VideoReader:
     """
 
     name = "video"
+    #: :meth:`frames` can start inside the stream (``start_ns``), so an interrupted file resumes.
+    resumable = True
     description = "Video files (mp4, mkv, avi, mov, webm...) decoded with FFmpeg via PyAV"
     extensions = VIDEO_EXTENSIONS
 
@@ -464,22 +348,42 @@ class VideoReader:
 
     # ------------------------------------------------------------------ decoding
 
-    def frames(self, path: Path, stream: StreamInfo, *,
-               cancel: CancelCallback | None = None) -> Iterator[TimedFrame]:
+    def frames(self, path: Path, stream: StreamInfo, *, cancel: CancelCallback | None = None,
+               start_ns: int = 0) -> Iterator[TimedFrame]:
         """Yield every decoded frame of ``stream`` in presentation order.
 
         Every frame's size is checked against the caps (a stream may change size
         mid-way); gaps in the frame times longer than ``MAX_HOLD_S`` are noted in
         ``stream.extra["timing_gaps"]`` and logged.
 
+        ``start_ns`` > 0 continues an interrupted read (:mod:`~overlap_desktop.core.ingest.resume`):
+        the file is sought to a keyframe at least :data:`RESUME_LEAD_S` before that time, decoded
+        forward, and only frames from ``start_ns`` on are yielded, with the same times (from the
+        stream's first frame) as a read from the start.
+
         Raises:
             MediaError: the stream is gone, too damaged to use, or a frame is over the caps.
             Cancelled: when ``cancel()`` turns true.
         """
-        return noting_gaps(self._frames(path, stream, cancel=cancel), extra=stream.extra, path=path)
+        origin: int | None = None
+        if start_ns > 0:
+            first: list[int] = []
+            probe = self._frames(path, stream, cancel=cancel, origin=first)
+            next(probe, None)  # decodes one frame: the stream's first time, for the seek
+            probe.close()
+            origin = first[0] if first else None
+        return noting_gaps(self._frames(path, stream, cancel=cancel, origin=origin, start_ns=start_ns),
+                           extra=stream.extra, path=path)
 
-    def _frames(self, path: Path, stream: StreamInfo, *,
-                cancel: CancelCallback | None = None) -> Iterator[_AvFrame]:
+    def _seek(self, container: Any, st: Any, tb: Fraction, t_ns: int) -> None:
+        """Seek ``st`` to the keyframe at or before ``t_ns`` (absolute, ns) less :data:`RESUME_LEAD_S`."""
+        target = max(0, t_ns - int(RESUME_LEAD_S * _NS))
+        container.seek(target * tb.denominator // (tb.numerator * _NS), stream=st, backward=True, any_frame=False)
+
+    def _frames(self, path: Path, stream: StreamInfo, *, cancel: CancelCallback | None = None,
+                origin: int | list[int] | None = None, start_ns: int = 0) -> Generator[_AvFrame, None, None]:
+        """The frames; ``origin``: a list receives the first frame's absolute time; an int is that time,
+        already known, for a read from ``start_ns`` (a resume)."""
         import av
         from av.video.reformatter import VideoReformatter
 
@@ -500,13 +404,15 @@ class VideoReader:
             quarter_turns = (stream.rotation // 90) % 4
             tb = st.time_base or Fraction(1, 90000)
             nominal = (1 / float(stream.rate_hint)) if stream.rate_hint else 1 / 30
-            t0: int | None = None
+            t0: int | None = origin if isinstance(origin, int) else None
+            if t0 is not None:
+                self._seek(container, st, tb, t0 + start_ns)
             last_t = None
             packets = errors = produced = 0
             failure: str | None = None
             ctx = st.codec_context
             ref_of = ref_reader_for(ctx.name, ctx.extradata) if self._approximate else None
-            feed = _PacketFeed(container.demux(st), ctx, tb, self.sample_fps, ref_of)
+            feed = PacketFeed(container.demux(st), ctx, tb, self.sample_fps, ref_of)
             scaler = VideoReformatter()
             luma = self._approximate and ctx.name in LUMA_CODECS and scaler_gives_luma()
             frame_type = _AvLumaFrame if luma else _AvFrame
@@ -535,16 +441,20 @@ class VideoReader:
                     pts = frame.pts if frame.pts is not None else frame.dts
                     ftb = frame.time_base or tb
                     if pts is not None:
-                        t = _ns_of(pts, ftb.numerator * _NS, ftb.denominator)
+                        t = ns_of(pts, ftb.numerator * _NS, ftb.denominator)
                     elif last_t is not None:
                         t = last_t + int(round(nominal * _NS))
                     else:
                         t = 0
                     if t0 is None:
                         t0 = t
+                        if isinstance(origin, list):
+                            origin.append(t)
                     self._check_frame_size(p, frame.width, frame.height, (t - t0) / _NS)
                     last_t = t
                     produced += 1
+                    if t - t0 < start_ns:
+                        continue  # decoded from the keyframe before the resume point, not handed out
                     yield frame_type(frame, t - t0, quarter_turns, scaler)
                     check_cancel(cancel)
             stream.extra["decode_errors"] = errors
