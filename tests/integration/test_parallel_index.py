@@ -201,6 +201,9 @@ def test_killing_the_writer_leaves_no_half_written_work_and_no_orphan_workers(
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(timeout=60)
+        if proc.stderr is not None:
+            proc.stderr.close()
     with open_index(ix, readonly=True) as idx:
         ok = [f for f in idx.files() if f.status == "ok"]
         assert ok  # (the kill usually lands before the last file; the test holds either way)
