@@ -124,12 +124,14 @@ class FileRows(QAbstractTableModel):
         #: Row -> position in ``files`` (the sorted order).
         self.order: list[int] = []
         self._cells: dict[int, tuple[_Words, ...]] = {}
+        #: Column -> its sort key per file (made once per report: clicking a title again only flips).
+        self._keys: dict[int, list[Any]] = {}
         self._sorted: tuple[int, Qt.SortOrder] = (-1, Qt.SortOrder.AscendingOrder)
 
     def set_files(self, files: list[Any], words: OwnerWords) -> None:
         """Show ``files`` (kept in the order last chosen by clicking a column's title)."""
         self.beginResetModel()
-        self.files, self.words, self._cells = list(files), words, {}
+        self.files, self.words, self._cells, self._keys = list(files), words, {}, {}
         self.order = self._ordered(list(range(len(self.files))), *self._sorted)
         self.endResetModel()
         self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(FILE_COLUMNS) - 1)
@@ -201,7 +203,9 @@ class FileRows(QAbstractTableModel):
     def _ordered(self, order: list[int], column: int, how: Qt.SortOrder) -> list[int]:
         if not 0 <= column < len(FILE_COLUMNS):
             return sorted(order)
-        keys = {k: _sort_key(self.files[k], column) for k in order}
+        keys = self._keys.get(column)
+        if keys is None:
+            keys = self._keys[column] = [_sort_key(f, column) for f in self.files]
         # Python's sort is stable, reversed too: equal rows keep the order they had.
         return sorted(order, key=keys.__getitem__, reverse=how == Qt.SortOrder.DescendingOrder)
 
