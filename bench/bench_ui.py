@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _run_queue_wait_s() -> float | None:
+def run_queue_wait_s() -> float | None:
     """Seconds this thread spent runnable but waiting for a CPU (Linux schedstat)."""
     try:
         with open(f"/proc/self/task/{__import__('threading').get_native_id()}/schedstat") as fh:
@@ -74,12 +74,12 @@ def main() -> None:
     page.show()
     gaps: list[float] = []
     sched: list[float] = []
-    last = [time.perf_counter(), _run_queue_wait_s()]
+    last = [time.perf_counter(), run_queue_wait_s()]
 
     at: list[float] = []
 
     def tick() -> None:
-        now, wait = time.perf_counter(), _run_queue_wait_s()
+        now, wait = time.perf_counter(), run_queue_wait_s()
         waited = (wait - last[1]) if wait is not None and last[1] is not None else 0.0
         at.append(now)
         gaps.append(now - last[0] - waited)

@@ -1,4 +1,4 @@
-"""Pieces of the results view: table items that sort by value, the scaled frame label, extra lines.
+"""Pieces of the results view: owner words, table items, the scaled frame label, extra lines.
 
 Kept apart from :mod:`overlap_desktop.gui.results` so each module stays a page or two.
 """
@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QLabel, QTableWidgetItem
 
 from overlap_desktop import api
 
-__all__ = ["DEMO_WORDS", "MAX_EXTRA_LINES", "YOUR_WORDS", "FrameLabel", "NumItem", "OwnerWords", "extra_lines",
-           "owner_words", "rgb_to_pixmap", "short_names", "sorting_item", "table_item"]
+__all__ = ["DEMO_WORDS", "MAX_EXTRA_LINES", "YOUR_WORDS", "FrameLabel", "OwnerWords", "extra_lines",
+           "owner_words", "rgb_to_pixmap", "short_names", "table_item"]
 
 
 @dataclass(frozen=True)
@@ -79,25 +79,6 @@ def table_item(text: str, tip: str = "", sort: Any = None) -> QTableWidgetItem:
     if sort is not None:
         it.setData(Qt.ItemDataRole.UserRole, sort)
     return it
-
-
-def sorting_item(text: str, value: float, tip: str = "") -> QTableWidgetItem:
-    """An item that sorts by ``value`` (seconds, percent) rather than by its text."""
-    it = NumItem(text)
-    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
-    it.setData(Qt.ItemDataRole.UserRole + 1, float(value))
-    if tip:
-        it.setToolTip(tip)
-    return it
-
-
-class NumItem(QTableWidgetItem):
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        a = self.data(Qt.ItemDataRole.UserRole + 1)
-        b = other.data(Qt.ItemDataRole.UserRole + 1)
-        if a is None or b is None:
-            return super().__lt__(other)
-        return float(a) < float(b)
 
 
 #: Lines of evaluation examples and episode matches shown under the details (all are in the reports).

@@ -33,7 +33,6 @@ from overlap_desktop.gui.common import (
     SavedNote,
     compact_rows,
     fit_columns,
-    fmt_hours,
     headline_label,
     open_or_explain,
     show_error,
@@ -45,15 +44,13 @@ from overlap_desktop.gui.result_parts import (
     owner_words,
     rgb_to_pixmap,
     short_names,
-    sorting_item,
     table_item,
 )
+from overlap_desktop.gui.result_table import FileTable
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
 
-FILE_COLUMNS = ("Offered file", "Length", "You own", "Repeated in the offer", "New for you",
-                "Could not be judged", "What was done to it")
 SEG_COLUMNS = ("Offered", "Matches", "At", "Speed", "Picture changes", "Chance of a coincidence", "Counted")
 
 #: The "Counted" column's words for each kind of row in the stretches table.
@@ -106,18 +103,15 @@ class ResultsView(QWidget):
         # the matched stretches on the left, the owned-frame preview on the right.
         split = QSplitter(Qt.Orientation.Vertical)
         split.setChildrenCollapsible(False)
-        self.file_table = QTableWidget(0, len(FILE_COLUMNS))
+        self.file_table = FileTable()
         self.file_table.setAccessibleName("Offered files")
-        self.file_table.setHorizontalHeaderLabels(list(FILE_COLUMNS))
-        self.file_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.file_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.file_table.verticalHeader().setVisible(False)
-        self.file_table.horizontalHeader().setStretchLastSection(True)
-        compact_rows(self.file_table)
+        # Rows one text line high plus a little air (as compact_rows does for the other tables).
+        self.file_table.verticalHeader().setDefaultSectionSize(self.file_table.fontMetrics().height() + 8)
         # Never fewer than four files in view (the laptop complaint was "3.5 rows").
         self.file_table.setMinimumHeight(self.file_table.horizontalHeader().sizeHint().height()
                                          + 4 * self.file_table.verticalHeader().defaultSectionSize() + 6)
-        self.file_table.itemSelectionChanged.connect(self._on_file_selected)
+        self._filling = False
+        self.file_table.selectionModel().selectionChanged.connect(self._on_file_selection_changed)
         split.addWidget(self.file_table)
 
         lower = QWidget()
@@ -333,52 +327,23 @@ class ResultsView(QWidget):
         self.extras.setText("\n".join(extras))
         self.extras.setVisible(bool(extras))
         ft = self.file_table
-        ft.setSortingEnabled(False)
         # A new report replaces the old one entirely: no selection (and so no plot, table or frame)
         # of the previous offer may survive, even when the new offer selects the same row number.
-        ft.blockSignals(True)
-        ft.clearSelection()
-        ft.setRowCount(0)
-        ft.setRowCount(len(report.files))
-        for r, f in enumerate(report.files):
-            name = api.safe_text(f.query_file)
-            ft.setItem(r, 0, table_item(name, tip=name, sort=r))  # the row's file, found again when selected
-            ft.setItem(r, 1, sorting_item(fmt_hours(f.duration_s), f.duration_s))
-            pct = api.format_percent(f.matched_percent)
-            below = len(f.below_floor)
-            owned_text = pct + (f" (+{below} below floor)" if below else "")
-            ft.setItem(r, 2, sorting_item(owned_text, f.matched_percent,
-                                          tip=f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} "
-                                              f"{self.words.owns}"))
-            rep = float(getattr(f, "repeated_seconds", 0.0) or 0.0)
-            ft.setItem(r, 3, sorting_item(fmt_hours(rep) if rep > 0.5 else "–", rep,
-                                          tip="Offered time that repeats other footage of the same offer "
-                                              "(you would pay for it twice)"))
-            new = float(getattr(f, "new_seconds", 0.0) or 0.0)
-            cant = float(getattr(f, "cant_tell_seconds", 0.0) or 0.0)
-            # Issue 33: "new" only where shown not owned; evidence that proves neither way is named.
-            tip = "Judged time shown not to be owned, and not repeated inside the offer"
-            if cant > 0.5:
-                tip += f". Can't tell for {fmt_hours(cant)} (some evidence of ownership, not enough): not counted"
-            ft.setItem(r, 4, sorting_item(fmt_hours(new) if new > 0.5 else "–", new, tip=tip))
-            ind = f.indeterminate_seconds
-            ft.setItem(r, 5, sorting_item(fmt_hours(ind) if ind > 0.5 else "–", ind,
-                                          tip="Static or featureless time: counted neither way"))
-            # A file whose only match is below the evidence floor is not "no match" (its stretch is listed).
-            words = ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else
-                                                         "only a match below the evidence floor (not counted)"
-                                                         if f.below_floor else "no match")
-            ft.setItem(r, 6, table_item(words, tip=words))
-        ft.resizeColumnsToContents()
-        if ft.columnWidth(0) > 260:
-            ft.setColumnWidth(0, 260)
-        self._set_enabled(True)
-        # Select the first file with a match so the plot is never empty when there is something to see.
-        first = next((i for i, f in enumerate(report.files) if f.segments or f.below_floor
-                      or getattr(f, "repeats", None)), 0)
-        if report.files:
-            ft.selectRow(first)
-        ft.blockSignals(False)
+        self._filling = True
+        try:
+            ft.clearSelection()
+            ft.rows.set_files(report.files, self.words)
+            ft.resizeColumnsToContents()
+            if ft.columnWidth(0) > 260:
+                ft.setColumnWidth(0, 260)
+            self._set_enabled(True)
+            # Select the first file with a match so the plot is never empty when there is something to see.
+            first = next((i for i, f in enumerate(report.files) if f.segments or f.below_floor
+                          or getattr(f, "repeats", None)), 0)
+            if report.files:
+                ft.selectRow(ft.rows.row_of(first))
+        finally:
+            self._filling = False
         # Always show the selected row: selectRow emits nothing when the row number did not change.
         self._on_file_selected()
 
@@ -386,9 +351,6 @@ class ResultsView(QWidget):
         """Name the owned side in the titles, column, captions and plot (the demo's is not yours)."""
         self.words = words
         self.preview_title.setText(words.frame_title)
-        header = self.file_table.horizontalHeaderItem(2)
-        if header is not None:
-            header.setText(words.column)
         self.plot.set_owner_words(words)
         self.clear_preview()
 
@@ -396,10 +358,11 @@ class ResultsView(QWidget):
         rows = self.file_table.selectionModel().selectedRows()
         if not rows or self.report is None:
             return None
-        item = self.file_table.item(rows[0].row(), 0)
-        if item is None:
-            return None
-        return self.report.files[int(item.data(Qt.ItemDataRole.UserRole))]
+        return self.file_table.rows.file_at(rows[0].row())
+
+    def _on_file_selection_changed(self, *_args: Any) -> None:
+        if not self._filling:
+            self._on_file_selected()
 
     def _on_file_selected(self) -> None:
         f = self.selected_file()
