@@ -4,7 +4,7 @@ A shard is a folder of ``.npy`` arrays holding N codes (256-bit PDQ, one per cor
 frame *and* variant) and, for each of ``m`` substrings ("chunks") of the code, an
 index of the chunk values: the rows sorted by chunk value (``perm``), a prefix table
 of bucket offsets by the value's top bits (``off``; sized to the shard so a bucket holds
-~8 rows in format 5, ~2 in format 4, ~16 in format-4 shards of its earlier builds, ~4 in
+~4 rows in format 5, ~2 in format 4, ~16 in format-4 shards of its earlier builds, ~4 in
 formats 2-3), and the remaining
 low bits of each sorted value (``low``, one byte per row in shards of ~100,000 rows or more).
 The ``m`` chunks of each table are stacked in one file (``off.npy`` is ``(m, buckets + 1)``),
@@ -16,7 +16,7 @@ with the full Hamming distance.
 Formats 4 and 5 (5 written today) store rows stream-major: a row's stream comes from a
 per-stream first-row table (``streams``, ``first``), its frame (``uint32``) and variant
 (``uint8``) from two narrow columns; format 5 stores ``perm`` in three bytes a row number
-(:mod:`.shard_tables`) and a smaller ``off``: ~80 bytes per row in all, ~108 in format 4.
+(:mod:`.shard_tables`) and a smaller ``off``: ~88 bytes per row in all, ~108 in format 4.
 A cold comparison reads nearly every byte of the tables it searches (a search's ~100,000
 probes per shard land on every page of ``off`` and ``low`` and on a third to a half of the
 4 KiB pages of ``perm`` and ``codes``), so these bytes are its time (bench/RESULTS.md, "Cold
@@ -83,9 +83,9 @@ __all__ = [
 ]
 
 SHARD_FORMAT = "overlap.shard"
-#: 5: format 4 with ~8-row buckets (:data:`BUCKET_ROWS_V5`) and ``perm`` row numbers in three
+#: 5: format 4 with ~4-row buckets (:data:`BUCKET_ROWS_V5`) and ``perm`` row numbers in three
 #: bytes (``uint8 (chunks, n, 3)``, meta ``perm_bytes``; ``uint32`` above 2**24 rows): about a
-#: quarter fewer bytes for a cold comparison to read (bench/RESULTS.md, "Cold comparisons, second pass").
+#: fifth fewer bytes for a cold comparison to read (bench/RESULTS.md, "Cold comparisons, second pass").
 #: 4 (read only): rows stream-major with a per-stream first-row table (``streams``, ``first``), ``uint32`` frames,
 #: ``uint8`` variants, ~2-row buckets (~16 in earlier builds: the meta's ``prefix_bits`` says
 #: which, and both read alike); the meta records the seed grid (``seed_fps``).
@@ -107,9 +107,11 @@ PREFIX_BITS = 16
 #: meta's ``prefix_bits`` records what each shard was written with).
 BUCKET_ROWS = 2.0
 #: Mean rows per bucket of format-5 shards (the ones written now): the offsets table is read whole
-#: by a cold search (every page holds some probe's bucket), and at ~8 rows it is a quarter of the
-#: ~2-row table's 168 MB per 8M-row shard for ~4 ms more work per shard searched warm.
-BUCKET_ROWS_V5 = 8.0
+#: by a cold search (every page holds some probe's bucket), and at ~4 rows it is half of the ~2-row
+#: table's 168 MB per 8M-row shard for ~2 ms more work per shard searched warm (~8 rows: a quarter,
+#: but ~5 ms more, +20% on a warm 10,000-hour comparison; bench/RESULTS.md, "Cold comparisons,
+#: second pass").
+BUCKET_ROWS_V5 = 4.0
 _META = "shard.json"
 
 #: A chunk value shared by more rows than this is uninformative (near-featureless
@@ -267,9 +269,9 @@ def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
     offsets table grows from ~2.5 to 14-28 bytes per row (+0.4-0.7 MB per footage hour) and the
     search of an 8M-row shard costs a quarter to a third less (bench/RESULTS.md, "Two-row
     buckets"). Its meta records the size, so shards of either sizing read alike. Formats 2-3: ~4.
-    Format 5 goes back to larger buckets (:data:`BUCKET_ROWS_V5`, 5.7-11 rows, binary-searched):
-    a cold comparison reads the whole offsets table, so its size counts more than the lookup's
-    few milliseconds (bench/RESULTS.md, "Cold comparisons, second pass").
+    Format 5 doubles the buckets (:data:`BUCKET_ROWS_V5`, 2.8-5.7 rows): a cold comparison reads
+    the whole offsets table, so its size counts as well as the lookup's milliseconds
+    (bench/RESULTS.md, "Cold comparisons, second pass").
     """
     if version >= 5:
         want = int(round(np.log2(max(n, 1) / BUCKET_ROWS_V5)))
@@ -284,7 +286,7 @@ def layout_is_current(meta: dict[str, Any]) -> bool:
     """Whether a shard's meta (``shard.json``) describes what :func:`build_shard` writes now.
 
     Older layouts are still read, but more slowly: formats 1-3 hold every sample and smaller
-    tables, and format 4 reads about a third more bytes cold (a 2-row offsets table, 4-byte row
+    tables, and format 4 reads about a quarter more bytes cold (a 2-row offsets table, 4-byte row
     numbers; bench/RESULTS.md, "Cold comparisons, second pass"). ``overlap index
     --rebuild-shards`` rewrites them from the database.
     """
