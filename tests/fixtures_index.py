@@ -105,6 +105,12 @@ def seed_codes(idx: Any) -> int:
 
 def rewrite_shards_as_format_3(ix: Path) -> int:
     """Rewrite every shard of ``ix`` in format 3 (what an index sealed by an earlier build holds)."""
+    return rewrite_shards(ix, 3)
+
+
+def rewrite_shards(ix: Path, version: int) -> int:
+    """Rewrite every shard of ``ix`` in shard format ``version``, same rows (what an index sealed
+    by an earlier build holds: format 3 has no seed grid in its meta, format 4 keeps it)."""
     from overlap_desktop.core.index.shards import Shard, build_shard
 
     dirs = sorted(p for p in (ix / "shards").iterdir() if p.is_dir())
@@ -113,6 +119,7 @@ def rewrite_shards_as_format_3(ix: Path) -> int:
         rows = np.arange(shard.count, dtype=np.int64)
         codes, sids = np.array(shard.codes), shard.stream_of(rows)
         fidx, vidx = np.array(shard.column("frame_idx")), np.array(shard.column("variant_idx"))
+        seed_fps = shard.seed_fps if version >= 4 else None
         shard.close()
-        build_shard(d, codes, sids, fidx, vidx, version=3, seed_fps=None)
+        build_shard(d, codes, sids, fidx, vidx, version=version, seed_fps=seed_fps)
     return len(dirs)

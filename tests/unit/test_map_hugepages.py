@@ -126,3 +126,24 @@ def test_written_tables_are_the_files_np_save_writes(tmp_path: Path, monkeypatch
     for name in ("codes", "perm", "low", "off", "frame_idx", "variant_idx", "streams", "first", "shard.json"):
         suffix = "" if name.endswith(".json") else ".npy"
         assert (tmp_path / "s" / f"{name}{suffix}").read_bytes() == (tmp_path / "t" / f"{name}{suffix}").read_bytes()
+
+
+@pytest.mark.skipif(not _HAS_ADVICE or not hasattr(mmap, "MADV_RANDOM"), reason="no madvise advice here")
+def test_hit_columns_read_only_the_pages_touched(tmp_path: Path, recording: type[_Recording]) -> None:
+    # A search reads frame and variant numbers at its few hits only: those columns are mapped
+    # without read-around (a cold comparison read a third of them in 2 MiB folios for a couple
+    # of thousand hits), the tables it gathers from all over keep the huge-page hint.
+    n = 120_000
+    codes = np.random.default_rng(10).integers(0, 256, (n, 32), dtype=np.uint8)
+    build_shard(tmp_path / "s", codes, np.arange(n) // 100, np.arange(n) % 100, np.zeros(n, np.int16))
+    recording.advice = []
+    shard = Shard.open(tmp_path / "s")
+    hits = shard.search(codes[:50], max_distance=0)
+    assert len(hits) == 50 and np.array_equal(hits.frame_idx, np.arange(50) % 100)
+    # codes, perm, low hinted; frame_idx, variant_idx, first, streams read sparsely.
+    assert recording.advice.count(mmap.MADV_HUGEPAGE) == 3
+    assert recording.advice.count(mmap.MADV_RANDOM) == 4
+    # Refused advice still maps.
+    recording.refuse = True
+    np.save(tmp_path / "col.npy", np.arange(1000))
+    assert np.array_equal(map_npy(tmp_path / "col.npy", sparse=True), np.arange(1000))

@@ -150,9 +150,10 @@ def _same_hits(a: Hits, b: Hits) -> None:
 @pytest.mark.parametrize("n", [0, 1, 3_000])
 def test_older_formats_give_the_same_hits(tmp_path, n: int) -> None:  # type: ignore[no-untyped-def]
     # Format 3 stacks the chunk tables, format 4 regroups rows by stream and drops the per-row
-    # stream id; shards of formats 2 and 3 of the same codes must still open and answer every
-    # query exactly as the new layout does (an index built before keeps working). Stream ids
-    # interleave (row % 7), so format 4 has to sort the rows stream-major itself.
+    # stream id, format 5 stores row numbers in three bytes and holds ~8 rows per bucket; shards
+    # of formats 2 to 4 of the same codes must still open and answer every query exactly as the
+    # new layout does (an index built before keeps working). Stream ids interleave (row % 7), so
+    # formats 4-5 have to sort the rows stream-major themselves.
     rng = np.random.default_rng(11)
     codes = rng.integers(0, 256, (n, 32), dtype=np.uint8)
     codes[n // 2:] = codes[: n - n // 2]  # repeated codes: buckets with several rows
@@ -160,11 +161,12 @@ def test_older_formats_give_the_same_hits(tmp_path, n: int) -> None:  # type: ig
             (np.arange(n) % 2).astype(np.int16))
     build_shard(tmp_path / "v2", *args, version=2)
     build_shard(tmp_path / "v3", *args, version=3)
-    build_shard(tmp_path / "v4", *args)
-    shards = [Shard.open(tmp_path / f"v{v}") for v in (2, 3, 4)]
-    assert [s.version for s in shards] == [2, 3, SHARD_VERSION] and SHARD_VERSION == 4
+    build_shard(tmp_path / "v4", *args, version=4)
+    build_shard(tmp_path / "v5", *args)
+    shards = [Shard.open(tmp_path / f"v{v}") for v in (2, 3, 4, 5)]
+    assert [s.version for s in shards] == [2, 3, 4, SHARD_VERSION] and SHARD_VERSION == 5
     new = shards[-1]
-    assert not (tmp_path / "v4" / "stream_ids.npy").exists()
+    assert not (tmp_path / "v5" / "stream_ids.npy").exists()
     query = np.concatenate([flip_bits(codes[:200], 9, rng), rng.integers(0, 256, (50, 32), dtype=np.uint8)])
     query = np.concatenate([query, query[::3]])  # repeated query codes share their probes
     for probe in (0, 1):

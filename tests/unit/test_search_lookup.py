@@ -47,12 +47,22 @@ def _expand_lookup(shard: Shard, plan: QueryPlan, max_bucket: int) -> tuple[np.n
         pos, seg = pos[match], seg[match]
     if pos.size == 0:
         return empty
-    hit_rows = shard._table("perm")[pos].astype(np.int64)
+    hit_rows = _perm_reference(shard)[pos]
     p = keep[seg]
     g = ustart[p + 1] - ustart[p]
     k = np.repeat(np.arange(p.size), g)
     q = urows[np.arange(k.size, dtype=np.int64) + (ustart[p] - np.cumsum(g) + g)[k]]
     return q, hit_rows[k]
+
+
+def _perm_reference(shard: Shard) -> np.ndarray:
+    """The shard's flat ``perm`` table as ``int64`` row numbers, decoded here byte by byte (format
+    5 stores three little-endian bytes per row number where the shard has up to 2**24 rows)."""
+    table = np.asarray(shard._table("perm"))
+    if int(shard.meta.get("perm_bytes", 4)) == 4:
+        return table.astype(np.int64)
+    b = table.reshape(-1, 3).astype(np.int64)
+    return b[:, 0] + 256 * b[:, 1] + 65536 * b[:, 2]
 
 
 def _expand_search(shard: Shard, plan: QueryPlan, max_distance: int, max_bucket: int) -> Hits:
@@ -139,7 +149,7 @@ def _check_same(shard: Shard, query: np.ndarray, *, probe: int = 0, max_bucket: 
     return int(q_new.size)
 
 
-@pytest.mark.parametrize("version", [3, 4])
+@pytest.mark.parametrize("version", [3, 4, 5])
 @pytest.mark.parametrize("kind", ["random", "footage"])
 def test_lookup_equals_expansion(tmp_path: Path, version: int, kind: str, sizing: str) -> None:
     rng = np.random.default_rng(11 + version)
@@ -148,6 +158,8 @@ def test_lookup_equals_expansion(tmp_path: Path, version: int, kind: str, sizing
     shard = _shard(tmp_path / "s", codes, version)
     if version == 4:  # format 3 keeps its ~4-row buckets (compared row by row) in both sizings
         assert (_mean_rows(shard) <= EXPAND_ROWS) == (sizing == "two-row")
+    if version == 5:  # three-byte row numbers; ~4-row buckets as written now (the product's sizing)
+        assert shard.meta["perm_bytes"] == 3 and (2 <= _mean_rows(shard) <= 8 or sizing != "two-row")
     assert _check_same(shard, _queries(codes, rng)) > 0
     assert _check_same(shard, _queries(codes, rng, 120), probe=1) > 0
 
@@ -254,8 +266,36 @@ def test_layout_is_current_tells_earlier_layouts_apart() -> None:
             "prefix_bits": _prefix_bits(8_000_000, 3)}
     assert layout_is_current(meta)
     assert not layout_is_current({**meta, "prefix_bits": _earlier_prefix_bits(8_000_000, 3)})  # ~16-row buckets
+    # Format 4 (~2-row buckets, four-byte row numbers): read alike, but rewritten by a rebuild.
+    assert not layout_is_current({**meta, "version": 4, "prefix_bits": _prefix_bits(8_000_000, 3, 4)})
     assert not layout_is_current({**meta, "version": 3, "prefix_bits": _prefix_bits(8_000_000, 3, 3)})
     assert not layout_is_current({**meta, "prefix_bits": None})
     assert not layout_is_current({"version": SHARD_VERSION})
     # Small shards are sized alike by both rules (the table's 8-bit floor): nothing to rewrite.
     assert layout_is_current({**meta, "count": 300, "prefix_bits": _earlier_prefix_bits(300, 3)})
+
+
+@pytest.mark.parametrize("n", [1_000, 93_000, 600_000, 8_000_000, 2**24, 2**24 + 1])
+def test_format_5_tables_are_smaller(n: int) -> None:
+    # ~4 rows per bucket (2.8-5.7 whatever n): the offsets table half of format 4's; row numbers
+    # in three bytes up to 2**24 rows, four above (a shard larger than the index ever seals).
+    from overlap_desktop.core.index.shard_tables import perm_bytes
+
+    pbits = shards_mod._prefix_bits(n, 3, 5)
+    mean = n / float(1 << pbits)
+    assert (2 ** 1.5 - 1e-9 <= mean <= 2 ** 2.5) or pbits == 8
+    assert (1 << pbits) == (1 << shards_mod._prefix_bits(n, 3, 4)) // 2 or pbits == 8
+    assert perm_bytes(n, 5) == (3 if n <= 2**24 else 4) and perm_bytes(n, 4) == 4
+
+
+def test_three_byte_row_numbers_round_trip() -> None:
+    # Every byte of the largest row numbers a three-byte table holds, gathered in any order.
+    from overlap_desktop.core.index.shard_tables import perm_entries, perm_rows
+
+    rows = np.array([0, 1, 255, 256, 65535, 65536, 2**23, 2**24 - 2, 2**24 - 1, 12_345_678], np.int64)
+    three = perm_entries(rows.astype(np.uint32), 3)
+    assert three.shape == (rows.size, 3) and three.dtype == np.uint8
+    pos = np.array([9, 0, 8, 3, 3, 7, 1], np.int64)
+    assert np.array_equal(perm_rows(three.reshape(-1), pos, 3), rows[pos])
+    assert np.array_equal(perm_rows(perm_entries(rows.astype(np.uint32), 4), pos, 4), rows[pos])
+    assert perm_rows(three.reshape(-1), np.zeros(0, np.int64), 3).dtype == np.int64

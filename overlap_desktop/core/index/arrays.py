@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["advise_hugepages", "expand_ranges", "hamming_rows", "map_npy", "popcount_xor"]
+__all__ = ["advise_hugepages", "advise_sparse", "expand_ranges", "hamming_rows", "map_npy", "popcount_xor"]
 
 
 # --------------------------------------------------------------------------- ranges
@@ -110,14 +110,37 @@ def advise_hugepages(mm: mmap.mmap) -> bool:
     return True
 
 
-def map_npy(path: Path) -> np.ndarray:
+#: ``None`` where the platform has no such advice (Windows).
+_MADV_RANDOM: int | None = getattr(mmap, "MADV_RANDOM", None)
+
+
+def advise_sparse(mm: mmap.mmap) -> bool:
+    """Ask the kernel to read only the pages of ``mm`` that are touched (``MADV_RANDOM``: no
+    read-around). A no-op where the advice does not exist.
+
+    Returns:
+        Whether the advice was given.
+    """
+    if _MADV_RANDOM is None or not hasattr(mm, "madvise"):
+        return False
+    try:
+        mm.madvise(_MADV_RANDOM)
+    except OSError:
+        return False
+    return True
+
+
+def map_npy(path: Path, *, sparse: bool = False) -> np.ndarray:
     """Memory-map a ``.npy`` file read-only, like ``np.load(path, mmap_mode="r")``.
 
     A search at 10,000 hours maps several files in each of hundreds of shards, and
     ``np.load`` spends ~0.3 ms per file parsing the header with ``ast`` and setting up
     an ``np.memmap``; this reads the fixed header ``np.save`` writes with one regular
     expression and wraps an ``mmap`` (~20 us). Other headers go through ``np.load``.
-    The mapping carries the huge-page hint (:func:`advise_hugepages`).
+    The mapping carries the huge-page hint (:func:`advise_hugepages`), or with ``sparse`` the
+    advice to read only the pages touched (``MADV_RANDOM``): for a column a search reads at a few
+    rows only (a hit's frame and variant), where 2 MiB reads fetched a third of each column from
+    disk for a couple of thousand rows (bench/RESULTS.md, "Cold comparisons, second pass").
 
     Raises:
         OSError: the file cannot be read.
@@ -146,5 +169,8 @@ def map_npy(path: Path) -> np.ndarray:
         if nbytes == 0:
             return np.zeros(shape, dtype)
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    advise_hugepages(mm)
+    if sparse:
+        advise_sparse(mm)
+    else:
+        advise_hugepages(mm)
     return np.frombuffer(mm, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset).reshape(shape)

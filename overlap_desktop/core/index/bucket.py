@@ -1,13 +1,16 @@
-"""Vectorised searches inside the sorted buckets of a shard's chunk tables (formats 3-4).
+"""Vectorised searches inside the sorted buckets of a shard's chunk tables (formats 3-5).
 
 A chunk lookup lands on a bucket of rows sorted by their low bits
 (:mod:`overlap_desktop.core.index.shards`); :func:`matching_rows` finds the rows holding the
 wanted value, and :func:`row_distances` verifies the candidates. How it finds them depends on
 the bucket size. Format-4 shards of earlier builds hold ~16 rows per bucket:
 :func:`bucket_bound` runs a binary search on all probes at once (five gathers per probe, each in
-a cache line already read). Shards written since hold ~2 rows per bucket: comparing every row of
-every probed bucket is one gather per row and no loop, 25-35% cheaper per shard than the search
-on the larger buckets (bench/RESULTS.md, "Two-row buckets").
+a cache line already read). Format-4 shards written since hold ~2 rows per bucket: comparing every
+row of every probed bucket is one gather per row and no loop, 25-35% cheaper per shard than the
+search on the larger buckets (bench/RESULTS.md, "Two-row buckets"). Format 5 (written now) holds
+~4 rows per bucket (compared, or binary-searched above :data:`EXPAND_ROWS`): ~2 ms more per shard
+searched, for an offsets table a cold comparison reads in half the bytes (bench/RESULTS.md,
+"Cold comparisons, second pass").
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ A shard is a folder of ``.npy`` arrays holding N codes (256-bit PDQ, one per cor
 frame *and* variant) and, for each of ``m`` substrings ("chunks") of the code, an
 index of the chunk values: the rows sorted by chunk value (``perm``), a prefix table
 of bucket offsets by the value's top bits (``off``; sized to the shard so a bucket holds
-~2 rows: ~16 in format-4 shards of earlier builds, ~4 in formats 2-3), and the remaining
+~4 rows in format 5, ~2 in format 4, ~16 in format-4 shards of its earlier builds, ~4 in
+formats 2-3), and the remaining
 low bits of each sorted value (``low``, one byte per row in shards of ~100,000 rows or more).
 The ``m`` chunks of each table are stacked in one file (``off.npy`` is ``(m, buckets + 1)``),
 so a search maps three table files per shard and looks every chunk up in one vectorised pass. A query
@@ -12,9 +13,14 @@ code looks each chunk up: prefix -> bucket -> the bucket's rows with the same lo
 (:mod:`.bucket`); rows sharing at least one chunk exactly become candidates, verified
 with the full Hamming distance.
 
-Format 4 (written today) stores rows stream-major: a row's stream comes from a
+Formats 4 and 5 (5 written today) store rows stream-major: a row's stream comes from a
 per-stream first-row table (``streams``, ``first``), its frame (``uint32``) and variant
-(``uint8``) from two narrow columns, ~90 bytes per row in all. An index seals only its
+(``uint8``) from two narrow columns; format 5 stores ``perm`` in three bytes a row number
+(:mod:`.shard_tables`) and a smaller ``off``: ~88 bytes per row in all, ~108 in format 4.
+A cold comparison reads nearly every byte of the tables it searches (a search's ~100,000
+probes per shard land on every page of ``off`` and ``low`` and on a third to a half of the
+4 KiB pages of ``perm`` and ``codes``), so these bytes are its time (bench/RESULTS.md, "Cold
+comparisons, second pass"). An index seals only its
 *seed* samples into shards (:func:`seed_frames`, one sample per second by default; the
 meta records the grid): verification reads every sample from the database, so the
 shards need only put a few points on each copy's line. Formats 1-3 (one 8-byte stream id
@@ -53,9 +59,17 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.index.arrays import advise_hugepages, expand_ranges, map_npy
+from overlap_desktop.core.index.arrays import expand_ranges, map_npy
 from overlap_desktop.core.index.bucket import matching_rows, row_distances
 from overlap_desktop.core.index.plan import DEFAULT_CHUNK_BYTES, QueryPlan, chunk_keys, chunk_spec
+from overlap_desktop.core.index.shard_tables import (
+    open_table,
+    perm_bytes,
+    perm_entries,
+    perm_rows,
+    perm_table,
+    stream_major,
+)
 from overlap_desktop.errors import IndexError_
 
 __all__ = [
@@ -69,15 +83,18 @@ __all__ = [
 ]
 
 SHARD_FORMAT = "overlap.shard"
-#: 4: rows stream-major with a per-stream first-row table (``streams``, ``first``), ``uint32`` frames,
+#: 5: format 4 with ~4-row buckets (:data:`BUCKET_ROWS_V5`) and ``perm`` row numbers in three
+#: bytes (``uint8 (chunks, n, 3)``, meta ``perm_bytes``; ``uint32`` above 2**24 rows): about a
+#: fifth fewer bytes for a cold comparison to read (bench/RESULTS.md, "Cold comparisons, second pass").
+#: 4 (read only): rows stream-major with a per-stream first-row table (``streams``, ``first``), ``uint32`` frames,
 #: ``uint8`` variants, ~2-row buckets (~16 in earlier builds: the meta's ``prefix_bits`` says
 #: which, and both read alike); the meta records the seed grid (``seed_fps``).
 #: 3 (read only): each table's chunks stacked in one file (``off``, ``low``, ``perm``), one pass.
 #: 2 (read only): one file per table and chunk (``off_j``, ``low_j``, ``perm_j``).
 #: 1 (read only): sorted 4-byte keys, binary search.
-SHARD_VERSION = 4
-_READABLE_VERSIONS = (1, 2, 3, 4)
-_WRITABLE_VERSIONS = (2, 3, 4)
+SHARD_VERSION = 5
+_READABLE_VERSIONS = (1, 2, 3, 4, 5)
+_WRITABLE_VERSIONS = (2, 3, 4, 5)
 #: Seed samples per second kept in an index's sealed shards: the first usable sample of each
 #: ``1 / DEFAULT_SEED_FPS`` seconds of stream time, every variant. Verification along a line
 #: reads every sample from the database, so seeds only need to put two or more points on a
@@ -86,9 +103,15 @@ _WRITABLE_VERSIONS = (2, 3, 4)
 DEFAULT_SEED_FPS = 1.0
 #: Bits of a chunk value resolved by the in-memory prefix table (shards whose meta has no size).
 PREFIX_BITS = 16
-#: Mean rows per bucket of the offsets table in the format-4 shards written now (see
-#: :func:`_prefix_bits`; the meta's ``prefix_bits`` records what each shard was written with).
+#: Mean rows per bucket of the offsets table of format-4 shards (see :func:`_prefix_bits`; the
+#: meta's ``prefix_bits`` records what each shard was written with).
 BUCKET_ROWS = 2.0
+#: Mean rows per bucket of format-5 shards (the ones written now): the offsets table is read whole
+#: by a cold search (every page holds some probe's bucket), and at ~4 rows it is half of the ~2-row
+#: table's 168 MB per 8M-row shard for ~2 ms more work per shard searched warm (~8 rows: a quarter,
+#: but ~5 ms more, +20% on a warm 10,000-hour comparison; bench/RESULTS.md, "Cold comparisons,
+#: second pass").
+BUCKET_ROWS_V5 = 4.0
 _META = "shard.json"
 
 #: A chunk value shared by more rows than this is uninformative (near-featureless
@@ -162,7 +185,7 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
     if n >= 2**32:
         raise ValueError("a shard holds fewer than 2**32 rows")
     if version >= 4:
-        codes, arrays, extra = _stream_major(codes, cols)
+        codes, arrays, extra = stream_major(codes, cols)
     else:
         arrays = {"stream_ids": np.ascontiguousarray(cols["stream_ids"], dtype=np.int64),
                   "frame_idx": np.ascontiguousarray(cols["frame_idx"], dtype=np.int32),
@@ -173,7 +196,7 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
     tmp = directory.parent / f".{directory.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        out = _open_table(tmp / "codes.npy", np.uint8, codes.shape)
+        out = open_table(tmp / "codes.npy", np.uint8, codes.shape)
         out[...] = codes
         out.flush()
         del out
@@ -185,6 +208,8 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
                 "chunks": [list(c) for c in spec], "prefix_bits": _prefix_bits(n, spec[0][1], version), **extra}
         if version >= 4:
             meta["seed_fps"] = float(seed_fps) if seed_fps else None
+        if version >= 5:
+            meta["perm_bytes"] = perm_bytes(n, version)
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
             fh.flush()
@@ -193,34 +218,6 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _stream_major(codes: np.ndarray, cols: dict[str, np.ndarray]
-                  ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, Any]]:
-    """Format 4 row references: rows grouped by stream, a per-stream first-row table.
-
-    A row's stream is found by a binary search in ``first`` (one entry per stream), so the
-    8-byte stream id per row of formats 1-3 is not stored; frames take 4 bytes, variants 1.
-    """
-    sids = np.asarray(cols["stream_ids"], dtype=np.int64)
-    frames = np.asarray(cols["frame_idx"], dtype=np.int64)
-    variants = np.asarray(cols["variant_idx"], dtype=np.int64)
-    if frames.size and (frames.min() < 0 or frames.max() >= 2**31):
-        raise ValueError("frame_idx must be within 0..2**31-1")
-    if variants.size and (variants.min() < 0 or variants.max() > 255):
-        raise ValueError("variant_idx must be within 0..255 in shard format 4")
-    change = np.flatnonzero(sids[1:] != sids[:-1]) + 1
-    starts = np.r_[0, change] if sids.size else np.zeros(0, np.int64)
-    if np.unique(sids[starts]).size != starts.size:
-        # Rows of a stream are not contiguous: sort stream-major (stable keeps frame order).
-        order = np.argsort(sids, kind="stable")
-        codes, sids, frames, variants = codes[order], sids[order], frames[order], variants[order]
-        change = np.flatnonzero(sids[1:] != sids[:-1]) + 1
-        starts = np.r_[0, change] if sids.size else np.zeros(0, np.int64)
-    arrays = {"frame_idx": frames.astype(np.uint32), "variant_idx": variants.astype(np.uint8),
-              "streams": sids[starts].astype(np.int64),
-              "first": np.r_[starts, sids.size].astype(np.int64)}
-    return np.ascontiguousarray(codes), arrays, {"streams": int(starts.size)}
 
 
 def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]], version: int) -> None:
@@ -235,11 +232,12 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
     lbits = 8 * width - pbits
     ldt = _low_dtype(lbits)
     stacked: dict[str, np.memmap[Any, Any]] = {}
-    if version >= 3:  # formats 3 and 4 stack the chunks
-        shapes = {"off": ((len(spec), (1 << pbits) + 1), np.uint32), "low": ((len(spec), n), ldt),
-                  "perm": ((len(spec), n), np.uint32)}
+    nperm = perm_bytes(n, version)
+    if version >= 3:  # formats 3 to 5 stack the chunks
+        shapes = {"off": ((len(spec), (1 << pbits) + 1), np.uint32), "low": ((len(spec), n), ldt)}
         for name, (shape, dt) in shapes.items():
-            stacked[name] = _open_table(tmp / f"{name}.npy", dt, shape)
+            stacked[name] = open_table(tmp / f"{name}.npy", dt, shape)
+        stacked["perm"] = perm_table(tmp / "perm.npy", len(spec), n, nperm)
     for j, (start, w) in enumerate(spec):
         keys = chunk_keys(codes, start, w)
         perm = np.argsort(keys, kind="stable").astype(np.uint32)
@@ -249,7 +247,8 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
         np.cumsum(counts, out=off[1:])
         low = (keys & np.uint32((1 << lbits) - 1)).astype(ldt)
         if stacked:
-            stacked["off"][j], stacked["low"][j], stacked["perm"][j] = off, low, perm
+            stacked["off"][j], stacked["low"][j] = off, low
+            stacked["perm"][j] = perm_entries(perm, nperm)
         else:
             np.save(tmp / f"off_{j}.npy", off)
             np.save(tmp / f"low_{j}.npy", low)
@@ -258,22 +257,6 @@ def _write_chunk_tables(tmp: Path, codes: np.ndarray, spec: list[tuple[int, int]
     for arr in stacked.values():
         arr.flush()
     stacked.clear()
-
-
-def _open_table(path: Path, dtype: Any, shape: tuple[int, ...]) -> np.memmap[Any, Any]:
-    """A new ``.npy`` file (the header ``np.save`` writes) mapped for writing, with the huge-page hint.
-
-    The tables a search gathers from at random (``codes``, ``perm``, ``low``, ``off``) are written
-    through a hinted map so that Linux caches them in 2 MiB folios from the start: a search right
-    after indexing then maps them one entry per 2 MiB, as it does for shards read from disk
-    (:func:`~overlap_desktop.core.index.arrays.advise_hugepages`; written with ``np.save``, a third
-    to all of their pages were cached in 4 KiB pages).
-    """
-    arr = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
-    mm = getattr(arr, "_mmap", None)  # numpy's mmap object; a private name, so only if present
-    if mm is not None:
-        advise_hugepages(mm)
-    return arr
 
 
 def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
@@ -286,8 +269,13 @@ def _prefix_bits(n: int, width: int, version: int = SHARD_VERSION) -> int:
     offsets table grows from ~2.5 to 14-28 bytes per row (+0.4-0.7 MB per footage hour) and the
     search of an 8M-row shard costs a quarter to a third less (bench/RESULTS.md, "Two-row
     buckets"). Its meta records the size, so shards of either sizing read alike. Formats 2-3: ~4.
+    Format 5 doubles the buckets (:data:`BUCKET_ROWS_V5`, 2.8-5.7 rows): a cold comparison reads
+    the whole offsets table, so its size counts as well as the lookup's milliseconds
+    (bench/RESULTS.md, "Cold comparisons, second pass").
     """
-    if version >= 4:
+    if version >= 5:
+        want = int(round(np.log2(max(n, 1) / BUCKET_ROWS_V5)))
+    elif version >= 4:
         want = int(round(np.log2(max(n, 1) / BUCKET_ROWS)))
     else:
         want = int(np.ceil(np.log2(max(n, 1)))) - 2
@@ -298,8 +286,8 @@ def layout_is_current(meta: dict[str, Any]) -> bool:
     """Whether a shard's meta (``shard.json``) describes what :func:`build_shard` writes now.
 
     Older layouts are still read, but more slowly: formats 1-3 hold every sample and smaller
-    tables, and format-4 shards of earlier builds ~16 rows per bucket instead of ~2 (a lookup
-    searches each bucket; bench/RESULTS.md, "Two-row buckets"). ``overlap index
+    tables, and format 4 reads about a quarter more bytes cold (a 2-row offsets table, 4-byte row
+    numbers; bench/RESULTS.md, "Cold comparisons, second pass"). ``overlap index
     --rebuild-shards`` rewrites them from the database.
     """
     try:
@@ -429,9 +417,9 @@ class Shard:
         return f"Shard({str(self.directory)!r}, count={self.count})"
 
     # lazily memory-mapped columns ---------------------------------------------------
-    def _load(self, name: str) -> np.ndarray:
+    def _load(self, name: str, *, sparse: bool = False) -> np.ndarray:
         try:
-            return map_npy(self.directory / f"{name}.npy")
+            return map_npy(self.directory / f"{name}.npy", sparse=sparse)
         except (OSError, ValueError) as exc:
             raise IndexError_(f"search shard is damaged: {name}.npy ({exc})",
                               path=self.directory) from exc
@@ -450,9 +438,11 @@ class Shard:
 
     def column(self, name: str) -> np.ndarray:
         """Memory-mapped ``frame_idx``, ``variant_idx``, and ``stream_ids`` (formats 1-3) or the
-        per-stream ``streams`` / ``first`` tables (format 4); see :meth:`stream_of`."""
+        per-stream ``streams`` / ``first`` tables (formats 4-5); see :meth:`stream_of`.
+
+        Mapped to read only the pages touched: a search reads them at its few hits only."""
         if name not in self._cols:
-            self._cols[name] = self._load(name)
+            self._cols[name] = self._load(name, sparse=True)
         return self._cols[name]
 
     def close(self) -> None:
@@ -499,7 +489,7 @@ class Shard:
             seg, pos = expand_ranges(b0, cnt)
         if pos.size == 0:
             return empty
-        hit_rows = np.take(self._table("perm"), pos).astype(np.int64)
+        hit_rows = perm_rows(self._table("perm"), pos, int(self.meta.get("perm_bytes", 4)))
         # Each matched probe stands for every query row that shares it.
         p = np.take(keep, seg)
         first = np.take(ustart, p)
