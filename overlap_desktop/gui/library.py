@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
+from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error, start_folder
 from overlap_desktop.gui.library_data import forget_files, load_library, plain_problem
 from overlap_desktop.gui.library_words import INDEXING_TEXT, resume_text, status_cell, summary_text
 from overlap_desktop.gui.shard_upgrade import ShardUpgradeBanner
@@ -347,7 +347,9 @@ class LibraryPage(QWidget):
 
     # ------------------------------------------------------------------ indexing
     def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a folder of footage to your library")
+        kept = self.state.library_folders()  # beside the last folder added, else home
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of footage to your library",
+                                                  start_folder(Path(kept[-1]).parent if kept else None))
         if folder:
             self.add_folders([folder])
 

@@ -32,9 +32,10 @@ from overlap_desktop.gui.common import (
     fmt_size,
     headline_label,
     show_error,
+    start_folder,
 )
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.gui.wizard_pages import RunPage, start_folder
+from overlap_desktop.gui.wizard_pages import RunPage
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["VerifyWizard", "verdict_text"]

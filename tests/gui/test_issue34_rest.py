@@ -172,3 +172,39 @@ def test_the_compare_hint_is_drawn_at_full_contrast(qtbot: Any, window: Any, off
     fg = hint.palette().color(QPalette.ColorGroup.Active, hint.foregroundRole())
     assert fg == hint.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.WindowText)
     assert fg != hint.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.WindowText)
+
+
+def test_the_library_and_open_manifest_dialogs_open_at_home_not_in_the_programs_folder(
+        qtbot: Any, window: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen under Xvfb: My library's "Add folder…" and File > Open manifest still opened in the
+    working directory (the wizards' dialogs were fixed). Home first, then beside the last choice."""
+    from PySide6.QtWidgets import QFileDialog
+
+    home, work, footage = tmp_path / "home", tmp_path / "program", tmp_path / "disk" / "footage"
+    offers = tmp_path / "mail" / "offers"
+    for d in (home, work, footage, offers):
+        d.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.chdir(work)
+    asked: list[str] = []
+
+    def folder(_parent: Any, _title: str, start: str = "", *_a: Any) -> str:
+        asked.append(start)
+        return ""
+
+    def file(_parent: Any, _title: str, start: str = "", *_a: Any) -> tuple[str, str]:
+        asked.append(start)
+        return "", ""
+
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(folder))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(file))
+    window.library.choose_folder()
+    window.choose_manifest()
+    assert [Path(a) for a in asked] == [home, home]
+    asked.clear()
+    window.state.add_library_folders([str(footage)])
+    window.state.add_recent(offers / "offer.ovlm")
+    window.library.choose_folder()
+    window.choose_manifest()
+    assert [Path(a) for a in asked] == [footage.parent, offers]
