@@ -17,9 +17,9 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPush
 
 from overlap_desktop.api import ManifestError, MediaError, OverlapError
 
-__all__ = ["SavedNote", "SealField", "compact_rows", "error_text", "fit_columns", "fit_to_screen", "fmt_duration",
-           "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain", "show_error",
-           "show_info", "start_folder"]
+__all__ = ["SavedNote", "SealField", "compact_rows", "count_of", "error_text", "fit_columns", "fit_to_screen",
+           "fmt_duration", "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain",
+           "show_error", "show_info", "start_folder"]
 
 #: What a person should read first when a manifest cannot be used (the parser's own words go to Details).
 MANIFEST_DAMAGED = ("This manifest file is damaged or incomplete, so it cannot be used. Ask the seller to "
@@ -298,3 +298,8 @@ def start_folder(near: str | Path | None = None) -> str:
             if str(cand) not in ("", ".") and cand.is_dir():
                 return str(cand)
     return str(Path.home())
+
+
+def count_of(n: int, word: str) -> str:
+    """``"1 file"``, ``"2 files"``: a count with its noun (seen under Xvfb: "1 files")."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -34,6 +34,7 @@ from overlap_desktop import api
 from overlap_desktop.gui.common import (
     SealField,
     compact_rows,
+    count_of,
     error_text,
     fit_to_screen,
     fmt_hours,
@@ -250,7 +251,7 @@ class _FingerprintPage(RunPage):
             self.status.setText("No footage found in the chosen folders, so there is nothing to put in a "
                                 "manifest. Click Back and add the folder that holds the footage.")
             return
-        text = (f"Done: {s.files_seen} files found, {s.indexed} fingerprinted, {s.skipped} already up to "
+        text = (f"Done: {count_of(s.files_seen, 'file')} found, {s.indexed} fingerprinted, {s.skipped} already up to "
                 f"date ({fmt_hours(s.hours_indexed * 3600.0)} of footage).")
         if s.failed:
             names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in list(s.failed)[:5])
@@ -487,7 +488,7 @@ class _SavePage(RunPage):
                          "without receiving any footage.")
         self.status.setText(f"Saved {s.path}")
         self.summary.setText(
-            f"{s.files} files, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}."
+            f"{count_of(s.files, 'file')}, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}."
             + (f"\nSigned by {api.safe_text(s.signed_by)}, key {s.key_fingerprint}." if s.signed_by else
                "\nNot signed."))
         self.seal.set_seal(str(s.root))

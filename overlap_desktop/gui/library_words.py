@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from overlap_desktop.gui.common import fmt_hours
+from overlap_desktop.gui.common import count_of, fmt_hours
 from overlap_desktop.gui.library_data import START_HERE
 
 __all__ = ["INDEXING_TEXT", "NOT_CHECKED_TIP", "NOT_CHECKED_WORDS", "STATUS_WORDS", "resume_text", "status_cell",
@@ -42,7 +42,7 @@ def summary_text(files: Sequence[Any], *, indexing: bool, unfinished: bool) -> s
         return START_HERE
     hours = sum((f.duration_s or 0.0) for f in ok)
     indet = sum((f.indeterminate_s or 0.0) for f in ok)
-    text = f"{len(ok)} files ready, {fmt_hours(hours)} of footage."
+    text = f"{count_of(len(ok), 'file')} ready, {fmt_hours(hours)} of footage."
     if indet > 0.5:
         text += (f" {fmt_hours(indet)} could not be judged (static or featureless scenes such "
                  "as a robot standing still); it is never counted either way.")

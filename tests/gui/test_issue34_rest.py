@@ -208,3 +208,38 @@ def test_the_library_and_open_manifest_dialogs_open_at_home_not_in_the_programs_
     window.library.choose_folder()
     window.choose_manifest()
     assert [Path(a) for a in asked] == [footage.parent, offers]
+
+
+def test_one_file_is_never_called_1_files(qtbot: Any, state: Any, footage: dict[str, Path], offer_manifest: Path,
+                                          tmp_path: Path) -> None:
+    """Seen under Xvfb: "1 files" in the verify wizard; the library, status bar, offer screen and
+    vendor wizard counted the same way."""
+    import shutil
+
+    from overlap_desktop.gui import export_wizard as ew
+
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(footage["owned"] / "owned-b.mp4", one)
+    w = MainWindow(state)
+    qtbot.addWidget(w)
+    w.show()
+    lib = w.library
+    with qtbot.waitSignal(lib.indexing_finished, timeout=120_000):
+        lib.add_folders([str(one)])
+    qtbot.waitUntil(lambda: not lib.indexing and not lib.load_job.running and lib.table.rowCount() == 1,
+                    timeout=60_000)
+    assert lib.summary_label.text().startswith("1 file ready,")
+    qtbot.waitUntil(lambda: "(1 file, " in w.index_label.text(), timeout=60_000)
+    with qtbot.waitSignal(w.screen.inspected, timeout=120_000):
+        w.open_manifest(offer_manifest)
+    assert "(1 file)." in w.screen.fields["compat"].text()
+
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    wiz.show()
+    with qtbot.waitSignal(wiz.folders_page.footage_checked, timeout=60_000):
+        wiz.folders_page.add_folder(one)
+    wiz.next()
+    qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
+    assert wiz.fingerprint.status.text().startswith("Done: 1 file found,")
