@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error, start_folder
 from overlap_desktop.gui.library_data import forget_files, load_library, plain_problem
-from overlap_desktop.gui.library_words import INDEXING_TEXT, resume_text, status_cell, summary_text
+from overlap_desktop.gui.library_words import INDEXING_TEXT, done_words, resume_text, status_cell, summary_text
 from overlap_desktop.gui.shard_upgrade import ShardUpgradeBanner
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
@@ -79,6 +79,9 @@ class LibraryPage(QWidget):
         self.files: list[Any] = []
         #: Ready files a stopped re-scan had not checked again (see library_data.changed_on_disk).
         self.not_checked: set[str] = set()
+        #: What the last finished job did, kept in the summary line: the progress panel closes when a
+        #: job finishes, and a re-scan that found nothing new otherwise showed no answer at all.
+        self.done_note = ""
         self.last_summary: Any = None
         self._job_paths: list[str] = []
         self._refresh_again = False
@@ -275,6 +278,8 @@ class LibraryPage(QWidget):
         pending = [f for f in self.files if f.status == "pending"]
         unfinished = self.state.unfinished_job()
         text = summary_text(self.files, indexing=self.indexing, unfinished=bool(unfinished))
+        if self.done_note and not self.indexing:
+            text += " " + self.done_note
         self.summary_label.setText(text)
         self.update_buttons()
         startup, self._startup_load = self._startup_load, False
@@ -415,6 +420,7 @@ class LibraryPage(QWidget):
         self.file_label.setText("")
         self.cancel_button.setEnabled(True)
         self.last_summary = None
+        self.done_note = ""
         job.start()
         self.update_buttons()
         return job
@@ -482,6 +488,7 @@ class LibraryPage(QWidget):
             text += " " + str(w)
         self.overall_label.setText(text)
         self.overall_label.setWordWrap(True)
+        self.done_note = done_words(summary)
         self.indexing_finished.emit(summary)
 
     def _on_cancelled(self, exc: BaseException) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 from overlap_desktop.gui.common import count_of, fmt_hours
 from overlap_desktop.gui.library_data import START_HERE
 
-__all__ = ["INDEXING_TEXT", "NOT_CHECKED_TIP", "NOT_CHECKED_WORDS", "STATUS_WORDS", "resume_text", "status_cell",
-           "summary_text"]
+__all__ = ["INDEXING_TEXT", "NOT_CHECKED_TIP", "NOT_CHECKED_WORDS", "STATUS_WORDS", "done_words", "resume_text",
+           "status_cell", "summary_text"]
 
 STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not finished", "running": "Being read"}
 INDEXING_TEXT = "Indexing… files appear here as they are finished."
@@ -69,3 +69,27 @@ def resume_text(left: int, not_checked: int, *, startup: bool) -> str:
                  f"{'it is' if one else 'they are'} compared with {'its' if one else 'their'} earlier "
                  "fingerprints until checked.")
     return text + " Files already finished are kept; resume to do the rest."
+
+
+def done_words(summary: Any) -> str:
+    """What a finished indexing job did, said after the summary line (the progress panel closes)."""
+    failed = len(getattr(summary, "failed", []) or [])
+    forgotten = int(getattr(summary, "forgotten", 0) or 0)
+    if not summary.indexed and not failed and not forgotten:
+        text = "Checked just now: nothing new or changed" + (
+            f" ({count_of(summary.skipped, 'file')} unchanged)." if summary.skipped else ".")
+    else:
+        parts = []
+        if summary.indexed:
+            parts.append(f"{count_of(summary.indexed, 'file')} added or updated "
+                         f"({fmt_hours(summary.hours_indexed * 3600.0)})")
+        if summary.skipped:
+            parts.append(f"{summary.skipped} unchanged")
+        if forgotten:
+            parts.append(f"{forgotten} gone from disk and forgotten")
+        if failed:
+            parts.append(f"{failed} could not be read")
+        text = "Just now: " + ", ".join(parts) + "."
+    for w in list(getattr(summary, "warnings", []) or [])[:3]:
+        text += " " + str(w)
+    return text

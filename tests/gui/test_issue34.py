@@ -161,6 +161,22 @@ def test_a_cancelled_rescan_says_which_ready_files_it_had_not_checked(qtbot: Any
     assert not lib.resume_frame.isVisibleTo(lib)
 
 
+def test_a_rescan_that_finds_nothing_new_says_so(qtbot: Any, state: Any, owned_copy: Path) -> None:
+    """Seen under Xvfb: the progress panel closes when a job finishes, so Re-scan with nothing new
+    showed no answer at all. The summary line says what the job did."""
+    w = _window(qtbot, state)
+    lib = w.library
+    _index(qtbot, w, lambda: lib.add_folders([str(owned_copy)]))
+    assert not lib.progress_frame.isVisibleTo(lib)
+    assert "Just now: 2 files added or updated" in lib.summary_label.text()
+    _index(qtbot, w, lib.rescan)
+    text = lib.summary_label.text()
+    assert text.startswith("2 files ready") and "Checked just now: nothing new or changed (2 files unchanged)." in text
+    (owned_copy / "owned-b.mp4").unlink()
+    _index(qtbot, w, lib.rescan)
+    assert "Just now: 1 unchanged, 1 gone from disk and forgotten." in lib.summary_label.text()
+
+
 def test_screen_warns_while_the_library_is_being_indexed(qtbot: Any, state: Any, owned_copy: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     w = _window(qtbot, state)
