@@ -100,6 +100,7 @@ class _OfferFoldersPage(FolderListPage):
         self.checks: dict[str, bool | None] = {}
         self.problems: dict[str, str] = {}  # why a folder could not be checked
         self.check_jobs: list[Job] = []
+        self._suggested = ""  # the name last filled in from a folder (not typed)
         form = QFormLayout()
         self.name = QLineEdit()
         self.name.setAccessibleName("Name of this offer")
@@ -139,8 +140,7 @@ class _OfferFoldersPage(FolderListPage):
         """List ``folder`` and check in a worker that it holds footage (said on this page if not)."""
         before = set(self.folders())
         super().add_folder(folder)
-        if not self.name.text().strip() and self.folders():
-            self.name.setText(Path(self.folders()[0]).name)
+        self._suggest_name()
         for f in self.folders():
             if f not in before:
                 self.checks[f] = None
@@ -185,7 +185,17 @@ class _OfferFoldersPage(FolderListPage):
 
     def remove_selected(self) -> None:
         super().remove_selected()
+        self._suggest_name()
         self._say_empty()
+
+    def _suggest_name(self) -> None:
+        """Name the offer after its first folder until the seller types a name (seen under Xvfb: a
+        name taken from a folder removed again stayed)."""
+        if self.name.text().strip() and self.offer_name() != self._suggested:
+            return  # typed by the seller
+        folders = self.folders()
+        self._suggested = Path(folders[0]).name if folders else ""
+        self.name.setText(self._suggested)
 
     def offer_name(self) -> str:
         return self.name.text().strip()
