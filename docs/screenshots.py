@@ -72,7 +72,7 @@ HOME: list[str] = []
 def _from_home(widget: object) -> list[tuple[Callable[[str], None], str]]:
     """Show every path under the stand-in home from ``~`` in ``widget``'s labels, fields and tables;
     returns how to put the real texts back (the app keeps working on its real paths)."""
-    from PySide6.QtWidgets import QLabel, QLineEdit, QTableWidget, QWidget
+    from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QTableWidget, QWidget
 
     undo: list[tuple[Callable[[str], None], str]] = []
     if not HOME or not isinstance(widget, QWidget):
@@ -93,6 +93,11 @@ def _from_home(widget: object) -> list[tuple[Callable[[str], None], str]]:
                 item = table.item(r, c)
                 if item is not None:
                     swap(item.text(), item.setText)
+    # The vendor wizard's folder list showed the machine's path (seen in export-folders).
+    for lst in widget.findChildren(QListWidget):
+        for r in range(lst.count()):
+            entry = lst.item(r)
+            swap(entry.text(), entry.setText)
     swap(widget.windowTitle(), widget.setWindowTitle)
     return undo
 

@@ -17,9 +17,9 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPush
 
 from overlap_desktop.api import ManifestError, MediaError, OverlapError
 
-__all__ = ["SavedNote", "SealField", "compact_rows", "error_text", "fit_columns", "fit_to_screen", "fmt_duration",
-           "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain", "show_error",
-           "show_info"]
+__all__ = ["SavedNote", "SealField", "compact_rows", "count_of", "error_text", "fit_columns", "fit_to_screen",
+           "fmt_duration", "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain",
+           "show_error", "show_info", "start_folder"]
 
 #: What a person should read first when a manifest cannot be used (the parser's own words go to Details).
 MANIFEST_DAMAGED = ("This manifest file is damaged or incomplete, so it cannot be used. Ask the seller to "
@@ -286,3 +286,20 @@ def fit_columns(table: QTableWidget, *, keep: tuple[int, ...] = (), min_width: i
 def compact_rows(table: QTableWidget) -> None:
     """Rows one text line high plus a little air (Fusion's default is much taller)."""
     table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)
+
+
+def start_folder(near: str | Path | None = None) -> str:
+    """Where a file dialog opens: beside ``near`` (the last path chosen) when it exists, else the
+    home folder. Qt's default is the working directory: the program's own folder on Windows,
+    where no footage lives (seen under Xvfb: the wizard's "Add folder" opened in the checkout)."""
+    if near:
+        p = Path(near).expanduser()
+        for cand in (p, p.parent):
+            if str(cand) not in ("", ".") and cand.is_dir():
+                return str(cand)
+    return str(Path.home())
+
+
+def count_of(n: int, word: str) -> str:
+    """``"1 file"``, ``"2 files"``: a count with its noun (seen under Xvfb: "1 files")."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

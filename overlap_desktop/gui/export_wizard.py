@@ -34,6 +34,7 @@ from overlap_desktop import api
 from overlap_desktop.gui.common import (
     SealField,
     compact_rows,
+    count_of,
     error_text,
     fit_to_screen,
     fmt_hours,
@@ -99,6 +100,7 @@ class _OfferFoldersPage(FolderListPage):
         self.checks: dict[str, bool | None] = {}
         self.problems: dict[str, str] = {}  # why a folder could not be checked
         self.check_jobs: list[Job] = []
+        self._suggested = ""  # the name last filled in from a folder (not typed)
         form = QFormLayout()
         self.name = QLineEdit()
         self.name.setAccessibleName("Name of this offer")
@@ -138,8 +140,7 @@ class _OfferFoldersPage(FolderListPage):
         """List ``folder`` and check in a worker that it holds footage (said on this page if not)."""
         before = set(self.folders())
         super().add_folder(folder)
-        if not self.name.text().strip() and self.folders():
-            self.name.setText(Path(self.folders()[0]).name)
+        self._suggest_name()
         for f in self.folders():
             if f not in before:
                 self.checks[f] = None
@@ -184,7 +185,17 @@ class _OfferFoldersPage(FolderListPage):
 
     def remove_selected(self) -> None:
         super().remove_selected()
+        self._suggest_name()
         self._say_empty()
+
+    def _suggest_name(self) -> None:
+        """Name the offer after its first folder until the seller types a name (seen under Xvfb: a
+        name taken from a folder removed again stayed)."""
+        if self.name.text().strip() and self.offer_name() != self._suggested:
+            return  # typed by the seller
+        folders = self.folders()
+        self._suggested = Path(folders[0]).name if folders else ""
+        self.name.setText(self._suggested)
 
     def offer_name(self) -> str:
         return self.name.text().strip()
@@ -250,7 +261,7 @@ class _FingerprintPage(RunPage):
             self.status.setText("No footage found in the chosen folders, so there is nothing to put in a "
                                 "manifest. Click Back and add the folder that holds the footage.")
             return
-        text = (f"Done: {s.files_seen} files found, {s.indexed} fingerprinted, {s.skipped} already up to "
+        text = (f"Done: {count_of(s.files_seen, 'file')} found, {s.indexed} fingerprinted, {s.skipped} already up to "
                 f"date ({fmt_hours(s.hours_indexed * 3600.0)} of footage).")
         if s.failed:
             names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in list(s.failed)[:5])
@@ -487,7 +498,7 @@ class _SavePage(RunPage):
                          "without receiving any footage.")
         self.status.setText(f"Saved {s.path}")
         self.summary.setText(
-            f"{s.files} files, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}."
+            f"{count_of(s.files, 'file')}, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}."
             + (f"\nSigned by {api.safe_text(s.signed_by)}, key {s.key_fingerprint}." if s.signed_by else
                "\nNot signed."))
         self.seal.set_seal(str(s.root))

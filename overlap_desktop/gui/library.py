@@ -27,18 +27,17 @@ from PySide6.QtWidgets import (
 )
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error
-from overlap_desktop.gui.library_data import START_HERE, forget_files, load_library, plain_problem
+from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error, start_folder
+from overlap_desktop.gui.library_data import forget_files, load_library, plain_problem
+from overlap_desktop.gui.library_words import INDEXING_TEXT, done_words, resume_text, status_cell, summary_text
 from overlap_desktop.gui.shard_upgrade import ShardUpgradeBanner
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
 __all__ = ["LibraryPage"]
 
-STATUS_WORDS = {"ok": "Ready", "error": "Could not be read", "pending": "Not finished", "running": "Being read"}
 COLUMNS = ("File", "Folder", "Length", "Status", "Could not be judged", "Problem")
 INDET_TIP = "Static or featureless time that cannot be matched"
-INDEXING_TEXT = "Indexing… files appear here as they are finished."
 #: While indexing, the list is re-read after files finish, at most this often (seconds) and
 #: never more than 1/LIVE_REFRESH_SHARE of the time: a big library takes long to fill.
 LIVE_REFRESH_S = 2.0
@@ -78,6 +77,11 @@ class LibraryPage(QWidget):
         self.index_job: Job | None = None
         self.load_job: Job | None = None
         self.files: list[Any] = []
+        #: Ready files a stopped re-scan had not checked again (see library_data.changed_on_disk).
+        self.not_checked: set[str] = set()
+        #: What the last finished job did, kept in the summary line: the progress panel closes when a
+        #: job finishes, and a re-scan that found nothing new otherwise showed no answer at all.
+        self.done_note = ""
         self.last_summary: Any = None
         self._job_paths: list[str] = []
         self._refresh_again = False
@@ -244,7 +248,10 @@ class LibraryPage(QWidget):
         except Exception as exc:
             self.summary_label.setText("Your settings have a problem: " + str(exc))
             return None
-        job = Job(load_library, self.state.index_path, config, parent=self, with_progress=False)
+        # After a stopped job, say which ready files its re-scan had not checked again (a stat each,
+        # in the worker).
+        check_disk = not self.indexing and bool(self.state.unfinished_job())
+        job = Job(load_library, self.state.index_path, config, check_disk, parent=self, with_progress=False)
         job.succeeded.connect(self._on_loaded)
         job.failed.connect(self._on_load_failed)
         job.finished.connect(self._after_load)
@@ -263,42 +270,22 @@ class LibraryPage(QWidget):
 
     def _on_loaded(self, data: dict[str, Any]) -> None:
         self.files = data["files"]
+        self.not_checked = set(data.get("not_checked", ()))
         self._fill_table(self.files)
         stats = data["stats"]
         self.stats_changed.emit(stats)
         self.shard_banner.update_from(stats, indexing=self.indexing)
-        n = len(self.files)
-        ok = [f for f in self.files if f.status == "ok"]
-        bad = [f for f in self.files if f.status == "error"]
         pending = [f for f in self.files if f.status == "pending"]
-        hours = sum((f.duration_s or 0.0) for f in ok)
-        indet = sum((f.indeterminate_s or 0.0) for f in ok)
         unfinished = self.state.unfinished_job()
-        if self.indexing and not ok and not bad:
-            text = INDEXING_TEXT
-        elif not ok and not bad and (unfinished or pending):
-            text = ("Nothing is in your library yet: indexing was stopped before the first file finished. "
-                    "Click \"Resume indexing\" to go on.")
-        elif n == 0:
-            text = START_HERE
-        else:
-            text = f"{len(ok)} files ready, {fmt_hours(hours)} of footage."
-            if indet > 0.5:
-                text += (f" {fmt_hours(indet)} could not be judged (static or featureless scenes such "
-                         "as a robot standing still); it is never counted either way.")
-            if bad:
-                text += f" {len(bad)} file{'s' if len(bad) != 1 else ''} could not be read (see Problem)."
-            if pending and not self.indexing:
-                text += f" {len(pending)} not finished yet."
+        text = summary_text(self.files, indexing=self.indexing, unfinished=bool(unfinished))
+        if self.done_note and not self.indexing:
+            text += " " + self.done_note
         self.summary_label.setText(text)
         self.update_buttons()
         startup, self._startup_load = self._startup_load, False
         if (pending or unfinished) and not self.indexing:
             left = self.files_left(unfinished, pending)
-            self.resume_label.setText(
-                ("Indexing did not finish last time" if startup else "Indexing was stopped")
-                + (f" ({left} file{'s' if left != 1 else ''} left)." if left else ".")
-                + " Files already finished are kept; resume to do the rest.")
+            self.resume_label.setText(resume_text(left, len(self.not_checked), startup=startup))
             self.resume_frame.show()
             self.progress_frame.hide()  # one panel: the banner replaces the stopped job's progress
             if startup and not self.state.resume_quiet():
@@ -336,7 +323,8 @@ class LibraryPage(QWidget):
             self.table.setItem(r, 0, name)
             self.table.setItem(r, 1, _item(folder, tip=folder))
             self.table.setItem(r, 2, _item(fmt_hours(f.duration_s) if f.duration_s else "–"))
-            self.table.setItem(r, 3, _item(STATUS_WORDS.get(f.status, f.status)))
+            words, tip = status_cell(f.status, f.path, self.not_checked)
+            self.table.setItem(r, 3, _item(words, tip=tip))
             indet = f.indeterminate_s or 0.0
             self.table.setItem(r, 4, _item(fmt_hours(indet) if indet > 0.5 else "–", tip=INDET_TIP))
             problem = plain_problem(f.error) if f.error else ""
@@ -364,7 +352,9 @@ class LibraryPage(QWidget):
 
     # ------------------------------------------------------------------ indexing
     def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a folder of footage to your library")
+        kept = self.state.library_folders()  # beside the last folder added, else home
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of footage to your library",
+                                                  start_folder(Path(kept[-1]).parent if kept else None))
         if folder:
             self.add_folders([folder])
 
@@ -430,6 +420,7 @@ class LibraryPage(QWidget):
         self.file_label.setText("")
         self.cancel_button.setEnabled(True)
         self.last_summary = None
+        self.done_note = ""
         job.start()
         self.update_buttons()
         return job
@@ -497,6 +488,7 @@ class LibraryPage(QWidget):
             text += " " + str(w)
         self.overall_label.setText(text)
         self.overall_label.setWordWrap(True)
+        self.done_note = done_words(summary)
         self.indexing_finished.emit(summary)
 
     def _on_cancelled(self, exc: BaseException) -> None:

@@ -2,32 +2,54 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from overlap_desktop import api
 
-__all__ = ["START_HERE", "forget_files", "load_library", "plain_problem"]
+__all__ = ["START_HERE", "changed_on_disk", "forget_files", "load_library", "plain_problem"]
 
 
-def load_library(index_path: Path, config: api.Config) -> dict[str, Any]:
+def load_library(index_path: Path, config: api.Config, check_disk: bool = False) -> dict[str, Any]:
     """Read the index's file list and totals (runs in a worker thread).
 
     Args:
         index_path: The index folder; a missing folder is an empty library.
         config: The resolved configuration.
+        check_disk: Also list the ready files that changed on disk since they were indexed (asked
+            after a stopped job, whose re-scan may not have reached them).
 
     Returns:
-        ``{"files": [IndexedFile...], "stats": {...}, "path": str}``.
+        ``{"files": [IndexedFile...], "stats": {...}, "path": str, "not_checked": set[str]}``.
     """
     if api.library_status(index_path, config=config).empty:
         # Nothing indexed yet: an empty library, not an error.
-        return {"files": [], "stats": {"files": 0, "hours": 0.0}, "path": str(index_path)}
+        return {"files": [], "stats": {"files": 0, "hours": 0.0}, "path": str(index_path),
+                "not_checked": set()}
     with api.open_index(Path(index_path), config=config, create=False, readonly=True) as idx:
         files = list(idx.files())
         stats = dict(idx.stats())
     stats.setdefault("path", str(index_path))
-    return {"files": files, "stats": stats, "path": str(index_path)}
+    not_checked = changed_on_disk(files) if check_disk else set()
+    return {"files": files, "stats": stats, "path": str(index_path), "not_checked": not_checked}
+
+
+def changed_on_disk(files: list[Any]) -> set[str]:
+    """Paths of ready files whose size or modification time differs from the index's (a re-scan
+    would check them again). Folder recordings and files gone from disk are left to the re-scan."""
+    out: set[str] = set()
+    for f in files:
+        if f.status != "ok":
+            continue
+        try:
+            st = os.stat(f.path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and (st.st_size != f.size or st.st_mtime_ns != f.mtime_ns):
+            out.add(f.path)
+    return out
 
 
 def forget_files(index_path: Path, config: api.Config, paths: list[str], folders: list[str]) -> int:

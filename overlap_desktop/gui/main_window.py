@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from overlap_desktop import __version__
-from overlap_desktop.gui.common import fit_to_screen, fmt_hours, fmt_size, show_error, show_info
+from overlap_desktop.gui.common import count_of, fit_to_screen, fmt_hours, fmt_size, show_error, show_info, start_folder
 from overlap_desktop.gui.home import HomePage
 from overlap_desktop.gui.notice import DEMO_NOTE, INDEXING_NOTE, NoticeBar
 from overlap_desktop.gui.state import AppState
@@ -239,7 +239,9 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ commands
     def choose_manifest(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a manifest", "", MANIFEST_FILTER)
+        recent = self.state.recent_manifests()  # beside the last offer, else home (never the program's folder)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a manifest", start_folder(recent[0] if recent else None),
+                                              MANIFEST_FILTER)
         if path:
             self.open_manifest(path)
 
@@ -369,7 +371,7 @@ class MainWindow(QMainWindow):
         path = stats.get("path") or self.state.index_path
         parts = [f"Library: {path}"]
         if stats.get("files") is not None:
-            parts.append(f"{stats['files']} files")
+            parts.append(count_of(int(stats["files"]), "file"))
         if stats.get("hours") is not None:
             parts.append(fmt_hours(float(stats["hours"]) * 3600.0) + " of footage")
         if stats.get("bytes"):

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import SealField, fmt_hours, fmt_size, headline_label, show_error
+from overlap_desktop.gui.common import SealField, count_of, fmt_hours, fmt_size, headline_label, show_error
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
@@ -358,7 +358,7 @@ class ScreenOfferPage(QWidget):
         compat = summary.compatible
         if compat is True:
             self.fields["compat"].setText(f"Yes: made with the same fingerprint settings as your library "
-                                          f"({summary.library_files} files).")
+                                          f"({count_of(summary.library_files, 'file')}).")
         elif compat is False:
             self.fields["compat"].setText("No: " + summary.why + " Ask the seller for a manifest made "
                                           "with a current version of overlap.")

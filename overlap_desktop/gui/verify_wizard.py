@@ -27,14 +27,16 @@ from overlap_desktop.gui.common import (
     SavedNote,
     SealField,
     compact_rows,
+    count_of,
     error_text,
     fit_to_screen,
     fmt_size,
     headline_label,
     show_error,
+    start_folder,
 )
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.gui.wizard_pages import RunPage, start_folder
+from overlap_desktop.gui.wizard_pages import RunPage
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["VerifyWizard", "verdict_text"]
@@ -149,7 +151,7 @@ class _ManifestPage(_PathPage):
         self.info = info
         label = api.safe_text(info.get("label") or "", max_len=120) or "(no label)"
         files = info.get("files")
-        self.quote.setText(f"Quote: {label}" + (f" — {files} files" if isinstance(files, int) else "")
+        self.quote.setText(f"Quote: {label}" + (f" — {count_of(files, 'file')}" if isinstance(files, int) else "")
                            + "\nSeal of the quote (compare it with the one in your purchase order):")
         self.seal.set_seal(str(info.get("root") or "–"))
         self.seal.show()

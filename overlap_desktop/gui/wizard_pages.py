@@ -20,22 +20,10 @@ from PySide6.QtWidgets import (
     QWizardPage,
 )
 
-from overlap_desktop.gui.common import error_text, show_error
+from overlap_desktop.gui.common import error_text, show_error, start_folder
 from overlap_desktop.gui.workers import EtaEstimator, Job
 
-__all__ = ["FolderListPage", "RunPage", "start_folder"]
-
-
-def start_folder(near: str | Path | None = None) -> str:
-    """Where a file dialog opens: beside ``near`` (the last path chosen) when it exists, else the
-    home folder. Qt's default is the working directory: the program's own folder on Windows,
-    where no footage lives (seen under Xvfb: the wizard's "Add folder" opened in the checkout)."""
-    if near:
-        p = Path(near).expanduser()
-        for cand in (p, p.parent):
-            if str(cand) not in ("", ".") and cand.is_dir():
-                return str(cand)
-    return str(Path.home())
+__all__ = ["FolderListPage", "RunPage"]
 
 
 class FolderListPage(QWizardPage):

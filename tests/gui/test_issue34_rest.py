@@ -172,3 +172,74 @@ def test_the_compare_hint_is_drawn_at_full_contrast(qtbot: Any, window: Any, off
     fg = hint.palette().color(QPalette.ColorGroup.Active, hint.foregroundRole())
     assert fg == hint.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.WindowText)
     assert fg != hint.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.WindowText)
+
+
+def test_the_library_and_open_manifest_dialogs_open_at_home_not_in_the_programs_folder(
+        qtbot: Any, window: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen under Xvfb: My library's "Add folder…" and File > Open manifest still opened in the
+    working directory (the wizards' dialogs were fixed). Home first, then beside the last choice."""
+    from PySide6.QtWidgets import QFileDialog
+
+    home, work, footage = tmp_path / "home", tmp_path / "program", tmp_path / "disk" / "footage"
+    offers = tmp_path / "mail" / "offers"
+    for d in (home, work, footage, offers):
+        d.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.chdir(work)
+    asked: list[str] = []
+
+    def folder(_parent: Any, _title: str, start: str = "", *_a: Any) -> str:
+        asked.append(start)
+        return ""
+
+    def file(_parent: Any, _title: str, start: str = "", *_a: Any) -> tuple[str, str]:
+        asked.append(start)
+        return "", ""
+
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(folder))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(file))
+    window.library.choose_folder()
+    window.choose_manifest()
+    assert [Path(a) for a in asked] == [home, home]
+    asked.clear()
+    window.state.add_library_folders([str(footage)])
+    window.state.add_recent(offers / "offer.ovlm")
+    window.library.choose_folder()
+    window.choose_manifest()
+    assert [Path(a) for a in asked] == [footage.parent, offers]
+
+
+def test_one_file_is_never_called_1_files(qtbot: Any, state: Any, footage: dict[str, Path], offer_manifest: Path,
+                                          tmp_path: Path) -> None:
+    """Seen under Xvfb: "1 files" in the verify wizard; the library, status bar, offer screen and
+    vendor wizard counted the same way."""
+    import shutil
+
+    from overlap_desktop.gui import export_wizard as ew
+
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(footage["owned"] / "owned-b.mp4", one)
+    w = MainWindow(state)
+    qtbot.addWidget(w)
+    w.show()
+    lib = w.library
+    with qtbot.waitSignal(lib.indexing_finished, timeout=120_000):
+        lib.add_folders([str(one)])
+    qtbot.waitUntil(lambda: not lib.indexing and not lib.load_job.running and lib.table.rowCount() == 1,
+                    timeout=60_000)
+    assert lib.summary_label.text().startswith("1 file ready,")
+    qtbot.waitUntil(lambda: "(1 file, " in w.index_label.text(), timeout=60_000)
+    with qtbot.waitSignal(w.screen.inspected, timeout=120_000):
+        w.open_manifest(offer_manifest)
+    assert "(1 file)." in w.screen.fields["compat"].text()
+
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    wiz.show()
+    with qtbot.waitSignal(wiz.folders_page.footage_checked, timeout=60_000):
+        wiz.folders_page.add_folder(one)
+    wiz.next()
+    qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
+    assert wiz.fingerprint.status.text().startswith("Done: 1 file found,")

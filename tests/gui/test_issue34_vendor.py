@@ -260,3 +260,25 @@ def test_a_workspace_holding_only_its_note_can_be_removed(tmp_path: Path) -> Non
     assert [w.title for w in ws.list_vendor_workspaces(root)] == ["Stopped early"]
     ws.remove_vendor_workspace(folder, root=root)
     assert ws.list_vendor_workspaces(root) == []
+
+
+def test_the_offer_name_follows_the_folders_until_typed(qtbot: Any, state: Any, tmp_path: Path) -> None:
+    """Seen under Xvfb: the name taken from a folder removed again stayed on the offer."""
+    for name in ("Wrong folder", "Q3 kitchen", "More"):
+        (tmp_path / name).mkdir()
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    page = wiz.folders_page
+    page.add_folder(tmp_path / "Wrong folder")
+    assert page.offer_name() == "Wrong folder"
+    page.list.item(0).setSelected(True)
+    page.remove_selected()
+    assert page.offer_name() == ""
+    page.add_folder(tmp_path / "Q3 kitchen")
+    assert page.offer_name() == "Q3 kitchen"
+    page.name.setText("Kitchen offer")
+    page.list.item(0).setSelected(True)
+    page.remove_selected()
+    page.add_folder(tmp_path / "More")
+    assert page.offer_name() == "Kitchen offer"  # typed: never replaced
+    qtbot.waitUntil(lambda: all(not j.running for j in page.check_jobs), timeout=60_000)

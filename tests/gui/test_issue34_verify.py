@@ -85,3 +85,20 @@ def test_hidden_names_say_which_delivered_file_matched(qtbot: Any, state: Any, h
     assert not any("offer-copy" in n or "offer-new" in n for n in names)  # the quote hides them
     assert any("delivered as offer-copy.mp4" in d for d in details)
     assert any("delivered as offer-new.mp4" in d for d in details)
+
+
+def test_a_one_file_quote_reads_one_file(qtbot: Any, state: Any, footage: dict[str, Path], tmp_path: Path) -> None:
+    """Seen under Xvfb: the first page said "One-file offer — 1 files"."""
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(footage["offer"] / "offer-copy.mp4", one)
+    idx = tmp_path / "index"
+    api.index_paths([one], index=idx, config=isolated_config(idx, tmp_path))
+    manifest = tmp_path / "one.ovlm"
+    api.export_manifest(idx, manifest, label="One-file offer")
+    wiz = vw.VerifyWizard(state)
+    qtbot.addWidget(wiz)
+    page = wiz.manifest_page
+    with qtbot.waitSignal(page.described, timeout=60_000):
+        page.edit.setText(str(manifest))
+    assert "One-file offer — 1 file\n" in page.quote.text()
