@@ -123,29 +123,12 @@ def test_folder_and_file_dialogs_open_at_home_not_in_the_programs_folder(
         qtbot: Any, state: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seen under Xvfb: the vendor wizard's "Add folder" opened in the working directory (on
     Windows, the program's own folder). Dialogs open at home, then beside the last choice."""
-    from PySide6.QtWidgets import QFileDialog
 
     from overlap_desktop.gui.verify_wizard import VerifyWizard
     from overlap_desktop.gui.wizard_pages import FolderListPage
 
-    home, work, footage = tmp_path / "home", tmp_path / "program", tmp_path / "disk" / "footage"
-    for d in (home, work, footage):
-        d.mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("USERPROFILE", str(home))
-    monkeypatch.chdir(work)
-    asked: list[str] = []
-
-    def folder(_parent: Any, _title: str, start: str = "", *_a: Any) -> str:
-        asked.append(start)
-        return str(footage)
-
-    def file(_parent: Any, _title: str, start: str = "", *_a: Any) -> tuple[str, str]:
-        asked.append(start)
-        return "", ""
-
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(folder))
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(file))
+    home, footage = tmp_path / "home", tmp_path / "disk" / "footage"
+    asked = _record_dialog_starts(tmp_path, monkeypatch, chosen_folder=footage)
     page = FolderListPage("t", "s")
     qtbot.addWidget(page)
     qtbot.mouseClick(page.add_button, Qt.MouseButton.LeftButton)
@@ -178,27 +161,10 @@ def test_the_library_and_open_manifest_dialogs_open_at_home_not_in_the_programs_
         qtbot: Any, window: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seen under Xvfb: My library's "Add folder…" and File > Open manifest still opened in the
     working directory (the wizards' dialogs were fixed). Home first, then beside the last choice."""
-    from PySide6.QtWidgets import QFileDialog
 
-    home, work, footage = tmp_path / "home", tmp_path / "program", tmp_path / "disk" / "footage"
-    offers = tmp_path / "mail" / "offers"
-    for d in (home, work, footage, offers):
-        d.mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("USERPROFILE", str(home))
-    monkeypatch.chdir(work)
-    asked: list[str] = []
-
-    def folder(_parent: Any, _title: str, start: str = "", *_a: Any) -> str:
-        asked.append(start)
-        return ""
-
-    def file(_parent: Any, _title: str, start: str = "", *_a: Any) -> tuple[str, str]:
-        asked.append(start)
-        return "", ""
-
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(folder))
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(file))
+    home, footage, offers = tmp_path / "home", tmp_path / "disk" / "footage", tmp_path / "mail" / "offers"
+    offers.mkdir(parents=True)
+    asked = _record_dialog_starts(tmp_path, monkeypatch, chosen_folder=None)
     window.library.choose_folder()
     window.choose_manifest()
     assert [Path(a) for a in asked] == [home, home]
@@ -243,3 +209,30 @@ def test_one_file_is_never_called_1_files(qtbot: Any, state: Any, footage: dict[
     wiz.next()
     qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
     assert wiz.fingerprint.status.text().startswith("Done: 1 file found,")
+
+
+def _record_dialog_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chosen_folder: Path | None) -> list[str]:
+    """A home folder (tmp_path/home), a working directory that is the program's folder
+    (tmp_path/program) and tmp_path/disk/footage; folder and file dialogs replaced by stand-ins that
+    record the folder each opened at (folder dialogs choose ``chosen_folder``, file dialogs nothing)."""
+    from PySide6.QtWidgets import QFileDialog
+
+    home, work = tmp_path / "home", tmp_path / "program"
+    for d in (home, work, tmp_path / "disk" / "footage"):
+        d.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.chdir(work)
+    asked: list[str] = []
+
+    def folder(_parent: Any, _title: str, start: str = "", *_a: Any) -> str:
+        asked.append(start)
+        return "" if chosen_folder is None else str(chosen_folder)
+
+    def file(_parent: Any, _title: str, start: str = "", *_a: Any) -> tuple[str, str]:
+        asked.append(start)
+        return "", ""
+
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(folder))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(file))
+    return asked
