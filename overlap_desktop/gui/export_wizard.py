@@ -83,6 +83,11 @@ def save_offer(workspace: Path, out: Path, label: str, **options: Any) -> Any:
     return summary
 
 
+#: What the folder page says it recognises (the built-in readers, in words a seller uses).
+_RECOGNISED = ("Videos, ROS bags, MCAP recordings, robot datasets (ALOHA and robomimic HDF5, RLDS, zarr, "
+               "LeRobot) and image folders are recognised")
+
+
 class _OfferFoldersPage(FolderListPage):
     """The offered folders and the offer's name (which names its private workspace).
 
@@ -94,8 +99,7 @@ class _OfferFoldersPage(FolderListPage):
 
     def __init__(self, wizard: ExportWizard) -> None:
         super().__init__("Which footage are you offering?",
-                         "Choose the folders that hold the offer. Videos, ROS bags, MCAP recordings, "
-                         "LeRobot datasets and image folders are recognised.")
+                         f"Choose the folders that hold the offer. {_RECOGNISED}.")
         self.wiz = wizard
         self.checks: dict[str, bool | None] = {}
         self.problems: dict[str, str] = {}  # why a folder could not be checked
@@ -177,9 +181,8 @@ class _OfferFoldersPage(FolderListPage):
         if empty:
             names = ", ".join(Path(f).name or f for f in empty[:3]) + (", …" if len(empty) > 3 else "")
             lines.append(
-                f"No footage found in this folder: {names}. Videos, ROS bags, MCAP recordings, LeRobot "
-                "datasets and image folders are recognised (hidden and system files are skipped). Remove "
-                "it from the list and add the folder that holds the footage.")
+                f"No footage found in this folder: {names}. {_RECOGNISED} (hidden and system files are "
+                "skipped). Remove it from the list and add the folder that holds the footage.")
         self.empty_note.setText("\n".join(lines))
         self.empty_note.setVisible(bool(bad))
 

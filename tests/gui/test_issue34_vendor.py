@@ -282,3 +282,17 @@ def test_the_offer_name_follows_the_folders_until_typed(qtbot: Any, state: Any, 
     page.add_folder(tmp_path / "More")
     assert page.offer_name() == "Kitchen offer"  # typed: never replaced
     qtbot.waitUntil(lambda: all(not j.running for j in page.check_jobs), timeout=60_000)
+
+
+def test_the_folder_page_names_the_robot_dataset_formats_it_reads(qtbot: Any, state: Any, tmp_path: Path) -> None:
+    """Seen in the regenerated screenshot: a seller of ALOHA/robomimic HDF5, RLDS or zarr episodes was
+    told only of videos, bags, MCAP, LeRobot and image folders, on the page and in its empty-folder note."""
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    page = wiz.folders_page
+    empty = tmp_path / "nothing here"
+    empty.mkdir()
+    with qtbot.waitSignal(page.footage_checked, timeout=60_000):
+        page.add_folder(empty)
+    for words in (page.subTitle(), page.empty_note.text()):
+        assert all(name in words for name in ("HDF5", "RLDS", "zarr", "LeRobot", "ROS bags", "MCAP")), words
