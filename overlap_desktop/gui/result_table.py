@@ -82,9 +82,8 @@ def _cells(f: Any, words: OwnerWords) -> tuple[_Words, ...]:
     name = api.safe_text(f.query_file)
     pct = api.format_percent(f.matched_percent)
     below = len(f.below_floor)
-    rep = float(getattr(f, "repeated_seconds", 0.0) or 0.0)
-    new = float(getattr(f, "new_seconds", 0.0) or 0.0)
-    cant = float(getattr(f, "cant_tell_seconds", 0.0) or 0.0)
+    _, _, rep, new, _ = _amounts(f)
+    cant = _seconds_of(f, "cant_tell_seconds")
     # Issue 33: "new" only where shown not owned; evidence that proves neither way is named.
     new_tip = "Judged time shown not to be owned, and not repeated inside the offer"
     if cant > 0.5:
@@ -106,8 +105,19 @@ def _sort_key(f: Any, column: int) -> Any:
         return api.safe_text(f.query_file)
     if column == 6:
         return file_words(f)
-    return (f.duration_s, f.matched_percent, float(getattr(f, "repeated_seconds", 0.0) or 0.0),
-            float(getattr(f, "new_seconds", 0.0) or 0.0), f.indeterminate_seconds)[column - 1]
+    return _amounts(f)[column - 1]
+
+
+def _seconds_of(f: Any, name: str) -> float:
+    """A seconds field that reports written before it existed lack (0 there)."""
+    return float(getattr(f, name, 0.0) or 0.0)
+
+
+def _amounts(f: Any) -> tuple[float, float, float, float, float]:
+    """The numbers behind columns 1-5 (length, percent owned, repeated, new, not judged): what
+    their cells show and what they sort by."""
+    return (f.duration_s, f.matched_percent, _seconds_of(f, "repeated_seconds"), _seconds_of(f, "new_seconds"),
+            f.indeterminate_seconds)
 
 
 class FileRows(QAbstractTableModel):
