@@ -268,7 +268,7 @@ class _FingerprintPage(RunPage):
                 f"date ({fmt_hours(s.hours_indexed * 3600.0)} of footage).")
         if s.failed:
             names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in list(s.failed)[:5])
-            text += (f"\n{len(s.failed)} file{'s' if len(s.failed) != 1 else ''} could not be read and "
+            text += (f"\n{count_of(len(s.failed), 'file')} could not be read and "
                      f"will not be in the manifest: {names}")
         self.status.setText(text)
 

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import fmt_hours, fmt_size, headline_label, show_error, start_folder
+from overlap_desktop.gui.common import count_of, fmt_hours, fmt_size, headline_label, show_error, start_folder
 from overlap_desktop.gui.library_data import forget_files, load_library, plain_problem
 from overlap_desktop.gui.library_words import INDEXING_TEXT, done_words, resume_text, status_cell, summary_text
 from overlap_desktop.gui.shard_upgrade import ShardUpgradeBanner
@@ -454,7 +454,7 @@ class LibraryPage(QWidget):
             what = f"Indexing file {min(int(p.done) + 1, int(p.total))} of {int(p.total)}"
         elif p.unit == "bytes" and p.total:
             n = self._scan_total
-            files = f" {n} file{'s' if n != 1 else ''}" if n else ""
+            files = f" {count_of(n, 'file')}" if n else ""
             what = f"Indexing{files}: {fmt_size(p.done)} of {fmt_size(p.total)} read"
         else:
             what = "Indexing…"
@@ -480,7 +480,7 @@ class LibraryPage(QWidget):
         self.state.set_unfinished_job(None)
         self.state.set_unfinished_total(None)
         failed = list(getattr(summary, "failed", []) or [])
-        text = (f"Done: {summary.indexed} file{'s' if summary.indexed != 1 else ''} indexed "
+        text = (f"Done: {count_of(summary.indexed, 'file')} indexed "
                 f"({fmt_hours(summary.hours_indexed * 3600.0)}), {summary.skipped} unchanged.")
         if failed:
             text += f" {len(failed)} could not be read — see the Problem column."
@@ -540,7 +540,7 @@ class LibraryPage(QWidget):
             return None
         return self._confirm_remove(
             "Remove from library?",
-            f"Forget {len(paths)} file{'s' if len(paths) != 1 else ''} from your library? Offers will no longer "
+            f"Forget {count_of(len(paths), 'file')} from your library? Offers will no longer "
             "be checked against them. The files on disk are not touched.", paths, [])
 
     def folders(self) -> list[str]:
@@ -563,7 +563,7 @@ class LibraryPage(QWidget):
         n = sum(1 for f in self.files if Path(f.path) == Path(folder) or Path(folder) in Path(f.path).parents)
         return self._confirm_remove(
             "Remove this folder from your library?",
-            f"Forget the {n} file{'s' if n != 1 else ''} in\n\n{folder}\n\nfrom your library? Offers will no "
+            f"Forget the {count_of(n, 'file')} in\n\n{folder}\n\nfrom your library? Offers will no "
             "longer be checked against them and Re-scan leaves the folder alone. The files on disk are not "
             "touched.", [], [folder])
 

@@ -47,7 +47,7 @@ def summary_text(files: Sequence[Any], *, indexing: bool, unfinished: bool) -> s
         text += (f" {fmt_hours(indet)} could not be judged (static or featureless scenes such "
                  "as a robot standing still); it is never counted either way.")
     if bad:
-        text += f" {len(bad)} file{'s' if len(bad) != 1 else ''} could not be read (see Problem)."
+        text += f" {count_of(len(bad), 'file')} could not be read (see Problem)."
     if pending and not indexing:
         text += f" {len(pending)} not finished yet."
     return text
@@ -58,7 +58,7 @@ def resume_text(left: int, not_checked: int, *, startup: bool) -> str:
     listed as ready (a re-scan stopped before it checked them again)."""
     text = "Indexing did not finish last time" if startup else "Indexing was stopped"
     if left:
-        text += f" ({left} file{'s' if left != 1 else ''} left)."
+        text += f" ({count_of(left, 'file')} left)."
     else:
         text += "."
     if not_checked:

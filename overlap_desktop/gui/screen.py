@@ -341,7 +341,7 @@ class ScreenOfferPage(QWidget):
         if seconds is not None:
             parts.append(fmt_hours(float(seconds)) + " of video")
         if n_files is not None:
-            parts.append(f"in {n_files} file{'s' if n_files != 1 else ''}")
+            parts.append(f"in {count_of(n_files, 'file')}")
         text = " ".join(parts) or "–"
         if size:
             text += f" (the manifest itself is {fmt_size(float(size))})"
