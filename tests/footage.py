@@ -147,7 +147,7 @@ def write_video(path: Path, frames: Iterator[np.ndarray] | list[np.ndarray], *, 
     rate = Fraction(fps).limit_denominator(1001)
     with av.open(str(path), mode="w") as container:
         stream = None
-        for img in frames:
+        for k, img in enumerate(frames):
             if stream is None:
                 stream = container.add_stream(codec, rate=rate)
                 stream.width = img.shape[1] - img.shape[1] % 2
@@ -155,11 +155,17 @@ def write_video(path: Path, frames: Iterator[np.ndarray] | list[np.ndarray], *, 
                 stream.pix_fmt = pix_fmt
                 if bit_rate:
                     stream.bit_rate = bit_rate
+                # Every frame gets its pts (below). Even so x264's output is not the same from run to
+                # run here (one thread or several, seen on the same frames under load), so a test
+                # must hold on every encode of its footage, not on one (the dim room below).
                 opts = {"preset": "ultrafast", "crf": "20"} if codec == "libx264" else {}
                 opts.update(options or {})
                 stream.options = opts
+                stream.codec_context.time_base = Fraction(1) / rate
             img = np.ascontiguousarray(img[: stream.height, : stream.width])
             frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            frame.pts = k
+            frame.time_base = stream.codec_context.time_base
             for packet in stream.encode(frame):
                 container.mux(packet)
         if stream is not None:

@@ -166,14 +166,17 @@ def write_clip(path: Path, frames: Iterator[np.ndarray], *, fps: float) -> Path:
     tmp = path.with_name(path.name + ".part")
     with av.open(str(tmp), mode="w", format="mp4") as container:
         stream = None
-        for img in frames:
+        for k, img in enumerate(frames):
             if stream is None:
                 stream = container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
                 stream.width, stream.height = img.shape[1], img.shape[0]
                 stream.pix_fmt = "yuv420p"
-                # One thread: x264's output then does not depend on the machine's core count.
+                # One thread, and each frame's pts set: x264's output then does not depend on the
+                # machine's core count or vary from run to run (frames without a pts gave differing
+                # files now and then).
                 stream.options = {"preset": "ultrafast", "crf": "22", "threads": "1"}
             frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            frame.pts = k  # in the stream's time base, 1/rate
             for packet in stream.encode(frame):
                 container.mux(packet)
         if stream is not None:
