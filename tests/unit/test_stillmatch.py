@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from overlap_desktop.core.match.segments import RawSegment
-from overlap_desktop.core.match.stillmatch import into_owned_still, still_pieces
+from overlap_desktop.core.match.stillmatch import (
+    STILL_MATCH_BITS,
+    into_owned_still,
+    near_pieces,
+    near_rows,
+    row_spans,
+    still_pieces,
+)
 from overlap_desktop.core.types import Span, StreamFingerprints, Variant
 
 
@@ -47,3 +54,63 @@ def test_near_identical_rows_outside_counted_pieces_are_still_matches() -> None:
     offered = fp(OWNED[0:20].copy())
     pieces = still_pieces(offered, owned, seg(0.0, 19.5, 0.0), np.arange(20), [(0.0, 12.0)])
     assert [(p.query_start > 12.0, p.query_end >= 19.0, p.unjudged) for p in pieces] == [(True, True, True)]
+
+
+def flip_bits(code: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """``code`` with ``n`` distinct bits flipped."""
+    bits = np.unpackbits(code.copy())
+    idx = np.random.default_rng(seed).choice(bits.size, n, replace=False)
+    bits[idx] ^= 1
+    return np.packbits(bits)
+
+
+# A dim, near-static room (issue 33): owned 0..10 s moves, owned 10..20 s is marked static (so
+# never searched) and its frames sit about 26 bits apart (noise on one still picture).
+STILL = RNG.integers(0, 256, 32, dtype=np.uint8)
+ROOM = np.concatenate([RNG.integers(0, 256, (10, 32), dtype=np.uint8),
+                       np.stack([flip_bits(STILL, 13, 100 + k) for k in range(10)]),
+                       RNG.integers(0, 256, (10, 32), dtype=np.uint8)])
+
+
+def test_frames_near_any_frame_of_a_related_owned_stream_are_near_still_time_included() -> None:
+    owned = fp(ROOM, [Span(10.0, 20.0, "static")])
+    # Offered 0..4 s: frames of the owned still stretch, re-encoded (3 bits); 4..8 s: other footage.
+    offered = fp(np.concatenate([np.stack([flip_bits(ROOM[11 + k], 3, 200 + k) for k in range(4)]),
+                                 RNG.integers(0, 256, (4, 32), dtype=np.uint8)]))
+    near = near_rows(offered, np.arange(8), [fp(OWNED), owned])
+    assert near.tolist() == [True] * 4 + [False] * 4
+    assert row_spans(offered, np.flatnonzero(near)) == [(0.0, 3.5)]
+
+
+def test_a_frame_just_past_the_near_distance_is_not_near() -> None:
+    owned = fp(ROOM)
+    offered = fp(np.stack([flip_bits(ROOM[3], STILL_MATCH_BITS, 1), flip_bits(ROOM[3], STILL_MATCH_BITS + 1, 2)]))
+    assert near_rows(offered, np.arange(2), [owned]).tolist() == [True, False]
+
+
+def test_the_near_check_stops_at_its_budget_and_leaves_the_rest_unchecked() -> None:
+    owned = fp(ROOM)
+    offered = fp(ROOM[0:4].copy())
+    assert near_rows(offered, np.arange(4), [owned], budget=4 * len(ROOM)).all()
+    assert not near_rows(offered, np.arange(4), [owned], budget=4 * len(ROOM) - 1).any()
+
+
+def test_search_hits_near_an_owned_frame_are_near_pieces_and_farther_ones_are_not() -> None:
+    owned = fp(ROOM)
+    offered = fp(RNG.integers(0, 256, (8, 32), dtype=np.uint8))
+    q = np.array([1, 2, 2, 5, 7])
+    c = np.array([3, 4, 5, 6, 7])
+    d = np.array([STILL_MATCH_BITS, 30, 12, STILL_MATCH_BITS + 1, 3])
+    pieces = near_pieces(offered, owned, q, c, d)
+    # Rows 1 and 2 (one run), row 7 (the last: it stands for the stream's end); row 5 is too far.
+    assert [(p.query_start, p.query_end, p.near, p.unjudged) for p in pieces] == [(0.5, 2.5, True, True),
+                                                                                 (6.5, 8.0, True, True)]
+
+
+def test_a_still_piece_at_the_last_sample_reaches_the_end_of_the_stream() -> None:
+    """The time after the last sample is nobody's "new" (it read 0.5 s new on a found copy)."""
+    owned = fp(OWNED)
+    offered = fp(OWNED[0:20].copy())
+    offered.duration_s = 20.4
+    [piece] = still_pieces(offered, owned, seg(0.0, 20.4, 0.0), np.arange(20), [(0.0, 12.0)])
+    assert piece.query_end == 20.4

@@ -17,6 +17,7 @@ from overlap_desktop.core.match.candidates import find_candidates, one_trip
 from overlap_desktop.core.match.orientations import OrientedCorpus, as_offered, pass_progress, turn_queries
 from overlap_desktop.core.match.pair import match_streams
 from overlap_desktop.core.match.segments import MatchParams
+from overlap_desktop.core.match.stillmatch import near_pieces
 from overlap_desktop.core.match.types import Found, QueryStream
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 
@@ -32,6 +33,7 @@ def emit_progress(progress: ProgressCallback | None, stage: str, done: float, to
 def compare_streams(queries: Sequence[QueryStream], corpus: Corpus, params: MatchParams, *,
                     search: HitSearch | None = None, search_space: int = 1,
                     pair_filter: Callable[[int, int], str] | None = None,
+                    near: bool = True,
                     progress: ProgressCallback | None = None,
                     cancel: CancelCallback | None = None) -> list[Found]:
     """Segments between query streams and corpus streams.
@@ -45,11 +47,14 @@ def compare_streams(queries: Sequence[QueryStream], corpus: Corpus, params: Matc
             (the turned pass of :func:`search_orientations` searches it once per turn).
         pair_filter: ``(query position, corpus stream id) -> "keep" | "skip" | "diagonal"``;
             ``"diagonal"`` drops the trivial identity line (a stream against itself).
+        near: Also return, for ``"keep"`` pairs, the offered frames near-identical to an owned
+            frame that no line explains (:func:`~.stillmatch.near_pieces`, "can't tell": an
+            offered second is new only when nothing owned looks like it).
         progress: Progress callback.
         cancel: Cancel callback.
 
     Returns:
-        A :class:`Found` for every verified segment.
+        A :class:`Found` for every verified segment (and near piece).
     """
     candidates = find_candidates(queries, search if search is not None else ShardSearch(corpus), params,
                                  progress=progress, cancel=cancel)
@@ -70,6 +75,10 @@ def compare_streams(queries: Sequence[QueryStream], corpus: Corpus, params: Matc
                              distances=pair.distances, exclude_diagonal=(mode == "diagonal"),
                              searched_seconds=max(searched, cfp.duration_s))
         out.extend(Found(pair.query, pair.stream, s) for s in segs)
+        if near and mode == "keep":
+            qfp = queries[pair.query].fp
+            out.extend(Found(pair.query, pair.stream, s)
+                       for s in near_pieces(qfp, cfp, pair.q_rows, pair.c_rows, pair.distances))
         if k % 16 == 0:
             emit_progress(progress, "match", k + 1, len(candidates), "pairs")
     emit_progress(progress, "match", len(candidates), len(candidates), "pairs")

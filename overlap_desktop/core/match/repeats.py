@@ -112,7 +112,8 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
 
     corpus = MemoryCorpus([(q.file, q.key, q.fp) for q in qs])
     try:
-        found = compare_streams(qs, corpus, params, pair_filter=pair_filter, progress=relay, cancel=cancel)
+        found = compare_streams(qs, corpus, params, pair_filter=pair_filter, near=False, progress=relay,
+                                cancel=cancel)
         # Within one stream a repeat must lie apart from its source: a line whose two spans
         # overlap is footage that changes slowly (a camera panning, a robot idling), not
         # footage shown twice.

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
+import numpy as np
+
 from overlap_desktop.core.index.search import Corpus
 from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds, union_seconds_excluding
 from overlap_desktop.core.match.floor import clears_floor, line_evidence_seconds
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
+from overlap_desktop.core.match.stillmatch import near_rows, row_spans
 from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.match.verdicts import cant_tell_spans, settle_episodes
 from overlap_desktop.core.report.model import FileResult, offered_pieces
@@ -120,9 +123,17 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
     segs_of: dict[int, list[Segment]] = {}
     rivals_of: dict[int, list[Segment]] = {}
     still_of: dict[int, list[tuple[float, float]]] = {}
+    near_of: dict[int, list[tuple[float, float]]] = {}
+    related: dict[int, list[int]] = {}  # per offered stream: owned streams it has any line to
     names: dict[int, tuple[str, str]] = {}
     sid_of: dict[tuple[str, str], int] = {}
     for qi, sid, s in found:
+        if s.near:
+            # Near-identical to owned frames, on no line: "can't tell", and no line's evidence.
+            near_of.setdefault(qi, []).append((s.query_start, s.query_end))
+            continue
+        if sid not in related.setdefault(qi, []):
+            related[qi].append(sid)
         if s.unjudged:
             # A line over footage too still to place in time: "can't tell", never new.
             still_of.setdefault(qi, []).append((s.query_start, s.query_end))
@@ -182,9 +193,30 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
             ambiguous=ambiguous,
         )
         rivals = [(r.query_start, r.query_end) for i in idxs for r in rivals_of.get(i, [])]
-        f.cant_tell = cant_tell_spans(f, still, rivals)
+        near = [sp for i in idxs for sp in near_of.get(i, [])]
+        f.cant_tell = cant_tell_spans(f, still, rivals, near)
+        # What is left would be new: only where no frame of a related owned stream looks like it.
+        for i in idxs:
+            near += _near_related(queries[i].fp, f, [corpus.fingerprints(sid) for sid in related.get(i, [])])
+        f.cant_tell = cant_tell_spans(f, still, rivals, near)
         results.append(f)
     return results
+
+
+def _near_related(fp: StreamFingerprints, f: FileResult, owned: list[StreamFingerprints]) -> list[tuple[float, float]]:
+    """Offered seconds of one stream that would be new (judged, no verdict yet) whose frames sit
+    near a frame of the owned streams it has lines to (:func:`~.stillmatch.near_rows`)."""
+    if not owned or len(fp) == 0:
+        return []
+    t = fp.times_ns / 1e9
+    free = fp.usable.copy()
+    for a, b in [(s.query_start, s.query_end) for s in f.segments] + [
+            (sp.start_s, sp.end_s) for sp in [*f.indeterminate, *f.cant_tell]]:
+        free &= ~((t >= a - 1e-6) & (t <= b + 1e-6))
+    rows = np.flatnonzero(free)
+    if rows.size == 0:
+        return []
+    return row_spans(fp, rows[near_rows(fp, rows, owned)])
 
 
 def _is_weak(s: Segment, params: MatchParams) -> bool:

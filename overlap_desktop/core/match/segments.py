@@ -97,6 +97,10 @@ class RawSegment:
     #: Not evidence of a copy, but the same motion as the query (another owned episode replaying
     #: it): never counted; a counted line on another owned stream must be clearly closer.
     rival: bool = False
+    #: Not a line at all: offered frames near-identical to owned frames (within
+    #: :data:`~overlap_desktop.core.match.stillmatch.STILL_MATCH_BITS`) that no verified line
+    #: explains. Not evidence of a copy, but not shown to be new either ("can't tell").
+    near: bool = False
 
     @property
     def query_duration(self) -> float:

@@ -8,8 +8,10 @@ copied; it is **new** only where it has been shown not to be owned; everything e
 - a match shorter than the evidence floor,
 - a weak match (its chance of being a coincidence is above the counting threshold),
 - near-identical frames on a line that verifies, too still or too few to place in time
-  (the owned side marked static, or the offered side still but not marked), or
-- a match to several owned episodes about equally (a scripted repeat, the rig's home pose),
+  (the owned side marked static, or the offered side still but not marked),
+- a match to several owned episodes about equally (a scripted repeat, the rig's home pose), or
+- offered frames near-identical to owned frames that no line explains (a dim, near-static
+  room looks the same at every moment),
 
 is "can't tell", never new. This module settles the last case (:func:`settle_episodes`),
 turns the uncounted evidence of a file into "can't tell" spans (:func:`cant_tell_spans`),
@@ -230,12 +232,15 @@ def _minus(a: float, b: float, taken: Sequence[tuple[float, float]]) -> list[tup
 
 
 def cant_tell_spans(f: FileResult, still: Sequence[tuple[float, float]] = (),
-                    same_motion: Sequence[tuple[float, float]] = ()) -> list[Span]:
+                    same_motion: Sequence[tuple[float, float]] = (),
+                    near: Sequence[tuple[float, float]] = ()) -> list[Span]:
     """Offered time of ``f`` with uncounted evidence, minus owned and indeterminate time.
 
     Reasons, in order of precedence: ambiguous among episodes, below the floor, weak,
     matching owned footage too still to place in time (``still``: offered spans), the same
-    motion as owned footage (``same_motion``: offered spans of rival lines).
+    motion as owned footage (``same_motion``: offered spans of rival lines), and last offered
+    frames near-identical to owned frames on no line (``near``: reported with the still
+    reason, since one frame is too short to place in time).
     """
     dur = max(0.0, f.duration_s)
     taken = [(s.query_start, s.query_end) for s in f.segments]
@@ -244,7 +249,7 @@ def cant_tell_spans(f: FileResult, still: Sequence[tuple[float, float]] = (),
     groups = ((REASON_AMBIGUOUS, [(s.query_start, s.query_end) for s in f.ambiguous]),
               (REASON_BELOW_FLOOR, [(s.query_start, s.query_end) for s in f.below_floor]),
               (REASON_WEAK, [(s.query_start, s.query_end) for s in f.weak]),
-              (REASON_STILL, list(still)), (REASON_SAME_MOTION, list(same_motion)))
+              (REASON_STILL, list(still)), (REASON_SAME_MOTION, list(same_motion)), (REASON_STILL, list(near)))
     for reason, spans in groups:
         for a, b in sorted(spans):
             a, b = max(0.0, min(a, b)), min(dur, max(a, b))
