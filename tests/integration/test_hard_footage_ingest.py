@@ -97,12 +97,13 @@ def _read(src: Path, size: tuple[int, int], t0: float, t1: float) -> tuple[list[
 
 
 def _clip(dst: Path, src: Path, t0: float, t1: float, *, size: tuple[int, int] = (320, 240),
-          transform: m.Transform | None = None, clock: bool = False, crf: str = "23") -> Path:
+          transform: m.Transform | None = None, clock: bool = False, crf: str = "23", threads: str = "") -> Path:
     frames, times, rate = _read(src, size, t0, t1)
     out = [burn_clock(f, 3600 + int(t)) if clock else f for f, t in zip(frames, times)]
     if transform is not None:
         out = [transform(f) for f in out]
-    return write_video(dst, out, fps=rate, options={"preset": "veryfast", "crf": crf})
+    options = {"preset": "veryfast", "crf": crf} | ({"threads": threads} if threads else {})
+    return write_video(dst, out, fps=rate, options=options)
 
 
 def _lens_cap(dst: Path, seconds: float = 14.0, fps: float = 10.0) -> Path:
@@ -208,20 +209,16 @@ def test_dark_rig_copy_is_found(dark: dict[str, Any]) -> None:
     _found(dark["ctl-dark-rig"], "rig-dark-ep03", 2.0, 12.0)
 
 
-@pytest.mark.xfail(strict=True, reason="measured gap (issue 33, left open): the dim room is still most of the time; "
-                   "at the manifest's 1 sample/s the copy's frames sit 14-32 bits from their source and 14-84 from "
-                   "the closest other moment, so only 3 of 9 moments on its 1x line are one-moment evidence: "
-                   "it reads can't tell (test_dark_near_static_copy_is_never_new), not owned")
-def test_dark_near_static_copy_is_found(dark: dict[str, Any]) -> None:
-    _found(dark["ctl-dark-room"], "room-dark", 16.0, 14.0)
-
-
-def test_dark_near_static_copy_is_never_new(dark: dict[str, Any]) -> None:
-    """Its 1x line to its source is the same motion (frames distinctly closer than their
-    background) without proving the same moment: can't tell, never new."""
+def test_dark_near_static_copy_is_only_ever_its_source(dark: dict[str, Any]) -> None:
+    """A measured gap (issue 33): at the manifest's 1 sample/s the dim room copy's frames sit
+    14-32 bits from their source and 14-84 from the closest other moment, so its 1x line is
+    mostly the same motion without proving the same moment. How it reads depends on how x264
+    happened to encode it (tests/footage.py): owned on 22 of 102 encodes measured, otherwise
+    "can't tell", with a few seconds left new on a few encodes (the family below asserts how
+    few). It is never owned as anyone else's footage."""
     f = dark["ctl-dark-room"]
-    assert f.new_seconds <= 1.0, (f.new_seconds, f.cant_tell)
-    assert f.cant_tell_seconds >= 0.9 * f.duration_s, f.cant_tell
+    assert {Path(s.corpus_file).stem for s in f.segments} <= {"room-dark"}, f.segments
+    assert f.matched_seconds + f.cant_tell_seconds + f.new_seconds >= f.duration_s - 0.1
 
 
 def test_dark_look_alikes_are_not_owned(dark: dict[str, Any]) -> None:
@@ -232,11 +229,16 @@ def test_dark_look_alikes_are_not_owned(dark: dict[str, Any]) -> None:
 @pytest.mark.parametrize("name", ["neg-dark-room-later", "neg-carpark-later", "neg-dark-rig-ep13", "neg-dark-rig-ep14"])
 def test_dark_footage_is_judged_not_featureless(dark: dict[str, Any], name: str) -> None:
     """Before the contrast stretch most of these read "featureless" (PDQ quality 3-50). Now they
-    are judged; still stretches of them are "static" (can't tell), as in bright footage."""
+    are judged; still stretches of them are "static" (can't tell), as in bright footage. Judged
+    seconds near-identical to owned footage of the same dim room may be "can't tell" (the rule
+    that new is only what is shown not owned), so the judged time asserted is new and can't tell
+    together. The later room read 12 s new on every run inspected, and 4.5 s on one encode."""
     f = dark[name]
     featureless = sum(s.end_s - s.start_s for s in f.indeterminate if s.reason == "featureless")
     assert featureless <= 0.1 * f.duration_s, (name, f.indeterminate)
-    assert f.new_seconds >= 0.2 * f.duration_s, (name, f.new_seconds)
+    assert f.new_seconds + f.cant_tell_seconds >= 0.2 * f.duration_s, (name, f.new_seconds, f.cant_tell,
+                                                                       f.indeterminate)
+    assert not f.segments, (name, f.segments)
 
 
 def test_a_lens_cap_recording_stays_cant_tell(dark: dict[str, Any]) -> None:
@@ -244,3 +246,76 @@ def test_a_lens_cap_recording_stays_cant_tell(dark: dict[str, Any]) -> None:
     assert not f.segments
     assert f.new_seconds == 0.0, f
     assert f.indeterminate_seconds >= 0.9 * f.duration_s, f
+
+
+# --------------------------------------------------------------------------- the dim room, encoded otherwise
+
+#: (library crf, offered copies' crfs): encodes of the dim room and of its copy (one x264 thread),
+#: chosen before the change they test was measured. Before it 6-7 of these 9 copies kept new
+#: seconds (6.5-14.5 s in all, three runs): a copy's line is trimmed where the owned side is
+#: static, and those frames sit 18-28 bits from the frame on their line, 12-16 from other moments
+#: of the same owned file. After it 1-2 did (0.5-2.5 s). x264's output varies from run to run here
+#: (tests/footage.py), so the assertion is on the family: over 102 encodes (crf 19-30, 1-3
+#: threads) 8 still kept new seconds after the change (0.5-4 s; 6 s once), 94 none.
+ENCODES = {21: (26, 27, 28), 22: (26, 27, 28), 25: (26, 27, 28)}
+
+
+@pytest.fixture(scope="module")
+def dark_family(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Each library encode with its three copies and a splice look-alike, compared."""
+    if not (ROOM.is_file() and CARPARK.is_file()):
+        pytest.skip("tests/data footage missing")
+    out: dict[str, Any] = {}
+    for lib_crf, copy_crfs in ENCODES.items():
+        root = tmp_path_factory.mktemp(f"dark-crf{lib_crf}")
+        lib, offer = root / "library", root / "offer"
+        _clip(lib / "room-dark.mp4", ROOM, 0.0, 30.0, transform=darken(DIM), crf=str(lib_crf), threads="1")
+        for crf in copy_crfs:
+            _clip(offer / f"ctl-dark-room-lib{lib_crf}-crf{crf}.mp4", lib / "room-dark.mp4", 16.0, 30.0, crf=str(crf),
+                  threads="1")
+        # The look-alike of "not shown new": 14 s of the copy, then 10 s of another camera nobody owns.
+        copy, _, rate = _read(lib / "room-dark.mp4", (320, 240), 16.0, 30.0)
+        other, _, _ = _read(CARPARK, (320, 240), 16.0, 26.0)
+        step = max(1, round(len(other) / (10.0 * rate)))
+        write_video(offer / f"neg-dark-room-then-carpark-lib{lib_crf}.mp4", copy + other[::step][: int(10 * rate)],
+                    fps=rate, options={"preset": "veryfast", "crf": "28"})
+        out.update(_compare_each(root, lib, sorted(offer.iterdir())))
+    return out
+
+
+def _compare_each(root: Path, lib: Path, offers: list[Path]) -> dict[str, Any]:
+    """Each offered file in an offer of its own (copies of one footage offered together would be
+    each other's repeats, never new), against one library indexed once, at the fast preset."""
+    lab = root / "lab"
+    cfg = api.load_config({"index.path": str(lab), "index.preset": "fast"})
+    assert not api.index_paths([lib], index=lab, config=cfg).failed
+    out = {}
+    for k, path in enumerate(offers):
+        vendor = root / f"vendor-{k}"
+        assert not api.index_paths([path], index=vendor, config=api.load_config({"index.path": str(vendor)})).failed
+        with api.open_index(vendor) as v:
+            api.export_manifest(v, root / f"offer-{k}.ovlm", label="hard footage")
+        [f] = api.compare(root / f"offer-{k}.ovlm", lab, config=cfg).files
+        out[path.stem] = f
+    return out
+
+
+def test_dim_room_copies_are_almost_never_new_whatever_the_encode(dark_family: dict[str, Any]) -> None:
+    """Frames no line holds but that sit near-identical to the owned file the copy has lines to
+    are "can't tell", not new; the copies are never anyone else's footage."""
+    copies = {n: f for n, f in dark_family.items() if n.startswith("ctl-")}
+    assert len(copies) == 9
+    new = {n: (f.new_seconds, f.cant_tell) for n, f in copies.items() if f.new_seconds > 0}
+    assert len(new) <= 3, new
+    for name, f in copies.items():
+        assert {Path(s.corpus_file).stem for s in f.segments} <= {"room-dark"}, (name, f.segments)
+
+
+def test_new_footage_spliced_after_a_dim_copy_stays_new(dark_family: dict[str, Any]) -> None:
+    splices = {n: f for n, f in dark_family.items() if n.startswith("neg-dark-room-then-carpark")}
+    assert len(splices) == 3
+    for name, f in splices.items():
+        assert not [s for s in f.segments if s.query_end > 14.5], (name, f.segments)
+        tail = [sp for sp in f.cant_tell if sp.end_s > 15.0]
+        assert sum(min(sp.end_s, f.duration_s) - max(sp.start_s, 15.0) for sp in tail) <= 1.0, (name, f.cant_tell)
+        assert f.new_seconds >= 8.0, (name, f.new_seconds, f.cant_tell)
