@@ -15,6 +15,7 @@ from overlap_desktop.gui.common import fmt_hours
 from overlap_desktop.gui.main_window import MainWindow
 from overlap_desktop.gui.result_parts import DEMO_WORDS, YOUR_WORDS
 from overlap_desktop.gui.results import ResultsView
+from tests.gui.wizard_steps import fingerprinted_wizard
 
 
 def _view(qtbot: Any) -> ResultsView:
@@ -182,8 +183,6 @@ def test_one_file_is_never_called_1_files(qtbot: Any, state: Any, footage: dict[
     vendor wizard counted the same way."""
     import shutil
 
-    from overlap_desktop.gui import export_wizard as ew
-
     one = tmp_path / "one"
     one.mkdir()
     shutil.copy(footage["owned"] / "owned-b.mp4", one)
@@ -201,13 +200,7 @@ def test_one_file_is_never_called_1_files(qtbot: Any, state: Any, footage: dict[
         w.open_manifest(offer_manifest)
     assert "(1 file)." in w.screen.fields["compat"].text()
 
-    wiz = ew.ExportWizard(state)
-    qtbot.addWidget(wiz)
-    wiz.show()
-    with qtbot.waitSignal(wiz.folders_page.footage_checked, timeout=60_000):
-        wiz.folders_page.add_folder(one)
-    wiz.next()
-    qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
+    wiz = fingerprinted_wizard(qtbot, state, one)
     assert wiz.fingerprint.status.text().startswith("Done: 1 file found,")
 
 

@@ -17,6 +17,7 @@ from overlap_desktop import api
 from overlap_desktop.gui import export_wizard as ew
 from overlap_desktop.gui.settings_dialog import SettingsDialog
 from overlap_desktop.gui.workspaces_dialog import WorkspacesDialog
+from tests.gui.wizard_steps import fingerprinted_wizard
 
 
 def _answer(button_text: str, seen: list[str]) -> None:
@@ -167,13 +168,7 @@ def test_duplicates_headline_says_why_rows_add_up_to_more(qtbot: Any, state: Any
     offer.mkdir()
     for name in ("a.mp4", "b.mp4", "c.mp4"):
         shutil.copy(footage["offer"] / "offer-new.mp4", offer / name)
-    wiz = ew.ExportWizard(state)
-    qtbot.addWidget(wiz)
-    wiz.show()
-    with qtbot.waitSignal(wiz.folders_page.footage_checked, timeout=60_000):
-        wiz.folders_page.add_folder(offer)
-    wiz.next()
-    qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
+    wiz = fingerprinted_wizard(qtbot, state, offer)
     wiz.next()
     qtbot.waitUntil(wiz.dedupe.isComplete, timeout=120_000)
     report = wiz.dedupe.result
@@ -231,13 +226,7 @@ def test_a_folder_that_cannot_be_listed_says_so_not_no_footage(qtbot: Any, state
 
 def test_a_failed_save_offers_back(qtbot: Any, state: Any, footage: dict[str, Path], tmp_path: Path) -> None:
     """The last page hides Back once saved; when saving fails, the way back is there and said."""
-    wiz = ew.ExportWizard(state)
-    qtbot.addWidget(wiz)
-    wiz.show()
-    with qtbot.waitSignal(wiz.folders_page.footage_checked, timeout=60_000):
-        wiz.folders_page.add_folder(footage["offer"])
-    wiz.next()
-    qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
+    wiz = fingerprinted_wizard(qtbot, state, footage["offer"])
     wiz.next()
     qtbot.waitUntil(wiz.dedupe.isComplete, timeout=120_000)
     wiz.next()
