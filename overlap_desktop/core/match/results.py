@@ -4,7 +4,7 @@ weak, ambiguous, can't tell) and the flags that say how the offer was altered.""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -196,17 +196,20 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
         near = [sp for i in idxs for sp in near_of.get(i, [])]
         f.cant_tell = cant_tell_spans(f, still, rivals, near)
         # What is left would be new: only where no frame of a related owned stream looks like it.
-        for i in idxs:
-            near += _near_related(queries[i].fp, f, [corpus.fingerprints(sid) for sid in related.get(i, [])])
-        f.cant_tell = cant_tell_spans(f, still, rivals, near)
+        more = [sp for i in idxs
+                for sp in _near_related(queries[i].fp, f, (corpus.fingerprints(sid) for sid in related.get(i, [])))]
+        if more:
+            f.cant_tell = cant_tell_spans(f, still, rivals, near + more)
         results.append(f)
     return results
 
 
-def _near_related(fp: StreamFingerprints, f: FileResult, owned: list[StreamFingerprints]) -> list[tuple[float, float]]:
+def _near_related(fp: StreamFingerprints, f: FileResult, owned: Iterator[StreamFingerprints]
+                  ) -> list[tuple[float, float]]:
     """Offered seconds of one stream that would be new (judged, no verdict yet) whose frames sit
-    near a frame of the owned streams it has lines to (:func:`~.stillmatch.near_rows`)."""
-    if not owned or len(fp) == 0:
+    near a frame of the owned streams it has lines to (:func:`~.stillmatch.near_rows`; they are
+    loaded only when such seconds are left)."""
+    if len(fp) == 0:
         return []
     t = fp.times_ns / 1e9
     free = fp.usable.copy()

@@ -21,7 +21,7 @@ up to 4 s of a 14 s copy (issue 33; which seconds depended on the encoder's sett
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -63,18 +63,25 @@ def code_distance(query: StreamFingerprints, corpus: StreamFingerprints, rows: n
     return popcount_xor(query.codes[rows, 0], corpus.codes[j, variant]).astype(np.int64)
 
 
-def _piece(query: StreamFingerprints, seg: RawSegment, lo_t: float, hi_t: float, frames: int,
-           mean_d: float) -> RawSegment:
-    half = 0.5 / query.fps if query.fps > 0 else 0.5
+def _sample_span(query: StreamFingerprints, first: int, last: int) -> tuple[float, float]:
+    """Offered seconds samples ``first..last`` stand for: half a sample around them, and the first
+    and last sample reach the stream's edges (as in verify.py): the tail after the last sample is
+    nobody's "new"."""
     qt = _times(query)
-    # A sample stands for the time around it, and the first and last for the stream's edges
-    # (as in verify.py): the tail after the last sample is nobody's "new".
-    q0 = 0.0 if qt.size and lo_t <= qt[0] + 1e-9 else max(0.0, lo_t - half)
-    q1 = hi_t + half
-    if qt.size and hi_t >= qt[-1] - 1e-9 and query.duration_s > 0:
+    half = 0.5 / query.fps if query.fps > 0 else 0.5
+    q0 = 0.0 if first <= 0 else max(0.0, float(qt[first]) - half)
+    q1 = float(qt[last]) + half
+    if last >= qt.size - 1 and query.duration_s > 0:
         q1 = max(q1, query.duration_s)
     if query.duration_s > 0:
         q1 = min(q1, query.duration_s)
+    return q0, q1
+
+
+def _piece(query: StreamFingerprints, seg: RawSegment, lo_t: float, hi_t: float, frames: int,
+           mean_d: float) -> RawSegment:
+    qt = _times(query)
+    q0, q1 = _sample_span(query, int(np.searchsorted(qt, lo_t - 1e-9)), int(np.searchsorted(qt, hi_t + 1e-9)) - 1)
     return replace(seg, query_start=q0, query_end=q1, corpus_start=seg.speed * q0 + seg.offset,
                    corpus_end=seg.speed * q1 + seg.offset, unjudged=True, weak=True, score=0.0,
                    frames=frames, judged=0, mean_distance=mean_d, pairs=np.zeros((0, 3)), chance=None)
@@ -144,11 +151,12 @@ def into_owned_still(query: StreamFingerprints, corpus: StreamFingerprints, seg:
 NEAR_BUDGET = 40_000_000
 
 
-def near_rows(query: StreamFingerprints, rows: np.ndarray, owned: Sequence[StreamFingerprints],
+def near_rows(query: StreamFingerprints, rows: np.ndarray, owned: Iterable[StreamFingerprints],
               bits: int = STILL_MATCH_BITS, budget: int = NEAR_BUDGET) -> np.ndarray:
     """Which offered ``rows`` sit within ``bits`` of some frame (any variant, still time
     included) of the ``owned`` streams, checked stream by stream in the order given while the
-    comparisons stay within ``budget`` (rows left unchecked count as not near).
+    comparisons stay within ``budget`` (rows left unchecked count as not near). ``owned`` is
+    consumed lazily: streams are not loaded once every row is near or the budget is spent.
 
     Returns:
         ``bool (len(rows),)``.
@@ -156,10 +164,14 @@ def near_rows(query: StreamFingerprints, rows: np.ndarray, owned: Sequence[Strea
     rows = np.asarray(rows, np.int64)
     near = np.zeros(rows.size, bool)
     spent = 0
+    if rows.size == 0:
+        return near
     for fp in owned:
         todo = np.flatnonzero(~near)
+        if todo.size == 0:
+            break
         codes = fp.codes.reshape(-1, fp.codes.shape[-1])
-        if todo.size == 0 or codes.shape[0] == 0:
+        if codes.shape[0] == 0:
             continue
         spent += todo.size * codes.shape[0]
         if spent > budget:
@@ -178,18 +190,8 @@ def row_spans(query: StreamFingerprints, rows: np.ndarray) -> list[tuple[float, 
     rows = np.unique(np.asarray(rows, np.int64))
     if rows.size == 0:
         return []
-    qt = _times(query)
-    half = 0.5 / query.fps if query.fps > 0 else 0.5
-    out: list[tuple[float, float]] = []
-    for run in np.split(rows, np.flatnonzero(np.diff(rows) != 1) + 1):
-        q0 = 0.0 if run[0] == 0 else max(0.0, float(qt[run[0]]) - half)
-        q1 = float(qt[run[-1]]) + half
-        if run[-1] == qt.size - 1 and query.duration_s > 0:
-            q1 = max(q1, query.duration_s)
-        if query.duration_s > 0:
-            q1 = min(q1, query.duration_s)
-        out.append((q0, q1))
-    return out
+    return [_sample_span(query, int(run[0]), int(run[-1]))
+            for run in np.split(rows, np.flatnonzero(np.diff(rows) != 1) + 1)]
 
 
 def near_pieces(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray, c_rows: np.ndarray,
