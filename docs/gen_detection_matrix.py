@@ -174,9 +174,10 @@ Before issue 33 the short and held-out copies were counted new (the 15 s reverse
 The matrix rows `hflip-9s-below-floor` and `hflip-9s-other-view` carry the same rule on generated
 footage (a 9 s mirrored cut counted, the same cut of another part of the room not), and
 `clip-below-floor` (6 s, below three quarters of the floor) stays listed, not counted.
-Near twins — a scripted repeat whose objects moved by less than PDQ resolves, 6–7 bits from an owned
-episode, as close as a re-encode — are still counted owned (three `limit-*` offers, listed by the bench,
-not asserted): telling them apart needs a finer spatial check.
+Near twins — a scripted repeat whose objects moved by less than PDQ resolves, 6–7.5 bits from an owned
+episode, as close as a re-encode — are still counted owned (six `limit-*` offers, on the generated and
+the rendered MuJoCo rig, listed by the bench, not asserted): a layout map within the manifest's budget
+was measured not to separate them from graded true copies (architecture.md, "Measured limits").
 
 Calibration of the chance figure on the look-alike offers of all suites (44 offered streams searched;
 prediction = threshold x streams): lines at or under 1e-3 / 1e-6 / 1e-9 are **0 / 0 / 0** against a
