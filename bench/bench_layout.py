@@ -6,8 +6,8 @@ offers of tests/verdict_suites.py). The finer spatial check the issue asks for w
 the moved objects in something a manifest can carry (about 8 KB per hour are left of its 120 KB).
 This bench measures the most a layout map of that kind can show, before any coding for size:
 
-* every frame at 4 samples a second is reduced to 64x64 luma (area means, as PDQ's input) and
-  averaged over a 16x16 grid of cells; per second of footage the per-cell median;
+* every frame at 4 samples a second is reduced to the 64x64 luma PDQ hashes (the pipeline's own
+  scaling) and averaged over a 16x16 grid of cells; per second of footage the per-cell median;
 * for the first 8 s window of each offered clip, the per-cell median of its seconds against the
   owned clip's over the same stretch (under the copy's speed and direction), the owned cells
   mapped onto the offered tones by a quadratic least-squares fit;
@@ -27,6 +27,7 @@ Usage::
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import av
@@ -37,7 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from overlap_desktop.core.ingest import prep  # noqa: E402
 from tests import manipulations as m  # noqa: E402
+from tests.footage import write_video  # noqa: E402
 from tests.rig import RigEpisode  # noqa: E402
 from tests.verdict_suites import RIG_FPS, RIG_SIZE  # noqa: E402
 
@@ -45,44 +48,19 @@ MJ = ROOT / "tests" / "data" / "mujoco"
 GRID, STILL, WINDOW = 16, 4.0, 8.0
 
 
-def _luma(rgb: np.ndarray) -> np.ndarray:
-    return rgb[..., 0] * 0.299 + rgb[..., 1] * 0.587 + rgb[..., 2] * 0.114
-
-
 def _cells(rgb: np.ndarray) -> np.ndarray:
-    """16x16 cell means of the frame's 64x64 area-mean luma."""
-    y = _luma(rgb.astype(np.float64))
-    h, w = y.shape
-    rows = np.minimum((np.arange(h) * 64) // h, 63)
-    cols = np.minimum((np.arange(w) * 64) // w, 63)
-    small = np.zeros((64, 64))
-    np.add.at(small, (rows[:, None], cols[None, :]), y)
-    counts = np.zeros((64, 64))
-    np.add.at(counts, (rows[:, None], cols[None, :]), 1.0)
-    small /= counts
+    """16x16 cell means of the 64x64 luma PDQ hashes (the pipeline's own scaling, before the
+    contrast stretch)."""
+    small = prep.resample_luma(prep.luma(prep.to_work_image(rgb)))
     return small.reshape(GRID, 4, GRID, 4).mean(axis=(1, 3)).ravel()
 
 
 def _encode(frames: list[np.ndarray], fps: float, crf: int) -> list[np.ndarray]:
     """Frames through x264 and back (a reseller's re-encode)."""
-    import io
-
-    buf = io.BytesIO()
-    h, w = frames[0].shape[:2]
-    with av.open(buf, "w", format="mp4") as c:
-        s = c.add_stream("libx264", rate=int(round(fps)))
-        s.width, s.height, s.pix_fmt = w, h, "yuv420p"
-        s.options = {"crf": str(crf)}
-        for i, f in enumerate(frames):
-            vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")
-            vf.pts = i
-            for p in s.encode(vf):
-                c.mux(p)
-        for p in s.encode():
-            c.mux(p)
-    buf.seek(0)
-    with av.open(buf) as c:
-        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "copy.mp4"
+        write_video(path, frames, fps=fps, options={"crf": str(crf), "preset": "medium"})
+        return _decoded(path)[0]
 
 
 def _decoded(path: Path) -> tuple[list[np.ndarray], float]:

@@ -120,9 +120,9 @@ def _ep(trajectory: int, layout: int) -> RigEpisode:
 
 
 #: Measured: a copy of a scripted episode with its saturation boosted (and gamma, contrast) sits
-#: 12.8 bits from its source and 19.9-23.5 from the source's owned twins: not clearly closer (the
-#: ratio is 0.64, the rule asks 0.6), so it reads "the same motion as several owned episodes",
-#: never new and never another episode's.
+#: 12.6-13.1 bits from its source and 19.8-20.5 from the nearest owned twin over 7 encodes (crf
+#: 27-33): not clearly closer (ratio 0.63-0.65, the rule asks 0.6), so it reads "the same motion as
+#: several owned episodes", never new and never another episode's.
 SATURATED_TWIN_GAP = "a saturation-graded copy of one of several scripted twins reads ambiguous"
 
 
