@@ -17,7 +17,12 @@ This bench measures the most a layout map of that kind can show, before any codi
 It prints, per pair, the PDQ distance (frame by frame, for pairs at the same time and
 orientation), the still cells and the largest differences. A check
 that can tell twins from copies needs every twin above every copy by more than what coding
-for size loses (4 bits a cell leave a cell known to within 8 levels at best). No assertions.
+for size loses (4 bits a cell leave a cell known to within 8 levels at best).
+
+A second table asks what grid it takes: the scene's background (the per-cell median of every
+frame of the offer, and of the owned stretch under it, so a moving arm drops out) on a 16x16 and
+a 32x32 grid of the same 64x64 luma, quadratic tone fit over all cells, largest and second
+largest cell differences; then what one window of such a grid costs in a manifest. No assertions.
 
 Usage::
 
@@ -103,8 +108,29 @@ def compare(offered: list[np.ndarray], owned: list[np.ndarray], fps: float, *, s
             "over4": float((d >= 4).sum())}
 
 
+def background(offered: list[np.ndarray], owned: list[np.ndarray], fps: float, grid: int, *,
+               speed: float = 1.0, start: float = 0.0, mirrored: bool = False) -> tuple[float, float]:
+    """Largest and second largest cell differences of the scene's background (the per-cell median
+    over every frame of the offer against the owned frames under it), the owned cells mapped onto
+    the offer's tones by a quadratic fit."""
+    k = 64 // grid
+
+    def cells(frames: list[np.ndarray]) -> np.ndarray:
+        small = np.median(np.stack([prep.resample_luma(prep.luma(prep.to_work_image(f))) for f in frames]), axis=0)
+        return small.reshape(grid, k, grid, k).mean(axis=(1, 3))
+
+    first = int(round(start * fps))
+    under = [owned[min(len(owned) - 1, first + int(i * speed))] for i in range(len(offered))]
+    o, w = cells(offered), cells(under)
+    if mirrored:
+        w = w[:, ::-1]
+    d = np.sort(np.abs(o - np.polyval(np.polyfit(w.ravel(), o.ravel(), 2), w)).ravel())
+    return float(d[-1]), float(d[-2])
+
+
 def main() -> None:
     rows: list[tuple[str, str, dict[str, float]]] = []
+    grids: list[tuple[str, str, list[tuple[float, float]]]] = []
 
     def rig(t: int, lay: int, transform: object = None) -> list[np.ndarray]:
         ep = RigEpisode(5, t, layout=lay, home_s=2.0)
@@ -119,21 +145,38 @@ def main() -> None:
         tf = m.colorgrade(sat=1.0) if kw.get("grade") else (m.hflip if kw.get("mirror") else None)
         off = _encode(rig(t, lay, tf), RIG_FPS, 30)
         rows.append(("generated rig", name, compare(off, owned[src], RIG_FPS, mirrored=bool(kw.get("mirror")))))
+        grids.append(("generated rig", name, [background(off, owned[src], RIG_FPS, g, mirrored=bool(kw.get("mirror")))
+                                              for g in (16, 32)]))
     mj = {n: _decoded(MJ / f"{n}.mp4") for n in ("t1-l1", "t2-l1", "t1-l11", "t1-l12", "t2-l11")}
     for name, clip, base in (("twin l11 (green block moved 6 cm)", "t1-l11", "t1-l1"),
                             ("twin l12 (pale block moved 5 cm)", "t1-l12", "t1-l1"),
                             ("twin t2-l11", "t2-l11", "t2-l1"), ("copy crf 30", "t1-l1", "t1-l1")):
         frames, fps = mj[clip]
-        rows.append(("MuJoCo rig", name, compare(_encode(frames, fps, 30), mj[base][0], fps)))
+        off = _encode(frames, fps, 30)
+        rows.append(("MuJoCo rig", name, compare(off, mj[base][0], fps)))
+        grids.append(("MuJoCo rig", name, [background(off, mj[base][0], fps, g) for g in (16, 32)]))
+    frames, fps = mj["t1-l1"]
+    off = _encode([m.colorgrade(sat=1.0)(f) for f in frames], fps, 30)
+    grids.append(("MuJoCo rig", "copy graded", [background(off, frames, fps, g) for g in (16, 32)]))
     frames, fps = mj["t2-l1"]
     slow = [frames[min(len(frames) - 1, 30 + i // 2)] for i in range(2 * (len(frames) - 30))]
-    rows.append(("MuJoCo rig", "copy slowed 0.5x from 3 s",
-                 compare(_encode(slow, fps, 30), frames, fps, speed=0.5, start=3.0)))
+    off = _encode(slow, fps, 30)
+    rows.append(("MuJoCo rig", "copy slowed 0.5x from 3 s", compare(off, frames, fps, speed=0.5, start=3.0)))
+    grids.append(("MuJoCo rig", "copy slowed 0.5x from 3 s",
+                  [background(off, frames, fps, g, speed=0.5, start=3.0) for g in (16, 32)]))
     print(f"{'footage':14s} {'offer':36s} {'PDQ bits':>8s} {'still cells':>11s} {'largest':>8s} "
           f"{'2nd':>6s} {'cells >= 4':>10s}")
     for where, name, r in rows:
         print(f"{where:14s} {name:36s} {r['pdq']:8.1f} {r['still']:11.0f} {r['max']:8.1f} {r['second']:6.1f} "
               f"{r['over4']:10.0f}")
+    print(f"\nbackground, largest / 2nd cell difference\n{'footage':14s} {'offer':36s} {'16x16':>12s} {'32x32':>12s}")
+    for where, name, d in grids:
+        print(f"{where:14s} {name:36s} " + " ".join(f"{a:5.1f} /{b:5.1f}" for a, b in d))
+    print("\nmanifest cost of one 32x32 window, uncompressed (the manifest has about 8 KB/h left):")
+    for bits in (2, 4):
+        size = 32 * 32 * bits // 8
+        print(f"  {bits} bits a cell: {size} B; one window per 30 s: {size * 120 / 1000:.1f} KB/h; "
+              f"one per 12 s episode: {size * 300 / 1000:.1f} KB/h")
 
 
 if __name__ == "__main__":
