@@ -13,6 +13,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -112,7 +114,7 @@ class _ManifestPage(_PathPage):
 
     described = Signal(object)
 
-    def __init__(self) -> None:
+    def __init__(self, recent: list[str] | None = None) -> None:
         super().__init__("Which manifest was quoted?",
                          "Choose the .ovlm file the seller sent with the offer you bought.",
                          folder=False, placeholder="quoted-offer.ovlm")
@@ -129,14 +131,41 @@ class _ManifestPage(_PathPage):
         self.seal.hide()
         lay.insertWidget(1, self.quote)
         lay.insertWidget(2, self.seal)
+        # Opened from Home the wizard knows no offer: the offers screened before are the likely
+        # quotes. Listed by name only; whether each still exists is found out when one is chosen
+        # (a file on a disconnected drive must not stall the page).
+        self.recent = QListWidget()
+        self.recent.setAccessibleName("Offers you screened recently")
+        self.recent.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        for p in recent or []:
+            item = QListWidgetItem(f"{Path(p).name}  —  {Path(p).parent}")
+            item.setData(Qt.ItemDataRole.UserRole, p)
+            item.setToolTip(p)
+            self.recent.addItem(item)
+        rows = min(5, self.recent.count())
+        self.recent.ensurePolished()
+        line = max(self.recent.sizeHintForRow(0), self.recent.fontMetrics().height()) + 4
+        self.recent.setFixedHeight(line * rows + 2 * self.recent.frameWidth() + 4 if rows else 0)
+        self.recent.itemClicked.connect(lambda it: self.edit.setText(str(it.data(Qt.ItemDataRole.UserRole))))
+        self.recent_label = QLabel("Or pick an offer you screened before:")
+        self.recent_label.setBuddy(self.recent)
+        for w in (self.recent_label, self.recent):
+            w.setVisible(bool(recent))
+        lay.insertWidget(1, self.recent_label)
+        lay.insertWidget(2, self.recent)
 
     def _changed(self) -> None:
         super()._changed()
         self.info = None
         self._seq += 1
         self.quote.setText("")
+        self.note.setText("")
         self.seal.hide()
         if not self.isComplete():
+            picked = self.recent.currentItem()
+            if picked is not None and picked.data(Qt.ItemDataRole.UserRole) == self.edit.text():
+                self.note.setText(f"{self.edit.text()} is no longer there (moved, deleted or on a drive that "
+                                  "is not connected). Choose the manifest with Browse….")
             return
         seq = self._seq
         job = Job(api.inspect_manifest, self.path(), parent=self, with_progress=False, with_cancel=False)
@@ -368,7 +397,7 @@ class VerifyWizard(QWizard):
         self.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, True)
         # The result is final: Finish closes, "Verify another folder" goes back; Cancel would undo nothing.
         self.setOption(QWizard.WizardOption.NoCancelButtonOnLastPage, True)
-        self.manifest_page = _ManifestPage()
+        self.manifest_page = _ManifestPage(state.recent_manifests())
         self.folder_page = _PathPage("Where is the delivery?",
                                      "Choose the folder the purchased footage was delivered to. "
                                      "Sub-folders are included.", folder=True,

@@ -102,3 +102,32 @@ def test_a_one_file_quote_reads_one_file(qtbot: Any, state: Any, footage: dict[s
     with qtbot.waitSignal(page.described, timeout=60_000):
         page.edit.setText(str(manifest))
     assert "One-file offer — 1 file\n" in page.quote.text()
+
+
+def test_from_home_the_wizard_offers_the_offers_screened_before(
+        qtbot: Any, window: Any, offer_manifest: Path, tmp_path: Path) -> None:
+    gone = tmp_path / "moved-away.ovlm"
+    window.state.add_recent(gone)
+    window.state.add_recent(offer_manifest)
+    window.go("verify")
+    wiz = next(w for w in window.findChildren(QWizard) if isinstance(w, vw.VerifyWizard))
+    qtbot.addWidget(wiz)
+    page = wiz.manifest_page
+    assert page.edit.text() == "" and not page.isComplete()
+    listed = [page.recent.item(r).data(vw.Qt.ItemDataRole.UserRole) for r in range(page.recent.count())]
+    assert listed == [str(offer_manifest), str(gone)]
+
+    with qtbot.waitSignal(page.described, timeout=60_000):
+        page.recent.itemClicked.emit(page.recent.item(0))
+    assert page.isComplete() and "Test offer" in page.quote.text()
+
+    page.recent.setCurrentRow(1)
+    page.recent.itemClicked.emit(page.recent.item(1))
+    assert not page.isComplete() and "moved-away.ovlm is no longer there" in page.note.text()
+
+
+def test_with_nothing_screened_before_no_empty_list_is_shown(qtbot: Any, state: Any) -> None:
+    wiz = vw.VerifyWizard(state)
+    qtbot.addWidget(wiz)
+    wiz.show()
+    assert not wiz.manifest_page.recent.isVisible() and not wiz.manifest_page.recent_label.isVisible()
