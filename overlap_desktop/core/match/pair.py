@@ -84,6 +84,9 @@ def _explained(segs: list[RawSegment], q: np.ndarray, c: np.ndarray, tol: float 
 
 #: Points of one query frame more than this many bits worse than its best are not voted with.
 THIN_SLACK_BITS = 12
+#: A voted line whose speed is further than this from 1x (either direction) is verified together
+#: with the best normal-speed line through the same seeds (:func:`_lines_to_segments`).
+UNIT_SPEED_SLACK = 0.05
 
 
 def _thin(q_rows: np.ndarray, c_rows: np.ndarray, v_idx: np.ndarray, d: np.ndarray | None,
@@ -128,6 +131,13 @@ def _lines_to_segments(query: StreamFingerprints, corpus: StreamFingerprints, q_
             break
         slope, offset, inl = lines[0]
         segs = verify_line(query, corpus, slope, offset, params)
+        if abs(abs(slope) - 1.0) > UNIT_SPEED_SLACK:
+            # Normal speed, the commonest copy, is tried too: in near-still footage an offered
+            # frame seeds several owned frames that all look alike, their shared votes can favour a
+            # line of another speed, and that line's verification then takes the real line's seeds.
+            unit = find_lines(qs[idx], cs[idx], min_speed=1.0, max_speed=1.0, min_votes=3.0, max_lines=1)
+            if unit:
+                segs = segs + verify_line(query, corpus, unit[0][0], unit[0][1], params)
         new.extend(segs)
         alive[idx[inl]] = False
         if segs:
