@@ -261,6 +261,13 @@ def mujoco() -> Suite:
         # Near twins: one block moved 5-6 cm, 6.0-6.4 bits from the owned episode after the home
         # pose, as close as a re-encode (a measured limit, as the scripted suite's).
         "limit-mj-t1-l11": whole("t1-l11"), "limit-mj-t1-l12": whole("t1-l12"), "limit-mj-t2-l11": whole("t2-l11"),
+        # The same repeats trimmed off the owned sampling grid (an editor cuts anywhere). t1-l3 has
+        # two owned twins: it must read "the same motion as several owned episodes" however the
+        # offer's samples fall (it was owned 9.5 s at a 0.5 s trim before twins were looked up
+        # from the owned side, core/match/twins.py). t2-l2 has one: a measured limit (the same
+        # motion as the one owned episode, 22-27 bits from it, as close as a graded crop).
+        "neg-mj-t1-l3-trim": Offer([Piece(clip("t1-l3"), 0.5, 11.5, master_fps=fps)], size, fps),
+        "limit-mj-t2-l2-trim": Offer([Piece(clip("t2-l2"), 0.7, 11.3, master_fps=fps)], size, fps),
         "ctl-mj-t1-l2": whole("t1-l2", copy_of="mj-t1-l2"),
         "ctl-mj-t2-l1-slow": Offer([Piece(clip("t2-l1"), 3.0, 12.0, speed=0.5, master_fps=fps)], size, fps,
                                    copy_of="mj-t2-l1"),

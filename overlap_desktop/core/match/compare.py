@@ -96,7 +96,7 @@ def compare(manifest: Manifest | Path | str, index: Index | Path | str | None = 
         # Issue 19: rotated and flipped offers, found by turning the offered codes (core/ingest/orient.py).
         found, streams = search_orientations(queries, IndexCorpus(idx), params,
                                              search=ClusterSearch(idx, cluster) if cluster else None,
-                                             progress=progress, cancel=cancel)
+                                             twins=True, progress=progress, cancel=cancel)
         files = file_results(queries, found, streams, params)
         fill_episodes(files, manifest_episode_lookup(m), index_episode_lookup(idx))
         settings = report_settings(params, algo=idx.algo_id, prep=idx.prep_id, index=idx)

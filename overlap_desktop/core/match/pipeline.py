@@ -18,6 +18,7 @@ from overlap_desktop.core.match.orientations import OrientedCorpus, as_offered, 
 from overlap_desktop.core.match.pair import match_streams
 from overlap_desktop.core.match.segments import MatchParams
 from overlap_desktop.core.match.stillmatch import near_pieces
+from overlap_desktop.core.match.twins import twin_lines
 from overlap_desktop.core.match.types import Found, QueryStream
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 
@@ -88,6 +89,7 @@ def compare_streams(queries: Sequence[QueryStream], corpus: Corpus, params: Matc
 def search_orientations(queries: Sequence[QueryStream], corpus: Corpus, params: MatchParams, *,
                         search: HitSearch | None = None,
                         orientations: Sequence[Orientation] = QUERY_ORIENTATIONS,
+                        twins: bool = False,
                         progress: ProgressCallback | None = None,
                         cancel: CancelCallback | None = None) -> tuple[list[Found], OrientedCorpus]:
     """The offer matched as given, then all its turned copies in one more pass.
@@ -98,6 +100,8 @@ def search_orientations(queries: Sequence[QueryStream], corpus: Corpus, params: 
         params: Matcher thresholds.
         search: How the corpus's shards are searched (default: here).
         orientations: Query-side orientations besides the identity.
+        twins: Also look for owned episodes replaying the motion of each counted upright match
+            (:mod:`.twins`), so the rule of several owned episodes sees them.
         progress: Progress of both passes as one bar.
         cancel: Cancel callback.
 
@@ -109,13 +113,18 @@ def search_orientations(queries: Sequence[QueryStream], corpus: Corpus, params: 
     search = search if search is not None else ShardSearch(corpus)
     extra = len(view.orientations)
     if not (extra and queries):
-        return compare_streams(queries, corpus, params, search=search, progress=progress, cancel=cancel), view
+        found = compare_streams(queries, corpus, params, search=search, progress=progress, cancel=cancel)
+        if twins:
+            found += twin_lines(queries, found, corpus, params, search, corpus.searched_seconds(), cancel=cancel)
+        return found, view
     turned = turn_queries(queries, view.orientations)
     # Both passes' codes are looked up in one trip over the shards (each shard mapped once);
     # each pass then matches and judges its own hits.
     upright_search, turned_search = one_trip(search, [queries, turned])
     found = compare_streams(queries, corpus, params, search=upright_search,
                             progress=pass_progress(progress, 0, True), cancel=cancel)
+    if twins:
+        found += twin_lines(queries, found, corpus, params, search, corpus.searched_seconds(), cancel=cancel)
     # Every extra pass is another chance for unrelated footage to line up, so the turned pass's
     # evidence is judged as if it had searched the footage once per turn (the upright pass
     # keeps exactly the judgement it had before orientations were searched).
