@@ -1,9 +1,10 @@
 """The library page's offer to rebuild search shards written by an earlier version.
 
-Shards in an older layout answer exactly as new ones do, only more slowly (bench/RESULTS.md), so
-this is an offer, never a warning about the results. The rebuild reads the index database, not
-the footage, and runs in a worker; comparisons keep working meanwhile (streams without a shard
-are searched from temporary ones).
+Shards written by an earlier version are slower (bench/RESULTS.md) and, before seeds were taken
+at turning phases, can miss short copies of fast-moving footage (``shards.SEED_STAGGER``): a
+result already saved stays what it was, so this is an offer on the library page, not a warning
+on reports. The rebuild reads the index database, not the footage, and runs in a worker;
+comparisons keep working meanwhile (streams without a shard are searched from temporary ones).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from overlap_desktop.gui.workers import Job
 
 __all__ = ["ShardUpgradeBanner", "rebuild_search_shards"]
 
-_TIP = "Rebuilds the search index from the stored fingerprints: no video is read and no result changes"
+_TIP = "Rebuilds the search index from the stored fingerprints: no video is read"
 
 
 def rebuild_search_shards(index_path: Path, config: api.Config, *, progress: Any = None,
@@ -86,8 +87,9 @@ class ShardUpgradeBanner(QFrame):
                  f"{older} of the {total} parts of your library's search index were")
         took = api.format_estimate(float(stats.get("shards_rebuild_estimate_s", 0.0)))
         self.label.setText(
-            f"Comparisons can be faster: {which} built by an earlier version of overlap. Rebuilding "
-            f"reads no video and changes no result; for this library it should take {took}.")
+            f"Comparisons can be faster and find more: {which} built by an earlier version of overlap, "
+            "which can miss short copies of fast-moving footage. Rebuilding reads no video; for this "
+            f"library it should take {took}.")
         self.button.setEnabled(not indexing)
         self.button.setToolTip("Wait until indexing has finished" if indexing else _TIP)
         self.show()

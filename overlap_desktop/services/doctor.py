@@ -166,15 +166,15 @@ def _readers_checks() -> list[DoctorCheck]:
 
 def _shards_check(st: dict[str, Any]) -> DoctorCheck:
     """Whether the index's search shards are in the layout a rebuild would write (a warning only:
-    older layouts answer the same, more slowly)."""
+    older layouts are slower, and older seed grids can miss short copies of fast-moving footage)."""
     n, older = int(st.get("shards", 0)), int(st.get("shards_older_layout", 0))
     if not older:
         return DoctorCheck("search shards", True, f"{n} shard{'s' if n != 1 else ''}", "current layout", False)
     from overlap_desktop.core.report.formats import format_estimate
 
     took = format_estimate(float(st.get("shards_rebuild_estimate_s", 0.0)))
-    return DoctorCheck("search shards", False, f"{older} of {n} in an older, slower layout",
-                       "comparisons still give the same answers; to make them faster, run "
+    return DoctorCheck("search shards", False, f"{older} of {n} written by an earlier version",
+                       "they can be slower and can miss short copies of fast-moving footage; run "
                        "`overlap index --rebuild-shards` (rebuilds the shards from the index database, "
                        f"no footage is read; {took} for this library)", False)
 

@@ -202,8 +202,8 @@ def test_rescan_picks_up_new_files_and_forgets_removed_ones(qtbot: Any, state: A
 
 def test_older_search_shards_offer_a_rebuild_that_works(qtbot: Any, state: Any, library_folder: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """An index whose shards an earlier version wrote gets an offer to rebuild them (same answers,
-    slower search); the button rebuilds them in a worker and the offer goes away."""
+    """An index whose shards an earlier version wrote gets an offer to rebuild them (a slower search
+    that can miss short fast copies); the button rebuilds them in a worker and the offer goes away."""
     from overlap_desktop.gui import shard_upgrade
     from tests.fixtures_index import rewrite_shards_as_format_3
 
@@ -217,7 +217,7 @@ def test_older_search_shards_offer_a_rebuild_that_works(qtbot: Any, state: Any, 
         page.refresh()
     assert banner.isVisible() and banner.button.isEnabled()
     assert "search index was built by an earlier version of overlap" in banner.label.text()
-    assert "changes no result" in banner.label.text()
+    assert "can miss short copies of fast-moving footage" in banner.label.text()
     assert "for this library it should take under a minute" in banner.label.text()  # seconds of footage
 
     # Another process indexing holds the writer lock: the user is told to wait, nothing breaks.

@@ -84,8 +84,9 @@ def test_shards_cover_usable_codes_and_go_stale(tmp_path: Path) -> None:
             add(idx, tmp_path / f"{i}.mp4", i)
         assert idx.seal() == 3
         shards = list(idx.shards())
-        # Seeds: the first usable sample of each second (10 s; frames 10-12 unusable, so the
-        # fourth second starts at frame 13) x 3 variants; the database keeps all 37 x 3.
+        # Seeds: one usable sample per second at turning phases (at or after 0, 1/3, 2/3 of it:
+        # frames 0, 6, then 8, as the third second has no usable sample that late with frames
+        # 10-12 unusable, then 13, 16, 22, ...; 10 s) x 3 variants; the database keeps all 37 x 3.
         assert sum(len(s) for s in shards) == 3 * 10 * 3
         assert all(s.seed_fps == idx.seed_fps == 1.0 for s in shards)
         st = idx.stats()
@@ -93,10 +94,10 @@ def test_shards_cover_usable_codes_and_go_stale(tmp_path: Path) -> None:
         # A query equal to a stored seed code finds it at distance 0, with its frame and variant;
         # a sample between seeds (frame 5) is not in the shards (verification reads it from SQLite).
         fp = idx.stream_fingerprints(idx.stream_ids()[1][0])
-        hits = [s.search(fp.codes[[4, 13], 2], max_distance=0) for s in idx.shards()]
+        hits = [s.search(fp.codes[[6, 13], 2], max_distance=0) for s in idx.shards()]
         found = [list(zip(h.stream_id.tolist(), h.frame_idx.tolist(), h.variant_idx.tolist())) for h in hits if len(h)]
         sid1 = idx.stream_ids()[1][0]
-        assert found == [[(sid1, 4, 2), (sid1, 13, 2)]]
+        assert found == [[(sid1, 6, 2), (sid1, 13, 2)]]
         assert not any(len(s.search(fp.codes[5, 2][None, :], max_distance=0)) for s in idx.shards())
         # Forgetting a file makes its shard stale; the next seal rebuilds without it.
         assert idx.remove_files([tmp_path / "1.mp4"]) == 1
@@ -423,12 +424,12 @@ def test_format_3_shards_still_serve_and_rebuild_upgrades_them(tmp_path: Path) -
         old = list(idx.shards())
         assert [s.version for s in old] == [3] and len(old[0]) == 2 * 37 * 3
         # A sample between seeds (frame 5) is found in the old shards, with its stream id.
-        hits = Hits.concat([s.search(fp.codes[[4, 5], 2], max_distance=0) for s in idx.shards()])
+        hits = Hits.concat([s.search(fp.codes[[6, 5], 2], max_distance=0) for s in idx.shards()])
         assert list(zip(hits.q_idx.tolist(), hits.stream_id.tolist(), hits.frame_idx.tolist())) == [
-            (0, sid, 4), (1, sid, 5)]
+            (0, sid, 6), (1, sid, 5)]
         assert idx.rebuild_shards() == 1
         new = list(idx.shards())
         assert [(s.version, s.seed_fps, len(s)) for s in new] == [(SHARD_VERSION, 1.0, 2 * 10 * 3)]
         assert all(Shard.open(p).version == SHARD_VERSION for p in idx.shard_root.iterdir())
-        hits = Hits.concat([s.search(fp.codes[[4, 5], 2], max_distance=0) for s in idx.shards()])
-        assert list(zip(hits.q_idx.tolist(), hits.stream_id.tolist(), hits.frame_idx.tolist())) == [(0, sid, 4)]
+        hits = Hits.concat([s.search(fp.codes[[6, 5], 2], max_distance=0) for s in idx.shards()])
+        assert list(zip(hits.q_idx.tolist(), hits.stream_id.tolist(), hits.frame_idx.tolist())) == [(0, sid, 6)]

@@ -203,9 +203,39 @@ def test_seed_frames_follow_stream_time_not_sample_count() -> None:
     t = (np.arange(12) * 250_000_000).astype(np.int64)
     usable = np.ones(12, bool)
     usable[4] = False
-    assert seed_frames(t, usable, 1.0).tolist() == [0, 5, 8]
-    assert seed_frames(t, usable, 2.0).tolist() == [0, 2, 5, 6, 8, 10]
+    assert seed_frames(t, usable, 1.0, stagger=1).tolist() == [0, 5, 8]
+    assert seed_frames(t, usable, 2.0, stagger=1).tolist() == [0, 2, 5, 6, 8, 10]
     assert seed_frames(t, usable, None).tolist() == np.flatnonzero(usable).tolist()
     # Another sampling rate (3/s, i.e. 333 ms steps) gives one seed per second as well.
     t3 = (np.arange(9) * 333_333_333).astype(np.int64)
-    assert seed_frames(t3, np.ones(9, bool), 1.0).tolist() == [0, 3, 6]
+    assert seed_frames(t3, np.ones(9, bool), 1.0, stagger=1).tolist() == [0, 3, 6]
+    assert seed_frames(t3, np.ones(9, bool), 1.0).tolist() == [0, 4, 8]  # at or after 0, 4/3, 8/3 s
+
+
+def test_seed_phases_turn_through_the_second_at_the_same_number_of_seeds() -> None:
+    """Seeds at or after 0, 1/3, 2/3 of successive seconds (a copy's once-a-second manifest samples
+    then find a seed within a quarter second, whatever phase its trim left), one per second as
+    before; a second with no usable sample late enough keeps its first usable one."""
+    from overlap_desktop.core.index.shards import SEED_STAGGER, seed_frames
+
+    assert SEED_STAGGER == 3
+    t = (np.arange(40) * 250_000_000).astype(np.int64)  # 10 s at 4 samples/s
+    usable = np.ones(40, bool)
+    got = seed_frames(t, usable, 1.0)
+    assert (t[got] / 1e9).tolist() == [0.0, 1.5, 2.75, 3.0, 4.5, 5.75, 6.0, 7.5, 8.75, 9.0]
+    assert got.size == seed_frames(t, usable, 1.0, stagger=1).size == 10
+    # Second 2: only 2.0 s usable, so it seeds that second; second 4 loses its 4.5 s sample.
+    usable[[9, 10, 11, 18]] = False
+    assert (t[seed_frames(t, usable, 1.0)] / 1e9).tolist() == [0.0, 1.5, 2.0, 3.0, 4.75, 5.75, 6.0, 7.5,
+                                                                8.75, 9.0]
+    # For every phase of a once-a-second query grid, a third of the queries or more lie within a
+    # quarter second of a seed (on the grid of one phase, none did at phases near a half).
+    for phase in np.arange(0.0, 1.0, 0.05):
+        q = phase + np.arange(1, 10)
+        near = np.min(np.abs(q[:, None] - t[got][None, :] / 1e9), axis=1)
+        assert (near <= 0.25 + 1e-9).mean() >= 1 / 3
+        uniform = t[seed_frames(t, np.ones(40, bool), 1.0, stagger=1)] / 1e9
+        if 0.3 <= phase <= 0.7:
+            assert np.min(np.abs(q[:, None] - uniform[None, :]), axis=1).min() > 0.25
+    with pytest.raises(ValueError, match="stagger"):
+        seed_frames(t, usable, 1.0, stagger=0)

@@ -235,8 +235,9 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
             if older:
                 took = api.format_estimate(float(totals.get("shards_rebuild_estimate_s", 0.0)))
                 ctx.print(f"  note: {older} of {totals['shards']} search shards were written by an earlier "
-                          "version in a slower layout; `overlap index --rebuild-shards` rewrites them "
-                          f"(no footage is read; {took} for this library)")
+                          "version (slower, and can miss short copies of fast-moving footage); "
+                          f"`overlap index --rebuild-shards` rewrites them (no footage is read; {took} for "
+                          "this library)")
     return int(ExitCode.INPUT_REFUSED if summary.failed else ExitCode.OK)
 
 

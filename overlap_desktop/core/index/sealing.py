@@ -31,7 +31,7 @@ import numpy as np
 from overlap_desktop.core.index.db import SHARD_REPAIR_ADVICE, first_row
 from overlap_desktop.core.index.plan import QueryPlan
 from overlap_desktop.core.index.schema import now_iso
-from overlap_desktop.core.index.shards import DEFAULT_MAX_BUCKET, DEFAULT_SEED_FPS, Hits, Shard
+from overlap_desktop.core.index.shards import DEFAULT_MAX_BUCKET, DEFAULT_SEED_FPS, SEED_STAGGER, Hits, Shard
 from overlap_desktop.core.types import CODE_BYTES, Progress, ProgressCallback, StreamFingerprints
 from overlap_desktop.errors import IndexBusyError, IndexError_, OverlapError
 
@@ -71,6 +71,8 @@ class ShardSet:
     #: Seed samples per second kept in shards (:func:`~overlap_desktop.core.index.shards.seed_frames`);
     #: ``None`` keeps every usable sample. Verification always reads every sample.
     seed_fps: float | None = DEFAULT_SEED_FPS
+    #: Phase steps of the seed grid (:data:`~overlap_desktop.core.index.shards.SEED_STAGGER`).
+    seed_stagger: int = SEED_STAGGER
 
     if TYPE_CHECKING:  # provided by Index
         path: Path
@@ -139,7 +141,7 @@ class ShardSet:
             fp = self.stream_fingerprints(sid)
         except KeyError:
             return None
-        frames = seed_frames(fp.times_ns, fp.usable, self.seed_fps)
+        frames = seed_frames(fp.times_ns, fp.usable, self.seed_fps, self.seed_stagger)
         if frames.size == 0:
             return None
         v = len(fp.variants)
@@ -233,7 +235,8 @@ class ShardSet:
             name = f"shard-{uuid.uuid4().hex[:12]}"
             if tracker is not None:
                 tracker.building(int(codes.shape[0]))
-            build_shard(self.shard_root / name, codes, sids, fidx, vidx, seed_fps=self.seed_fps)
+            build_shard(self.shard_root / name, codes, sids, fidx, vidx, seed_fps=self.seed_fps,
+                        seed_stagger=self.seed_stagger)
             with self._db:
                 self._db.execute("INSERT INTO shards(name, sealed, stale, n_codes, created) "
                                  "VALUES (?, 1, 0, ?, ?)", (name, int(codes.shape[0]), now_iso()))
@@ -324,7 +327,8 @@ class ShardSet:
             if codes.shape[0] == 0:
                 continue
             with tempfile.TemporaryDirectory(prefix="overlap-shard-") as tmp:
-                build_shard(Path(tmp) / "shard", codes, sids, fidx, vidx, seed_fps=self.seed_fps)
+                build_shard(Path(tmp) / "shard", codes, sids, fidx, vidx, seed_fps=self.seed_fps,
+                            seed_stagger=self.seed_stagger)
                 shard = Shard.open(Path(tmp) / "shard")
                 try:
                     yield shard

@@ -76,6 +76,7 @@ __all__ = [
     "DEFAULT_SEED_FPS",
     "SHARD_FORMAT",
     "SHARD_VERSION",
+    "SEED_STAGGER",
     "Hits",
     "Shard",
     "build_shard",
@@ -101,6 +102,20 @@ _WRITABLE_VERSIONS = (2, 3, 4, 5)
 #: copy's line; at 1 seed/s every row of the detection matrix passes, at a quarter of the rows
 #: of the 4-sample/s default preset (bench/RESULTS.md, "Shard format 4").
 DEFAULT_SEED_FPS = 1.0
+#: The seed of each second is taken at a phase that turns through this many steps: the first
+#: usable sample at or after 0, 1/3 and 2/3 of the second in seconds 0, 1, 2, then again (at
+#: the default 4 samples a second: 0, 0.5 and 0.75 s into the second). A manifest samples an
+#: offered copy once a second at whatever phase its trim left, so on a grid with one phase every
+#: query could sit half a second from the nearest seed; in fast footage (a crowd, a panning or
+#: head-mounted camera) PDQ codes half a second apart differ by 40-80 bits and share no lookup
+#: chunk, and a 12 s copy got no seed at all and was counted new (bench/RESULTS.md, "Staggered
+#: seeds": 4 of 80 twelve-second pieces of real and rendered footage counted new at one phase,
+#: none with 2, 3 or 4 steps). Same number of seed rows. 3 rather than 4: with 4 steps the
+#: seeds of two near-still suite copies fell on frames that match the whole room and their lines
+#: came out at 0.47x and 1.6x (a line-fitting fragility of near-still footage that trying 1x as
+#: well, core/match/pair.py, mends for one of them).
+#: Recorded in each shard's meta (``seed_stagger``); shards without it are offered a rebuild.
+SEED_STAGGER = 3
 #: Bits of a chunk value resolved by the in-memory prefix table (shards whose meta has no size).
 PREFIX_BITS = 16
 #: Mean rows per bucket of the offsets table of format-4 shards (see :func:`_prefix_bits`; the
@@ -122,15 +137,21 @@ DEFAULT_MAX_BUCKET = 4096
 # --------------------------------------------------------------------------- build
 
 
-def seed_frames(times_ns: np.ndarray, usable: np.ndarray, seed_fps: float | None) -> np.ndarray:
-    """Frames a sealed shard holds: the first usable sample of each ``1 / seed_fps`` seconds.
+def seed_frames(times_ns: np.ndarray, usable: np.ndarray, seed_fps: float | None,
+                stagger: int = SEED_STAGGER) -> np.ndarray:
+    """Frames a sealed shard holds: one usable sample in each ``1 / seed_fps`` seconds.
 
-    Chosen by stream time, not by count, so any sampling rate gives the same seed grid.
+    Slot ``k`` (``[k, k + 1) / seed_fps``) takes its first usable sample at or after the phase
+    ``(k mod stagger) / stagger`` of the slot, or its first usable sample when none comes that
+    late (:data:`SEED_STAGGER`). Chosen by stream time, not by count, so any sampling rate gives
+    the same seed grid.
 
     Args:
         times_ns: ``int64 (n,)`` sample times of a stream.
         usable: ``bool (n,)`` usable samples.
         seed_fps: Seed samples per second; ``None`` or ``0`` keeps every usable sample.
+        stagger: Phase steps (1: the first usable sample of every slot, the grid of shards
+            written before ``seed_stagger`` was recorded).
 
     Returns:
         ``int32`` frame positions, ascending.
@@ -138,16 +159,28 @@ def seed_frames(times_ns: np.ndarray, usable: np.ndarray, seed_fps: float | None
     rows = np.flatnonzero(np.asarray(usable, bool)).astype(np.int32)
     if not seed_fps or rows.size == 0:
         return rows
+    if stagger < 1:
+        raise ValueError(f"stagger must be at least 1, not {stagger}")
     # 1 ms of slack: timestamps rounded down (3 samples/s: 999,999,999 ns) still open their second.
     t = np.asarray(times_ns, np.int64)[rows] + 1_000_000
-    slot = np.floor(t * (float(seed_fps) / 1e9)).astype(np.int64)
-    first = np.r_[True, slot[1:] != slot[:-1]]
-    return rows[first]
+    slot_ns = 1e9 / float(seed_fps)
+    slot = np.floor(t / slot_ns).astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
+    if stagger == 1:
+        return rows[starts]
+    phase_ns = (slot % stagger) * (slot_ns / stagger)
+    late = (t - slot * slot_ns) >= phase_ns
+    # Per slot, the first late sample; slots with none keep their first sample.
+    ends = np.r_[starts[1:], rows.size]
+    pos = np.arange(rows.size)
+    first_late = np.minimum.reduceat(np.where(late, pos, rows.size), starts)
+    return rows[np.where(first_late < ends, first_late, starts)]
 
 
 def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, frame_idx: np.ndarray,
                 variant_idx: np.ndarray, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                version: int = SHARD_VERSION, seed_fps: float | None = None) -> None:
+                version: int = SHARD_VERSION, seed_fps: float | None = None,
+                seed_stagger: int = SEED_STAGGER) -> None:
     """Write a searchable shard atomically.
 
     The shard is written into a temporary sibling folder and renamed into place, so
@@ -164,6 +197,7 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
         version: Shard format to write (4; 2 and 3 only to test that older shards still read).
         seed_fps: The seed grid the rows were chosen on (:func:`seed_frames`), recorded in
             the meta; ``None`` = every usable sample.
+        seed_stagger: The grid's phase steps (:func:`seed_frames`), recorded with ``seed_fps``.
 
     Raises:
         ValueError: arrays of inconsistent shapes or dtypes that cannot be converted.
@@ -208,6 +242,8 @@ def build_shard(directory: Path, codes: np.ndarray, stream_ids: np.ndarray, fram
                 "chunks": [list(c) for c in spec], "prefix_bits": _prefix_bits(n, spec[0][1], version), **extra}
         if version >= 4:
             meta["seed_fps"] = float(seed_fps) if seed_fps else None
+            if seed_fps:
+                meta["seed_stagger"] = int(seed_stagger)
         if version >= 5:
             meta["perm_bytes"] = perm_bytes(n, version)
         with open(tmp / _META, "w", encoding="utf-8") as fh:
@@ -287,16 +323,19 @@ def layout_is_current(meta: dict[str, Any]) -> bool:
 
     Older layouts are still read, but more slowly: formats 1-3 hold every sample and smaller
     tables, and format 4 reads about a quarter more bytes cold (a 2-row offsets table, 4-byte row
-    numbers; bench/RESULTS.md, "Cold comparisons, second pass"). ``overlap index
-    --rebuild-shards`` rewrites them from the database.
+    numbers; bench/RESULTS.md, "Cold comparisons, second pass"). Format-5 shards whose seeds
+    were taken at one phase (no ``seed_stagger`` in the meta) read as fast but can miss short
+    copies of fast-moving footage (:data:`SEED_STAGGER`). ``overlap index --rebuild-shards``
+    rewrites them from the database.
     """
     try:
         version, count = int(meta["version"]), int(meta["count"])
         width = int(meta["chunks"][0][1])
         bits = int(meta.get("prefix_bits", -1))
+        seeds_now = not meta.get("seed_fps") or int(meta.get("seed_stagger", 1)) == SEED_STAGGER
     except (KeyError, IndexError, TypeError, ValueError):
         return False
-    return version == SHARD_VERSION and bits == _prefix_bits(count, width, version)
+    return version == SHARD_VERSION and bits == _prefix_bits(count, width, version) and seeds_now
 
 
 def _load_meta(directory: Path) -> dict[str, Any]:
