@@ -98,6 +98,10 @@ def verdict_table(name: str, report: Any, truth: dict[str, str | None]) -> dict[
     print(f"  copies found: {len(found)}/{len(copies)}; on copies: {sum(f.matched_seconds for f in copies):.1f} s "
           f"owned, {sum(f.new_seconds for f in copies):.1f} s new, {sum(f.cant_tell_seconds for f in copies):.1f} s "
           f"can't tell, {sum(f.indeterminate_seconds for f in copies):.1f} s not judged")
+    for f in negs:
+        if f.matched_seconds > 0:
+            print(f"    FALSELY OWNED {Path(f.query_file).stem}: {f.matched_seconds:.1f} s "
+                  f"({', '.join(f'{Path(s.corpus_file).stem} at {s.mean_distance:.1f} bits' for s in f.segments)})")
     for f in copies:
         if f not in found or f.new_seconds > 0:
             print(f"    {Path(f.query_file).stem}: owned {f.matched_seconds:.1f} s, new {f.new_seconds:.1f} s, "
