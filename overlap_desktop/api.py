@@ -128,6 +128,7 @@ _EXPORTS: dict[str, str] = {
     "headline_details": "overlap_desktop.core.report.wording",
     "describe_flags": "overlap_desktop.core.report.segment_words",
     "describe_segment": "overlap_desktop.core.report.segment_words",
+    "ambiguous_episodes": "overlap_desktop.core.report.segment_words",
     "format_percent": "overlap_desktop.core.report.formats",
     "format_clock": "overlap_desktop.core.report.formats",
     "format_duration": "overlap_desktop.core.report.formats",
@@ -332,6 +333,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         distance_words,
     )
     from overlap_desktop.core.report.segment_words import (
+        ambiguous_episodes,
         chance_words,
         describe_flags,
         describe_repeat,

@@ -180,10 +180,12 @@ class MatchPlot(QWidget):
             self.below_lines.setData([], [])
             self.point_count = 0
             return
-        # Counted stretches in colour; below-floor and weak evidence grey and dashed (not counted).
+        # Counted stretches in colour; below-floor and weak evidence, and the same motion as several
+        # owned episodes, grey and dashed (not counted).
         self.segments = ([(s, False) for s in file_result.segments]
                          + [(s, True) for s in file_result.below_floor]
-                         + [(s, True) for s in getattr(file_result, "weak", [])])
+                         + [(s, True) for s in getattr(file_result, "weak", [])]
+                         + [(s, True) for s in getattr(file_result, "ambiguous", [])])
         self._update_points()
         self._update_lines()
         self._label_axes()
@@ -303,7 +305,8 @@ class MatchPlot(QWidget):
                 how = variant.describe() or "unchanged"
                 out.append((_GROUP_COLOURS[g % len(_GROUP_COLOURS)], f"{names[corpus_file]} ({how})",
                             _SYMBOL_GLYPHS[_GROUP_SYMBOLS[g % len(_GROUP_SYMBOLS)]]))
-        out.append((_BELOW_COLOUR, "not counted: below the evidence floor or weak evidence", dot))
+        out.append((_BELOW_COLOUR, "not counted: below the evidence floor, weak, or the same motion as several "
+                    "owned episodes", dot))
         return out
 
     # ------------------------------------------------------------------ interaction

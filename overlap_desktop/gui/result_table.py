@@ -67,10 +67,16 @@ class Cell:
 
 def file_words(f: Any) -> str:
     """The "What was done to it" words of one offered file."""
-    # A file whose only match is below the evidence floor is not "no match" (its stretch is listed).
-    return ", ".join(api.describe_flags(f)) or ("copied as is" if f.segments else
-                                                "only a match below the evidence floor (not counted)"
-                                                if f.below_floor else "no match")
+    # A file whose only match is below the evidence floor, or the same motion as several owned
+    # episodes, is not "no match" (its stretches are listed).
+    flags = ", ".join(api.describe_flags(f))
+    if flags or f.segments:
+        return flags or "copied as is"
+    ambiguous = getattr(f, "ambiguous", [])
+    if ambiguous:
+        n = max(api.ambiguous_episodes(f, s) for s in ambiguous)
+        return f"the same motion as {n} owned episodes: can't tell which, if any, was copied (not counted)"
+    return "only a match below the evidence floor (not counted)" if f.below_floor else "no match"
 
 
 def _seconds(value: float, tip: str) -> _Words:

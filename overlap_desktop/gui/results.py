@@ -58,6 +58,7 @@ ROW_KINDS = {
     "owned": "yes: footage you own",
     "below": "no: shorter than the evidence floor",
     "weak": "no: weak evidence (could be a coincidence)",
+    "ambiguous": "no: the same motion as several owned episodes (can't tell which)",
     "repeat": "yes: repeats other offered footage",
 }
 
@@ -375,7 +376,7 @@ class ResultsView(QWidget):
             self.plot_title.setText(f"Select a file to see where it matches {self.words.footage}.")
             return
         name = api.safe_text(f.query_file, max_len=70)
-        if f.segments or f.below_floor or getattr(f, "weak", None):
+        if f.segments or f.below_floor or getattr(f, "weak", None) or getattr(f, "ambiguous", None):
             self.plot_title.setText(f"Where “{name}” matches {self.words.footage}")
         elif getattr(f, "repeats", None):
             self.plot_title.setText(f"“{name}”: no match with {self.words.footage}; it repeats other offered footage "
@@ -385,11 +386,13 @@ class ResultsView(QWidget):
 
     @staticmethod
     def segment_rows(f: Any) -> list[tuple[Any, str]]:
-        """``(segment, kind)`` for the stretches table: owned, below floor, weak evidence, repeats."""
+        """``(segment, kind)`` for the stretches table: owned, below floor, weak evidence, the same
+        motion as several owned episodes, repeats."""
         if f is None:
             return []
         return ([(s, "owned") for s in f.segments] + [(s, "below") for s in f.below_floor]
                 + [(s, "weak") for s in getattr(f, "weak", [])]
+                + [(s, "ambiguous") for s in getattr(f, "ambiguous", [])]
                 + [(s, "repeat") for s in getattr(f, "repeats", [])])
 
     def _fill_segments(self, f: Any) -> None:
@@ -418,8 +421,13 @@ class ResultsView(QWidget):
                 # Same sha256: the same bytes, so the repeat is certain whatever the fitted line says.
                 short, tip = "none: same checksum", ("The two offered files are byte-identical (same "
                                                      "sha256 in the manifest): a certain repeat.")
+            elif not chance and kind == "ambiguous":
+                # A twin's line that is not a copy's (a rival): no figure is claimed for it.
+                short, tip = "none claimed", ("The same motion in another owned episode, not shown to be the "
+                                              "same moment: no chance of a coincidence is claimed for it.")
             st.setItem(r, 5, table_item(short, tip=tip))
             tip = (api.describe_repeat(s) if kind == "repeat"
+                   else api.describe_segment(s, ambiguous=api.ambiguous_episodes(f, s)) if kind == "ambiguous"
                    else api.describe_segment(s, below_floor=(kind == "below")))
             st.setItem(r, 6, table_item(self.words.counted if kind == "owned" else ROW_KINDS[kind], tip=tip))
         fit_columns(st)
