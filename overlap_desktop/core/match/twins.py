@@ -31,7 +31,7 @@ from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.match.types import Found, QueryStream
 from overlap_desktop.core.types import CancelCallback, check_cancel
 
-__all__ = ["TWINS_PER_SEGMENT", "TWIN_CODES", "TWIN_CODES_MIN", "TWIN_SEGMENTS", "twin_lines"]
+__all__ = ["TWINS_PER_SEGMENT", "TWIN_CODES", "TWIN_CODES_MIN", "TWIN_MATCHES_MIN", "TWIN_SEGMENTS", "twin_lines"]
 
 #: Owned samples searched per counted segment at most (evenly spaced over its stretch, so their
 #: phases vary and some fall near a twin's seeds).
@@ -45,6 +45,9 @@ TWIN_CODES_MIN = 1024
 #: rig with hundreds of episodes replaying one motion needs only a few of them to show that the
 #: offered stretch is not closer to one (the rule compares the two closest).
 TWINS_PER_SEGMENT = 8
+#: Candidate twins matched in all at most this many, or as many as the stream pairs the offer's own
+#: search matched if that is more: the lookup at most doubles the matching work.
+TWIN_MATCHES_MIN = 64
 #: Fewest composed seeds for a candidate twin to be matched at all.
 _MIN_SEEDS = 2
 
@@ -106,11 +109,15 @@ def twin_lines(queries: Sequence[QueryStream], found: Sequence[Found], corpus: C
     seg_of = np.concatenate(owner)[hits.q_idx]
     x_of = np.concatenate(x_rows)[hits.q_idx]
     wide = replace(params, list_chance=float("inf"))
+    matches = max(TWIN_MATCHES_MIN, len({(f.query, f.stream) for f in found}))
     out: list[Found] = []
     for k, f in enumerate(work):
         mine = np.flatnonzero((seg_of == k) & (hits.stream_id != f.stream))
         ys, n_hits = np.unique(hits.stream_id[mine], return_counts=True)
         for y in ys[np.argsort(-n_hits, kind="stable")][:TWINS_PER_SEGMENT].tolist():
+            if matches <= 0:
+                return out
+            matches -= 1
             check_cancel(cancel)
             pick = mine[hits.stream_id[mine] == y]
             new = _match_twin(queries[f.query], f, corpus, int(y), x_of[pick], hits.frame_idx[pick],
