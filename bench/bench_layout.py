@@ -35,7 +35,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import av
 import numpy as np
 import pdqhash
 
@@ -45,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 from overlap_desktop.core.ingest import prep  # noqa: E402
 from tests import manipulations as m  # noqa: E402
-from tests.footage import write_video  # noqa: E402
+from tests.footage import read_video, write_video  # noqa: E402
 from tests.rig import RigEpisode  # noqa: E402
 from tests.verdict_suites import RIG_FPS, RIG_SIZE  # noqa: E402
 
@@ -65,13 +64,7 @@ def _encode(frames: list[np.ndarray], fps: float, crf: int) -> list[np.ndarray]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "copy.mp4"
         write_video(path, frames, fps=fps, options={"crf": str(crf), "preset": "medium"})
-        return _decoded(path)[0]
-
-
-def _decoded(path: Path) -> tuple[list[np.ndarray], float]:
-    with av.open(str(path)) as c:
-        fps = float(c.streams.video[0].average_rate or 10)
-        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)], fps
+        return read_video(path)[0]
 
 
 def _seconds(frames: list[np.ndarray], fps: float) -> np.ndarray:
@@ -147,7 +140,7 @@ def main() -> None:
         rows.append(("generated rig", name, compare(off, owned[src], RIG_FPS, mirrored=bool(kw.get("mirror")))))
         grids.append(("generated rig", name, [background(off, owned[src], RIG_FPS, g, mirrored=bool(kw.get("mirror")))
                                               for g in (16, 32)]))
-    mj = {n: _decoded(MJ / f"{n}.mp4") for n in ("t1-l1", "t2-l1", "t1-l11", "t1-l12", "t2-l11")}
+    mj = {n: read_video(MJ / f"{n}.mp4") for n in ("t1-l1", "t2-l1", "t1-l11", "t1-l12", "t2-l11")}
     for name, clip, base in (("twin l11 (green block moved 6 cm)", "t1-l11", "t1-l1"),
                             ("twin l12 (pale block moved 5 cm)", "t1-l12", "t1-l1"),
                             ("twin t2-l11", "t2-l11", "t2-l1"), ("copy crf 30", "t1-l1", "t1-l1")):

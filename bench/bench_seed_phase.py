@@ -29,8 +29,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import av
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -39,7 +37,7 @@ from overlap_desktop import api  # noqa: E402
 from overlap_desktop.cli.main import main as cli  # noqa: E402
 from overlap_desktop.core.index.sealing import ShardSet  # noqa: E402
 from overlap_desktop.core.index.shards import SEED_STAGGER  # noqa: E402
-from tests.footage import Scene, render_frames, write_video  # noqa: E402
+from tests.footage import Scene, read_video, render_frames, write_video  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 SOURCES = [DATA / "fixedcam" / "room-people.mp4", DATA / "fixedcam" / "table-bottles.mp4",
@@ -53,12 +51,6 @@ def _quiet(*argv: str) -> None:
         cli(list(argv))
 
 
-def _decoded(path: Path) -> tuple[list[object], float]:
-    with av.open(str(path)) as c:
-        fps = float(c.streams.video[0].average_rate or 25)
-        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)], fps
-
-
 def make_offers(work: Path, sources: list[Path]) -> list[tuple[str, Path]]:
     """One-file manifests of every piece; the sources copied into ``work / "owned"``."""
     owned = work / "owned"
@@ -70,12 +62,12 @@ def make_offers(work: Path, sources: list[Path]) -> list[tuple[str, Path]]:
     for src in [pan, *sources]:
         if src != pan:
             shutil.copy(src, owned / src.name)
-        frames, fps = _decoded(src)
+        frames, fps = read_video(src)
         n = min(int(round(PIECE_S * fps)), len(frames) - int(fps) - 1)
         for k in range(PHASES):
             start = int(round(k * 0.1 * fps))
             d = work / f"{src.stem}-{k}"
-            write_video(d / "piece.mp4", frames[start:start + n], fps=fps, options={"crf": "26"})  # type: ignore[arg-type]
+            write_video(d / "piece.mp4", frames[start:start + n], fps=fps, options={"crf": "26"})
             _quiet("--index", str(d / "index"), "-q", "index", str(d / "piece.mp4"))
             _quiet("--index", str(d / "index"), "-q", "export", "--no-sign", "-o", str(d / "piece.ovlm"))
             out.append((src.stem, d / "piece.ovlm"))

@@ -22,7 +22,7 @@ import av
 import numpy as np
 from scipy import ndimage
 
-__all__ = ["Scene", "render_frames", "write_video", "make_clip"]
+__all__ = ["Scene", "render_frames", "read_video", "write_video", "make_clip"]
 
 
 @dataclass
@@ -172,6 +172,13 @@ def write_video(path: Path, frames: Iterator[np.ndarray] | list[np.ndarray], *, 
             for packet in stream.encode():
                 container.mux(packet)
     return path
+
+
+def read_video(path: Path) -> tuple[list[np.ndarray], float]:
+    """Every frame of ``path``'s first video stream as RGB, and its average frame rate."""
+    with av.open(str(path)) as container:
+        fps = float(container.streams.video[0].average_rate or 25)
+        return [f.to_ndarray(format="rgb24") for f in container.decode(video=0)], fps
 
 
 def make_clip(path: Path, seed: int, *, duration: float = 20.0, fps: float = 24.0,

@@ -14,19 +14,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import av
 import pytest
 
 from overlap_desktop import api
-from tests.footage import write_video
+from tests.footage import read_video, write_video
+from tests.gui.conftest import isolated_config
 
 MJ = Path(__file__).resolve().parents[1] / "data" / "mujoco"
 
 
 def _reencode(src: Path, dst: Path, skip: int = 0) -> None:
-    with av.open(str(src)) as c:
-        frames = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
-    write_video(dst, frames[skip:], fps=10.0, options={"crf": "23"})
+    frames, fps = read_video(src)
+    write_video(dst, frames[skip:], fps=fps, options={"crf": "23"})
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +39,10 @@ def twin_report(tmp_path_factory: pytest.TempPathFactory) -> Any:
     for name in ("lab", "vendor"):
         ix = root / name
         src = root / ("owned" if name == "lab" else "offer")
-        cfg = api.load_config({"index.path": str(ix)}, environ={}, cwd=root, user_file=root / "none.toml")
-        assert not api.index_paths([src], index=ix, config=cfg).failed
+        assert not api.index_paths([src], index=ix, config=isolated_config(ix, root)).failed
     with api.open_index(root / "vendor") as v:
         api.export_manifest(v, root / "offer.ovlm", label="scripted repeats")
-    return api.compare(root / "offer.ovlm", root / "lab",
-                       config=api.load_config({"index.path": str(root / "lab")}, environ={}, cwd=root,
-                                              user_file=root / "none.toml"))
+    return api.compare(root / "offer.ovlm", root / "lab", config=isolated_config(root / "lab", root))
 
 
 def test_the_same_motion_as_several_owned_episodes_is_shown_not_counted(qtbot: Any, twin_report: Any) -> None:

@@ -166,8 +166,6 @@ def seed_frames(times_ns: np.ndarray, usable: np.ndarray, seed_fps: float | None
     slot_ns = 1e9 / float(seed_fps)
     slot = np.floor(t / slot_ns).astype(np.int64)
     starts = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
-    if stagger == 1:
-        return rows[starts]
     phase_ns = (slot % stagger) * (slot_ns / stagger)
     late = (t - slot * slot_ns) >= phase_ns
     # Per slot, the first late sample; slots with none keep their first sample.

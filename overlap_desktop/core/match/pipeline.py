@@ -112,19 +112,17 @@ def search_orientations(queries: Sequence[QueryStream], corpus: Corpus, params: 
     view = OrientedCorpus(corpus, orientations)
     search = search if search is not None else ShardSearch(corpus)
     extra = len(view.orientations)
-    if not (extra and queries):
-        found = compare_streams(queries, corpus, params, search=search, progress=progress, cancel=cancel)
-        if twins:
-            found += twin_lines(queries, found, corpus, params, search, corpus.searched_seconds(), cancel=cancel)
-        return found, view
-    turned = turn_queries(queries, view.orientations)
+    two_passes = bool(extra and queries)
+    turned = turn_queries(queries, view.orientations) if two_passes else []
     # Both passes' codes are looked up in one trip over the shards (each shard mapped once);
     # each pass then matches and judges its own hits.
-    upright_search, turned_search = one_trip(search, [queries, turned])
+    upright_search, turned_search = one_trip(search, [queries, turned]) if two_passes else (search, search)
     found = compare_streams(queries, corpus, params, search=upright_search,
-                            progress=pass_progress(progress, 0, True), cancel=cancel)
+                            progress=pass_progress(progress, 0, two_passes), cancel=cancel)
     if twins:
         found += twin_lines(queries, found, corpus, params, search, corpus.searched_seconds(), cancel=cancel)
+    if not two_passes:
+        return found, view
     # Every extra pass is another chance for unrelated footage to line up, so the turned pass's
     # evidence is judged as if it had searched the footage once per turn (the upright pass
     # keeps exactly the judgement it had before orientations were searched).

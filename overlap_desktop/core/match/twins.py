@@ -29,7 +29,7 @@ from overlap_desktop.core.index.search import Corpus, HitSearch
 from overlap_desktop.core.match.pair import match_streams
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.match.types import Found, QueryStream
-from overlap_desktop.core.types import CancelCallback, check_cancel
+from overlap_desktop.core.types import CancelCallback, StreamFingerprints, check_cancel
 
 __all__ = ["TWINS_PER_SEGMENT", "TWIN_CODES", "TWIN_CODES_MIN", "TWIN_MATCHES_MIN", "TWIN_SEGMENTS", "twin_lines"]
 
@@ -113,14 +113,17 @@ def twin_lines(queries: Sequence[QueryStream], found: Sequence[Found], corpus: C
     out: list[Found] = []
     for k, f in enumerate(work):
         mine = np.flatnonzero((seg_of == k) & (hits.stream_id != f.stream))
+        if mine.size == 0:
+            continue
         ys, n_hits = np.unique(hits.stream_id[mine], return_counts=True)
+        xfp = corpus.fingerprints(f.stream)
         for y in ys[np.argsort(-n_hits, kind="stable")][:TWINS_PER_SEGMENT].tolist():
             if matches <= 0:
                 return out
             matches -= 1
             check_cancel(cancel)
             pick = mine[hits.stream_id[mine] == y]
-            new = _match_twin(queries[f.query], f, corpus, int(y), x_of[pick], hits.frame_idx[pick],
+            new = _match_twin(queries[f.query], f, xfp, corpus, int(y), x_of[pick], hits.frame_idx[pick],
                               hits.variant_idx[pick], known.get((f.query, int(y)), []), wide, params,
                               searched_seconds)
             for seg in new:
@@ -129,15 +132,15 @@ def twin_lines(queries: Sequence[QueryStream], found: Sequence[Found], corpus: C
     return out
 
 
-def _match_twin(query: QueryStream, f: Found, corpus: Corpus, y: int, x_rows: np.ndarray, y_rows: np.ndarray,
-                variants: np.ndarray, known: list[RawSegment], wide: MatchParams, params: MatchParams,
-                searched_seconds: float) -> list[RawSegment]:
-    """The offered stream matched against candidate twin ``y`` from seeds composed through X."""
+def _match_twin(query: QueryStream, f: Found, xfp: StreamFingerprints, corpus: Corpus, y: int, x_rows: np.ndarray,
+                y_rows: np.ndarray, variants: np.ndarray, known: list[RawSegment], wide: MatchParams,
+                params: MatchParams, searched_seconds: float) -> list[RawSegment]:
+    """The offered stream matched against candidate twin ``y`` from seeds composed through X
+    (``xfp``: X's fingerprints)."""
     s = f.segment
     if any(min(s.query_end, k.query_end) - max(s.query_start, k.query_start) > 0.5 * (s.query_end - s.query_start)
            for k in known if not k.near):
         return []  # the offer's own search already has a line there
-    xfp = corpus.fingerprints(f.stream)
     qfp = query.fp
     tx = xfp.times_ns[x_rows] / 1e9
     # The offered second the counted line puts against each owned sample (the line inverted).
