@@ -139,7 +139,7 @@ became "can't tell"):
 
 | suite | look-alikes | falsely owned | true copies found | new seconds left on copies | look-alikes: new / can't tell |
 |---|---|---|---|---|---|
-| same-rig | 22 | **0.0 s** | 7 of 7 | 0.5 s (1.0 s before) | 243.3 / 113.5 s (315.6 / 41.2 before) |
+| same-rig | 22 | **0.0 s** | 7 of 7 | 0.5 s (1.0 s before) | 254.8 / 102.0 s (315.6 / 41.2 before) |
 | scripted | 6 | **0.0 s** | 5 of 6 (the saturation-boosted copy a measured gap) | 0.0 s | 18.0 / 78.0 s (26.0 / 70.0) |
 | mujoco | 5 | **0.0 s** | 3 of 3 | 0.0 s (1.0 s) | 14.0 / 45.5 s (28.5 / 19.5) |
 | short | 8 | **0.0 s** | 9 of 10 (6 of 10 before item 6) | 1.5 s (6.5 s) | 48.7 / 22.5 s (64.7 / 6.0) |
@@ -185,7 +185,7 @@ samples fall (`limit-mj-t2-l2-trim`, listed; owned 9.5 s in one of twelve trimme
 
 Calibration of the chance figure on the look-alike offers of all suites (45 offered streams searched;
 prediction = threshold x streams): lines at or under 1e-3 / 1e-6 / 1e-9 are **0 / 0 / 0** against a
-prediction of 0.045 / 4.5e-5 / 4.5e-8, and still 0 / 0 / 0 for the figure alone (the ridge gate off, 36
+prediction of 0.045 / 4.5e-5 / 4.5e-8, and still 0 / 0 / 0 for the figure alone (the ridge gate off, 40
 lines scored); the same before and after item 6, which changes no figure, only which figures count.
 Under the model before issue 33 the figure alone gave 2 / 1 / 1 (a 5-state line at 0.4x
 between two episodes of one rig read 3e-47). Lines to a scripted twin (the same motion replayed: 8

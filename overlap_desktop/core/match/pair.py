@@ -178,6 +178,41 @@ def _dedupe(segs: list[RawSegment]) -> list[RawSegment]:
     return kept
 
 
+#: A seed's owned sample is moved to the closest of its neighbours within this many seconds
+#: (:func:`_snap_seeds`): half the search's seed spacing (one seed a second).
+SNAP_SECONDS = 0.5
+
+
+def _snap_seeds(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray, c_rows: np.ndarray,
+                v_idx: np.ndarray, dist: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each seed moved to the owned sample, within :data:`SNAP_SECONDS` of it, closest to its offered frame.
+
+    The shards hold one sample a second at turning phases (core/index/shards.py), so a seed can
+    sit up to half a second from the owned moment its offered frame shows. In near-still footage
+    that sample is still close enough to be a hit, and seeds scattered up to half a second off
+    the line split its votes: a dim room's whole-second copies lost their lines and read new.
+    Every sample is in the database, so the seed is put where the frame matches best (ties keep
+    it where it was).
+    """
+    if q_rows.size == 0 or corpus.times_ns.size < 2:
+        return c_rows, dist
+    step_s = float(np.median(np.diff(corpus.times_ns))) / 1e9
+    reach = int(SNAP_SECONDS / step_s) if step_s > 0 else 0
+    if reach < 1:
+        return c_rows, dist
+    # Offsets nearest first, so a tie keeps the nearer sample.
+    offsets = np.array([0] + [d for k in range(1, reach + 1) for d in (-k, k)], np.int64)
+    cand = np.clip(c_rows[:, None] + offsets[None, :], 0, corpus.times_ns.size - 1)
+    near = np.abs(corpus.times_ns[cand] - corpus.times_ns[c_rows][:, None]) <= int(SNAP_SECONDS * 1e9)
+    ok = near & corpus.usable[cand]
+    ok[:, 0] = True
+    d = popcount_xor(query.codes[q_rows, 0][:, None, :], corpus.codes[cand, v_idx[:, None]]).astype(np.int64)
+    d = np.where(ok, d, np.iinfo(np.int64).max)
+    best = np.argmin(d, axis=1)
+    pick = np.arange(q_rows.size)
+    return cand[pick, best], (d[pick, best] if dist is not None else None)
+
+
 def match_streams(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
                   c_rows: np.ndarray, v_idx: np.ndarray, params: MatchParams | None = None, *,
                   distances: np.ndarray | None = None, exclude_diagonal: bool = False,
@@ -207,6 +242,7 @@ def match_streams(query: StreamFingerprints, corpus: StreamFingerprints, q_rows:
     c_rows = np.asarray(c_rows, np.int64)
     v_idx = np.asarray(v_idx, np.int64)
     dist = None if distances is None else np.asarray(distances, np.int64)
+    c_rows, dist = _snap_seeds(query, corpus, q_rows, c_rows, v_idx, dist)
     if exclude_diagonal:
         # A repeat inside one stream lies at least its own length (>= the floor) away from
         # its source; seeds nearer the diagonal are slowly changing footage, and on smooth
