@@ -6,7 +6,7 @@ Usage (Linux, macOS or Windows, from the repository root, with ``pip install ".[
     python installers/build.py --smoke      # ... then run the frozen app's smoke tests
     python installers/build.py --smoke-only # smoke-test an existing dist/overlap/
 
-The smoke tests run the bundled CLI (``--version``, ``doctor``, ``demo``) and the bundled
+The smoke tests run the bundled CLI (``--version``, ``doctor``, ``key create``, ``demo``) and the bundled
 GUI (``--self-test`` with ``QT_QPA_PLATFORM=offscreen``); each must exit 0. The same
 functions are used by ``tests/integration/test_bundle.py`` (``python -m pytest -m bundle``).
 """
@@ -147,8 +147,11 @@ def _isolated_env(home: Path) -> dict[str, str]:
     env["QT_QPA_PLATFORM"] = "offscreen"
     env["OVERLAP_INDEX"] = str(home / "index")
     if IS_WIN:
-        env["APPDATA"] = str(home / "Roaming")
-        env["LOCALAPPDATA"] = str(home / "Local")
+        # platformdirs asks Windows itself for these folders and ignores APPDATA/LOCALAPPDATA;
+        # only its WIN_PD_OVERRIDE_* variables move them (under wine the installed copy's smoke
+        # test found the key the build's smoke test had made in the real profile).
+        for name, sub in (("APPDATA", "Roaming"), ("LOCAL_APPDATA", "Local")):
+            env[name.replace("_", "")] = env[f"WIN_PD_OVERRIDE_{name}"] = str(home / sub)
     else:
         env["XDG_DATA_HOME"] = str(home / "data")
         env["XDG_CONFIG_HOME"] = str(home / "config")
@@ -169,7 +172,8 @@ def smoke(folder: Path, *, scratch: Path | None = None, timeout: float = 300.0) 
         timeout: Seconds allowed per command.
 
     Returns:
-        One result per command (``--version``, ``doctor``, ``demo``, GUI ``--self-test``).
+        One result per command (``--version``, ``doctor``, ``key create``, ``demo``, GUI
+        ``--version`` and ``--self-test``).
     """
     scratch = Path(scratch or tempfile.mkdtemp(prefix="overlap-smoke-"))
     scratch.mkdir(parents=True, exist_ok=True)
@@ -178,6 +182,8 @@ def smoke(folder: Path, *, scratch: Path | None = None, timeout: float = 300.0) 
     runs = [
         ("cli --version", [cli, "--version"]),
         ("cli doctor", [cli, "doctor"]),
+        # Signing needs cryptography's compiled part; a bundle without one of its DLLs fails here.
+        ("cli key create", [cli, "key", "create", "--name", "Smoke test"]),
         ("cli demo", [cli, "demo", "--out", str(scratch / "demo")]),
         ("gui --version", [gui, "--version"]),
         ("gui --self-test", [gui, "--self-test"]),

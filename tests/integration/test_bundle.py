@@ -19,7 +19,7 @@ import importlib.util
 import os
 import re
 import sys
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from types import ModuleType
 from typing import Any
 
@@ -385,6 +385,26 @@ def test_drop_list_covers_the_windows_qt_layout(support: ModuleType, dest: str, 
     assert support.keep(dest) is kept
 
 
+def test_smoke_tests_keep_to_their_scratch_folders_on_windows(build_py: ModuleType,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The smoke tests make a signing key and a demo index: on Windows they must land in the
+    scratch home, as platformdirs resolves it, never in the user's own profile."""
+    import platformdirs.windows
+
+    monkeypatch.setattr(build_py, "IS_WIN", True)
+    home = PureWindowsPath("C:\\scratch\\home")
+    env = build_py._isolated_env(home)  # type: ignore[arg-type]  # a Windows path, on any host
+    for name, value in env.items():
+        if "APPDATA" in name:
+            monkeypatch.setenv(name, value)
+    # As on Windows, where platformdirs asks the shell (ctypes) and reads no APPDATA variable.
+    monkeypatch.setattr(platformdirs.windows, "_RESOLVE_WIN_FOLDER",
+                        lambda csidl: "C:\\Users\\someone\\AppData\\" + csidl.removeprefix("CSIDL_"))
+    dirs = platformdirs.windows.Windows("overlap", "overlap")
+    assert PureWindowsPath(dirs.user_data_dir) == home / "Local" / "overlap" / "overlap"
+    assert PureWindowsPath(dirs.user_config_dir).is_relative_to(home)
+
+
 def test_size_report_splits_pyside6_on_both_layouts(build_py: ModuleType, tmp_path: Path) -> None:
     """Bug 3 (size report): Windows' PySide6 was one lump; it is split like Linux's."""
     files = {
@@ -433,6 +453,7 @@ def test_bundle_smoke(bundle: Path, build_py: ModuleType, tmp_path: Path) -> Non
     assert "readers" in results["cli doctor"].output
     for reader in ("video", "mcap", "rosbag", "lerobot", "imageseq"):
         assert reader in results["cli doctor"].output
+    assert "fingerprint" in results["cli key create"].output  # made and saved in the scratch home
     demo = tmp_path / "demo"
     assert (demo / "report.html").is_file() and (demo / "report.json").is_file()
     import json
