@@ -196,9 +196,14 @@ def smoke(folder: Path, *, scratch: Path | None = None, timeout: float = 300.0) 
                                   timeout=timeout, stdin=subprocess.DEVNULL)
             code, output = proc.returncode, (proc.stdout or "") + (proc.stderr or "")
         except subprocess.TimeoutExpired as exc:
-            code, output = -9, f"timed out after {timeout:.0f} s\n{exc.stdout or ''}{exc.stderr or ''}"
+            # TimeoutExpired carries the output as bytes even with text=True.
+            code, output = -9, f"timed out after {timeout:.0f} s\n{_text(exc.stdout)}{_text(exc.stderr)}"
         results.append(SmokeResult(name, argv, code, time.monotonic() - started, output))
     return results
+
+
+def _text(data: str | bytes | None) -> str:
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
 
 
 def _mb(n: int) -> str:

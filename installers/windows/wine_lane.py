@@ -39,6 +39,7 @@ import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -273,7 +274,7 @@ def requirements() -> list[str]:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+        import tomli as tomllib  # type: ignore[no-redef,unused-ignore]
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
     return [*project["dependencies"], *extras["ros"], *extras["bundle"], *PYINSTALLER_WIN_DEPS]
@@ -649,9 +650,9 @@ def main(argv: list[str] | None = None) -> int:
     except LaneError as exc:
         print(f"[wine lane] FAILED: {exc}", file=sys.stderr)
         return 1
-    f = lane.facts
+    f: dict[str, Any] = lane.facts
     print(f"[wine lane] passed in {f['lane_seconds']:.0f} s: bundle {f['bundle_bytes'] / 1e6:.1f} MB unpacked, "
-          f"installer {f['installer_bytes'] / 1e6:.1f} MB; screenshot {f['window']['screenshot']}")  # type: ignore[index]
+          f"installer {f['installer_bytes'] / 1e6:.1f} MB; screenshot {f['window']['screenshot']}")
     return 0
 
 

@@ -405,6 +405,20 @@ def test_smoke_tests_keep_to_their_scratch_folders_on_windows(build_py: ModuleTy
     assert PureWindowsPath(dirs.user_config_dir).is_relative_to(home)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="the stand-in bundle is a shell script")
+def test_a_smoke_command_that_hangs_is_reported_with_its_output_as_text(build_py: ModuleType,
+                                                                       tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    for exe in (build_py.cli_exe(bundle), build_py.gui_exe(bundle)):
+        exe.write_text("#!/bin/sh\necho started \"$1\"\nexec sleep 30\n", encoding="utf-8")
+        exe.chmod(0o755)
+    results = build_py.smoke(bundle, scratch=tmp_path / "scratch", timeout=1.0)
+    assert results and all(r.returncode == -9 and not r.ok for r in results)
+    assert "timed out after 1 s" in results[0].output and "started --version" in results[0].output
+    assert "b'" not in results[0].output
+
+
 def test_size_report_splits_pyside6_on_both_layouts(build_py: ModuleType, tmp_path: Path) -> None:
     """Bug 3 (size report): Windows' PySide6 was one lump; it is split like Linux's."""
     files = {
