@@ -29,7 +29,7 @@ from overlap_desktop.core.index.search import Corpus, HitSearch
 from overlap_desktop.core.match.pair import match_streams
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.match.types import Found, QueryStream
-from overlap_desktop.core.types import CancelCallback, StreamFingerprints, check_cancel
+from overlap_desktop.core.types import CancelCallback, check_cancel
 
 __all__ = ["TWINS_PER_SEGMENT", "TWIN_CODES", "TWIN_CODES_MIN", "TWIN_MATCHES_MIN", "TWIN_SEGMENTS", "twin_lines"]
 
@@ -83,7 +83,7 @@ def twin_lines(queries: Sequence[QueryStream], found: Sequence[Found], corpus: C
     for f in found:
         known.setdefault((f.query, f.stream), []).append(f.segment)
     budget = max(TWIN_CODES_MIN, sum(int(q.fp.usable.sum()) for q in queries) // 2)
-    codes, owner, x_rows = [], [], []
+    codes, owner, x_times = [], [], []
     for k, f in enumerate(work):
         if budget <= 0:
             break
@@ -99,7 +99,7 @@ def twin_lines(queries: Sequence[QueryStream], found: Sequence[Found], corpus: C
         budget -= rows.size
         codes.append(xfp.codes[rows, 0])
         owner.append(np.full(rows.size, k, np.int64))
-        x_rows.append(rows)
+        x_times.append(t[rows])  # kept, so X is read once (a long list can outgrow the corpus's cache)
     if not codes:
         return []
     hits = search.hits(np.concatenate(codes), max_distance=params.seed_distance, probe=params.probe,
@@ -107,7 +107,7 @@ def twin_lines(queries: Sequence[QueryStream], found: Sequence[Found], corpus: C
     if len(hits) == 0:
         return []
     seg_of = np.concatenate(owner)[hits.q_idx]
-    x_of = np.concatenate(x_rows)[hits.q_idx]
+    x_of = np.concatenate(x_times)[hits.q_idx]
     wide = replace(params, list_chance=float("inf"))
     matches = max(TWIN_MATCHES_MIN, len({(f.query, f.stream) for f in found}))
     out: list[Found] = []
@@ -116,14 +116,13 @@ def twin_lines(queries: Sequence[QueryStream], found: Sequence[Found], corpus: C
         if mine.size == 0:
             continue
         ys, n_hits = np.unique(hits.stream_id[mine], return_counts=True)
-        xfp = corpus.fingerprints(f.stream)
         for y in ys[np.argsort(-n_hits, kind="stable")][:TWINS_PER_SEGMENT].tolist():
             if matches <= 0:
                 return out
             matches -= 1
             check_cancel(cancel)
             pick = mine[hits.stream_id[mine] == y]
-            new = _match_twin(queries[f.query], f, xfp, corpus, int(y), x_of[pick], hits.frame_idx[pick],
+            new = _match_twin(queries[f.query], f, corpus, int(y), x_of[pick], hits.frame_idx[pick],
                               hits.variant_idx[pick], known.get((f.query, int(y)), []), wide, params,
                               searched_seconds)
             for seg in new:
@@ -132,17 +131,16 @@ def twin_lines(queries: Sequence[QueryStream], found: Sequence[Found], corpus: C
     return out
 
 
-def _match_twin(query: QueryStream, f: Found, xfp: StreamFingerprints, corpus: Corpus, y: int, x_rows: np.ndarray,
+def _match_twin(query: QueryStream, f: Found, corpus: Corpus, y: int, tx: np.ndarray,
                 y_rows: np.ndarray, variants: np.ndarray, known: list[RawSegment], wide: MatchParams,
                 params: MatchParams, searched_seconds: float) -> list[RawSegment]:
     """The offered stream matched against candidate twin ``y`` from seeds composed through X
-    (``xfp``: X's fingerprints)."""
+    (``tx``: the times in seconds of X's samples that hit ``y``)."""
     s = f.segment
     if any(min(s.query_end, k.query_end) - max(s.query_start, k.query_start) > 0.5 * (s.query_end - s.query_start)
            for k in known if not k.near):
         return []  # the offer's own search already has a line there
     qfp = query.fp
-    tx = xfp.times_ns[x_rows] / 1e9
     # The offered second the counted line puts against each owned sample (the line inverted).
     tq = s.query_start + (tx - s.corpus_start) * (s.query_end - s.query_start) / (s.corpus_end - s.corpus_start)
     qt = qfp.times_ns / 1e9
