@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from overlap_desktop.core.fsutil import atomic_write_bytes
+from overlap_desktop.core.manifest.edpoints import key_problem
 from overlap_desktop.core.manifest.signature import MAX_VENDOR_BYTES, fingerprint, sign_section
 from overlap_desktop.errors import ConfigError, InputError
 from overlap_desktop.paths import user_data_folder
@@ -235,7 +236,7 @@ def signing_key_info(path: str | os.PathLike[str] | None = None) -> tuple[Vendor
         pub = base64.b64decode(str(doc["public_key"]), validate=True)
     except (binascii.Error, ValueError):
         pub = b""
-    if len(pub) != 32:
+    if len(pub) != 32 or key_problem(pub):
         raise InputError("the key file's public key is damaged; restore it from your backup", path=target)
     return VendorKey(str(doc["name"]), pub), bool(doc.get("encrypted"))
 
@@ -309,6 +310,10 @@ def parse_public_key_text(text: str, *, source: str | os.PathLike[str] | None = 
         Ed25519PublicKey.from_public_bytes(pub)
     except (binascii.Error, ValueError):
         raise InputError("the public key file's ed25519 line is not a 32-byte key in base64", path=source) from None
+    weak = key_problem(pub)
+    if weak:
+        raise InputError(f"refused: {weak}; no key made by `overlap key create` looks like this, so it "
+                         "cannot stand for a vendor; ask the vendor for their real public key file", path=source)
     try:
         name = check_vendor_name(fields.get("name", ""))
     except ConfigError as exc:

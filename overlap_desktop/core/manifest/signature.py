@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from overlap_desktop.core.manifest.edpoints import key_problem, signature_problem
 from overlap_desktop.core.manifest.merkle import leaf_hash, root_from_leaf_hashes
 from overlap_desktop.errors import ManifestError
 
@@ -184,6 +185,16 @@ def parse_signature(body: bytes, offset: int, source: str | None) -> Signature:
     sig = take(64, "signature")
     if pos != len(body):
         raise fail(f"{len(body) - pos} unexplained bytes at the end of the section")
+    # A weak key or a malleable signature is refused before anything trusts it (edpoints.py).
+    weak = key_problem(pk)
+    if weak:
+        raise ManifestError(f"manifest refused: {weak}; no honest signing key looks like this, so the signature "
+                            "cannot say who made this manifest; ask the vendor for a properly signed file",
+                            path=source)
+    bad = signature_problem(sig)
+    if bad:
+        raise ManifestError(f"manifest refused: its signature does not match: {bad} (altered after signing, or "
+                            "not made by an Ed25519 signer); ask the vendor for the original file", path=source)
     return Signature(vendor=vendor, public_key=pk, created=created, root=root, signature=sig)
 
 

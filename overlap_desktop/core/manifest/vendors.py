@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.fsutil import atomic_write_bytes
+from overlap_desktop.core.manifest.edpoints import key_problem
 from overlap_desktop.core.manifest.keys import VendorKey, parse_public_key_text
 from overlap_desktop.core.manifest.signature import SEC_SIGNATURE, Signature, fingerprint
 from overlap_desktop.errors import InputError, ManifestError
@@ -110,7 +111,7 @@ def known_vendors(path: str | os.PathLike[str] | None = None) -> list[KnownVendo
             item = KnownVendor(str(v["name"]), pub, str(v["source"]), str(v.get("since", "")))
         except (KeyError, TypeError, binascii.Error, ValueError):
             raise damaged from None
-        if len(pub) != 32 or item.source not in ("first-use", "pinned"):
+        if len(pub) != 32 or item.source not in ("first-use", "pinned") or key_problem(pub):
             raise damaged
         out.append(item)
     return sorted(out, key=lambda k: _fold(k.name))
