@@ -108,6 +108,7 @@ _EXPORTS: dict[str, str] = {
     "KnownVendor": "overlap_desktop.core.manifest.vendors",
     "signature_sentence": "overlap_desktop.core.report.signing",
     "signature_changed": "overlap_desktop.core.report.signing",
+    "mixed_script_mark": "overlap_desktop.core.report.signing",
     "report_signature_lines": "overlap_desktop.core.report.signing",
     # Core 3: matching and reports
     "compare": "overlap_desktop.core.match.compare",
@@ -342,7 +343,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         speed_text,
         speed_words,
     )
-    from overlap_desktop.core.report.signing import report_signature_lines, signature_changed, signature_sentence
+    from overlap_desktop.core.report.signing import (
+        mixed_script_mark,
+        report_signature_lines,
+        signature_changed,
+        signature_sentence,
+    )
     from overlap_desktop.core.report.wording import headline, headline_details, new_footage_sentence
     from overlap_desktop.core.text.ngrams import keyed_ngram_hashes
     from overlap_desktop.core.text.overlap import TextOverlapResult, check_hashed_overlap, text_overlap

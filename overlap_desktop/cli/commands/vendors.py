@@ -33,7 +33,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.print("no vendor keys recorded yet (the first signed manifest from a vendor records its key)")
         for v in vendors:
             how = "pinned" if v.source == "pinned" else "first seen"
-            ctx.print(f"{v.fingerprint}  {safe_terminal(v.name, max_len=120)}  ({how} {v.since})")
+            ctx.print(f"{v.fingerprint}  {safe_terminal(v.name, max_len=120)}{api.mixed_script_mark(v.mixed_scripts)}"
+                      f"  ({how} {v.since})")
         return int(ExitCode.OK)
     if args.target is None:
         raise UsageError(f"vendors {args.action} needs {'a KEYFILE' if args.action == 'trust' else 'a NAME'}")

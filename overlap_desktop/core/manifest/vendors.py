@@ -4,9 +4,11 @@ Like OpenSSH's ``known_hosts``: the first signed manifest seen under a vendor na
 that name's key (``first-use``); a later manifest under the same name with the same key is
 ``known`` (or ``pinned`` when the buyer pinned it from a contract with ``overlap vendors
 trust KEYFILE``); another key under a known name is ``changed`` and is flagged wherever the
-offer is shown. Names are compared after Unicode NFKC folding, case folding, dropping invisible
-format characters and collapsing spaces, so "ACME  Robotics" or "Acme\u200bRobotics" cannot pass
-as a new vendor next to "Acme Robotics".
+offer is shown. Names are compared by their look-alike skeleton
+(:func:`~overlap_desktop.core.manifest.names.name_skeleton`: NFKC, case folding, invisible
+characters and spaces dropped, Unicode's confusable letters mapped to the ASCII they look like),
+so "ACME  Robotics", "Acme\u200bRobotics" or "Аcme Robotics" (Cyrillic А) cannot pass as a new
+vendor next to "Acme Robotics": another key under such a name reads as that vendor's key changing.
 
 The list is ``known-vendors.json`` in the user data folder, written atomically.
 """
@@ -17,7 +19,6 @@ import base64
 import binascii
 import json
 import os
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from overlap_desktop.core.fsutil import atomic_write_bytes
 from overlap_desktop.core.manifest.edpoints import key_problem
 from overlap_desktop.core.manifest.keys import VendorKey, parse_public_key_text
+from overlap_desktop.core.manifest.names import mixed_scripts, name_skeleton
 from overlap_desktop.core.manifest.signature import SEC_SIGNATURE, Signature, fingerprint
 from overlap_desktop.errors import InputError, ManifestError
 from overlap_desktop.paths import user_data_folder
@@ -61,6 +63,11 @@ class KnownVendor:
     def fingerprint(self) -> str:
         return fingerprint(self.public_key)
 
+    @property
+    def mixed_scripts(self) -> list[str]:
+        """The scripts the name's letters come from when more than one (a look-alike's usual sign)."""
+        return mixed_scripts(self.name)
+
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "public_key": base64.b64encode(self.public_key).decode("ascii"),
                 "fingerprint": self.fingerprint, "source": self.source, "since": self.since}
@@ -71,11 +78,8 @@ def known_vendors_file() -> Path:
 
 
 def _fold(name: str) -> str:
-    """The name as compared: NFKC, case-folded, invisible format characters (zero-width
-    spaces, bidi marks) dropped and runs of spaces collapsed, so a look-alike spelling of a
-    known vendor meets that vendor's recorded key instead of passing as a new vendor."""
-    text = unicodedata.normalize("NFKC", name).casefold()
-    return " ".join("".join(ch for ch in text if unicodedata.category(ch) != "Cf").split())
+    """The name as compared (:func:`~overlap_desktop.core.manifest.names.name_skeleton`)."""
+    return name_skeleton(name)
 
 
 def _now() -> str:
@@ -145,6 +149,11 @@ def vendor_trust(sig: Signature, *, record: bool = True,
     same = next((v for v in vendors if _fold(v.name) == folded), None)
     others = sorted({v.name for v in vendors if v.public_key == sig.public_key and _fold(v.name) != folded})
     out: dict[str, Any] = {"also_known_as": others}
+    if same is not None and same.name != sig.vendor:
+        out["looks_like"] = same.name  # another spelling that looks the same (or differs in case/spaces)
+    scripts = mixed_scripts(sig.vendor)
+    if scripts:
+        out["mixed_scripts"] = scripts
     if same is None:
         out.update(trust="first-use", known_fingerprint=None, known_since=None)
         if record:

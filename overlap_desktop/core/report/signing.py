@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.model import Report
 
-__all__ = ["report_signature_lines", "signature_changed", "signature_sentence"]
+__all__ = ["mixed_script_mark", "report_signature_lines", "signature_changed", "signature_sentence"]
 
 _TRUST_WORDS = {
     "first-use": "first manifest seen from this vendor: its key is now recorded; compare the fingerprint with "
@@ -20,6 +20,15 @@ _TRUST_WORDS = {
     "known": "the key seen before for this vendor",
     "pinned": "the key you pinned for this vendor",
 }
+
+
+def mixed_script_mark(scripts: object) -> str:
+    """`` [name mixes Cyrillic and Latin letters]`` for a name whose letters come from several
+    scripts (a look-alike spelling's usual sign), else ``""``."""
+    if not isinstance(scripts, list) or len(scripts) < 2:
+        return ""
+    words = [safe_text(str(s), max_len=24).title() for s in scripts[:4]]
+    return f" [name mixes {', '.join(words[:-1])} and {words[-1]} letters]"
 
 
 def signature_changed(facts: object) -> bool:
@@ -36,13 +45,16 @@ def signature_sentence(facts: object) -> str:
     if facts.get("status") != "signed":
         note = facts.get("note")
         return "unsigned: nothing in the manifest says who made it" + (f" (it {note})" if note else "")
-    vendor = safe_text(facts.get("vendor", ""), max_len=120)
+    vendor = safe_text(facts.get("vendor", ""), max_len=120) + mixed_script_mark(facts.get("mixed_scripts"))
     fp = safe_text(facts.get("fingerprint", ""), max_len=40)
     if signature_changed(facts):
         known = safe_text(facts.get("known_fingerprint", ""), max_len=40)
-        return (f"WARNING: signed as {vendor} with key {fp}, but the key recorded for {vendor} is {known}: "
-                "this manifest may not come from that vendor; check the fingerprint with them before relying "
-                "on it")
+        alike = facts.get("looks_like")
+        known_name = safe_text(alike, max_len=120) if isinstance(alike, str) and alike else vendor
+        also = f" (a name that looks like {known_name}, a vendor you know)" if known_name != vendor else ""
+        return (f"WARNING: signed as {vendor}{also} with key {fp}, but the key recorded for {known_name} is "
+                f"{known}: this manifest may not come from that vendor; check the fingerprint with them before "
+                "relying on it")
     out = f"signed by {vendor}, key {fp}"
     words = _TRUST_WORDS.get(str(facts.get("trust")))
     if words:
