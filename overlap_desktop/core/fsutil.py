@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
+import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from overlap_desktop.errors import (
     WRITE_ERRNOS,
@@ -20,8 +24,9 @@ from overlap_desktop.errors import (
     write_failure_reason,
 )
 
-__all__ = ["STALE_TEMP_SECONDS", "NotRegularFileError", "atomic_write_bytes", "file_kind", "is_regular_file",
-           "open_regular", "os_write_error", "read_regular"]
+__all__ = ["JSON_MAX_DEPTH", "STALE_TEMP_SECONDS", "NotRegularFileError", "atomic_write_bytes", "exclusive_lock",
+           "file_kind", "is_regular_file", "loads_json_limited", "open_regular", "os_write_error", "read_json_regular",
+           "read_regular"]
 
 
 def os_write_error(exc: OSError, path: str | os.PathLike[str], prefix: str,
@@ -230,3 +235,116 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
     """
     with open_regular(path) as fh:
         return fh.read() if limit is None else fh.read(limit)
+
+
+# --------------------------------------------------------------------------- JSON with limits
+
+#: Deepest nesting accepted in any JSON file the program reads (its own and a dataset's).
+JSON_MAX_DEPTH = 64
+
+
+def loads_json_limited(raw: bytes | str, *, max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """``json.loads`` that refuses nesting deeper than ``max_depth`` with a plain ``ValueError``.
+
+    The standard parser recurses once per level and raises ``RecursionError`` (not a
+    ``ValueError``) near the interpreter's limit, so a file of nested ``[`` escaped every
+    reader's "damaged file" handling; the depth of what parses is checked without recursion.
+
+    Raises:
+        ValueError: not JSON, or nested too deeply.
+    """
+    try:
+        doc = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"nested more than {max_depth} levels deep") from None
+    stack: list[tuple[Any, int]] = [(doc, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= max_depth:
+                raise ValueError(f"nested more than {max_depth} levels deep")
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return doc
+
+
+def read_json_regular(path: str | os.PathLike[str], limit: int, *, max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """Parse a JSON file of at most ``limit`` bytes, refusing FIFOs and devices.
+
+    Raises:
+        NotRegularFileError: not a regular file.
+        OSError: unreadable.
+        ValueError: larger than ``limit``, not UTF-8 JSON, or nested too deeply (the reason in words).
+    """
+    raw = read_regular(path, limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"larger than {limit:,} bytes")
+    try:
+        return loads_json_limited(raw.decode("utf-8"), max_depth=max_depth)
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+
+
+# --------------------------------------------------------------------------- a lock between processes
+
+
+@contextmanager
+def exclusive_lock(path: str | os.PathLike[str], *, timeout: float = 30.0,
+                   error_type: type[OverlapError] = InputError) -> Iterator[None]:
+    """Hold an OS lock on ``path`` (created if needed) for a read-modify-write by one process at a time.
+
+    The OS drops the lock when its holder dies, so a crash never leaves it held. Waits up
+    to ``timeout`` seconds for another holder.
+
+    Raises:
+        OverlapError: (``error_type``) the lock file cannot be made, or another process held it too long.
+    """
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+    except OSError as exc:
+        raise os_write_error(exc, target, "cannot make the lock file", error_type) from None
+    try:
+        deadline = time.monotonic() + timeout
+        while not _try_lock(fd):
+            if time.monotonic() > deadline:
+                raise error_type(f"another overlap process has held this file for over {timeout:.0f} s; "
+                                 "wait for it to finish and try again", path=target)
+            time.sleep(0.02)
+        try:
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)  # msvcrt locks bytes from the current position
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)

@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
-from overlap_desktop.core.fsutil import atomic_write_bytes
+from overlap_desktop.core.fsutil import NotRegularFileError, atomic_write_bytes, loads_json_limited, read_regular
 from overlap_desktop.core.manifest.edpoints import key_problem
 from overlap_desktop.core.manifest.signature import MAX_VENDOR_BYTES, fingerprint, sign_section
 from overlap_desktop.errors import ConfigError, InputError
@@ -204,15 +204,17 @@ def create_signing_key(name: str, *, passphrase: str | None = None,
 
 def _read_key_doc(target: Path) -> dict[str, object]:
     try:
-        with open(target, "rb") as fh:
-            raw = fh.read(_MAX_KEY_FILE + 1)
+        raw = read_regular(target, _MAX_KEY_FILE + 1)
     except FileNotFoundError:
         raise ConfigError("no signing key yet: make one with `overlap key create --name \"Your company\"`",
                           path=target) from None
+    except NotRegularFileError as exc:
+        raise InputError(f"the key file is {exc.kind}, not a regular file; put your key file back there",
+                         path=target) from None
     except OSError as exc:
         raise InputError(f"cannot read the key file ({exc.strerror or exc})", path=target) from None
     try:
-        doc = json.loads(raw.decode("utf-8")) if len(raw) <= _MAX_KEY_FILE else None
+        doc = loads_json_limited(raw.decode("utf-8")) if len(raw) <= _MAX_KEY_FILE else None
     except (UnicodeDecodeError, ValueError):
         doc = None
     if not isinstance(doc, dict) or doc.get("format") != KEY_FORMAT or not isinstance(doc.get("name"), str) \

@@ -10,7 +10,9 @@ characters and spaces dropped, Unicode's confusable letters mapped to the ASCII 
 so "ACME  Robotics", "Acme\u200bRobotics" or "Аcme Robotics" (Cyrillic А) cannot pass as a new
 vendor next to "Acme Robotics": another key under such a name reads as that vendor's key changing.
 
-The list is ``known-vendors.json`` in the user data folder, written atomically.
+The list is ``known-vendors.json`` in the user data folder, replaced atomically, and changed by one
+process at a time (an OS lock on ``known-vendors.json.lock``), so concurrent first uses never lose
+an entry.
 """
 
 from __future__ import annotations
@@ -19,12 +21,19 @@ import base64
 import binascii
 import json
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from overlap_desktop.core.fsutil import atomic_write_bytes
+from overlap_desktop.core.fsutil import (
+    NotRegularFileError,
+    atomic_write_bytes,
+    exclusive_lock,
+    read_json_regular,
+    read_regular,
+)
 from overlap_desktop.core.manifest.edpoints import key_problem
 from overlap_desktop.core.manifest.keys import VendorKey, parse_public_key_text
 from overlap_desktop.core.manifest.names import mixed_scripts, name_skeleton
@@ -93,19 +102,18 @@ def known_vendors(path: str | os.PathLike[str] | None = None) -> list[KnownVendo
         InputError: the file is damaged (it names the file; it is never silently replaced).
     """
     target = Path(path) if path is not None else known_vendors_file()
-    try:
-        with open(target, "rb") as fh:
-            raw = fh.read(_MAX_FILE + 1)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise InputError(f"cannot read the known vendors ({exc.strerror or exc})", path=target) from None
     damaged = InputError("the known-vendors file is damaged; fix or remove it (you will then be asked to "
                          "trust vendors' keys afresh)", path=target)
     try:
-        doc = json.loads(raw.decode("utf-8")) if len(raw) <= _MAX_FILE else None
-    except (UnicodeDecodeError, ValueError):
-        raise damaged from None
+        doc = read_json_regular(target, _MAX_FILE)
+    except FileNotFoundError:
+        return []
+    except NotRegularFileError as exc:
+        raise InputError(f"the known-vendors file is {exc.kind}, not a regular file; remove it", path=target) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the known vendors ({exc.strerror or exc})", path=target) from None
+    except ValueError as exc:
+        raise InputError(f"{damaged.message} ({exc})", path=target) from None
     if not isinstance(doc, dict) or doc.get("format") != KNOWN_FORMAT or not isinstance(doc.get("vendors"), list):
         raise damaged
     out: list[KnownVendor] = []
@@ -129,6 +137,13 @@ def _save(vendors: list[KnownVendor], path: str | os.PathLike[str] | None) -> No
                        write_message="cannot save the known vendors", make_parents=True, mode=0o600)
 
 
+def _store_lock(path: str | os.PathLike[str] | None) -> AbstractContextManager[None]:
+    """One process at a time reads, changes and replaces the list (a lock file beside it), so
+    concurrent first uses never lose an entry; readers need no lock (the file is replaced whole)."""
+    target = Path(path) if path is not None else known_vendors_file()
+    return exclusive_lock(target.with_name(target.name + ".lock"))
+
+
 def vendor_trust(sig: Signature, *, record: bool = True,
                  path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """How the buyer knows the key that signed a manifest.
@@ -144,7 +159,18 @@ def vendor_trust(sig: Signature, *, record: bool = True,
         key's when it differs (``changed``), and ``also_known_as`` lists other names this
         same key was recorded under.
     """
-    vendors = known_vendors(path)
+    if not record:
+        return _trust(known_vendors(path), sig)[0]
+    with _store_lock(path):
+        vendors = known_vendors(path)
+        out, new = _trust(vendors, sig)
+        if new is not None:
+            _save([*vendors, new], path)
+    return out
+
+
+def _trust(vendors: list[KnownVendor], sig: Signature) -> tuple[dict[str, Any], KnownVendor | None]:
+    """:func:`vendor_trust`'s answer, and the entry to record when the name is new."""
     folded = _fold(sig.vendor)
     same = next((v for v in vendors if _fold(v.name) == folded), None)
     others = sorted({v.name for v in vendors if v.public_key == sig.public_key and _fold(v.name) != folded})
@@ -156,15 +182,14 @@ def vendor_trust(sig: Signature, *, record: bool = True,
         out["mixed_scripts"] = scripts
     if same is None:
         out.update(trust="first-use", known_fingerprint=None, known_since=None)
-        if record:
-            _save([*vendors, KnownVendor(sig.vendor, sig.public_key, "first-use", _now())], path)
-    elif same.public_key == sig.public_key:
+        return out, KnownVendor(sig.vendor, sig.public_key, "first-use", _now())
+    if same.public_key == sig.public_key:
         out.update(trust=same.source if same.source == "pinned" else "known", known_fingerprint=None,
                    known_since=same.since)
     else:
         out.update(trust="changed", known_fingerprint=same.fingerprint, known_since=same.since,
                    known_source=same.source)
-    return out
+    return out, None
 
 
 def signature_facts(sig: Signature | None, *, record: bool = True,
@@ -223,17 +248,17 @@ def trust_key_file(keyfile: str | os.PathLike[str], *, path: str | os.PathLike[s
         InputError: the key file cannot be read or is not a public key file.
     """
     try:
-        with open(keyfile, "rb") as fh:
-            raw = fh.read(64 * 1024 + 1)
+        raw = read_regular(keyfile, 64 * 1024 + 1)
         text = raw.decode("utf-8") if len(raw) <= 64 * 1024 else ""
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the public key file ({exc})", path=keyfile) from None
     key: VendorKey = parse_public_key_text(text, source=keyfile)
-    vendors = known_vendors(path)
     folded = _fold(key.name)
-    replaced = next((v for v in vendors if _fold(v.name) == folded), None)
     pinned = KnownVendor(key.name, key.public_key, "pinned", _now())
-    _save([v for v in vendors if _fold(v.name) != folded] + [pinned], path)
+    with _store_lock(path):
+        vendors = known_vendors(path)
+        replaced = next((v for v in vendors if _fold(v.name) == folded), None)
+        _save([v for v in vendors if _fold(v.name) != folded] + [pinned], path)
     return pinned, replaced
 
 
@@ -243,9 +268,10 @@ def forget_vendor(name: str, *, path: str | os.PathLike[str] | None = None) -> K
     Returns:
         The removed entry, or ``None`` when the name was not known.
     """
-    vendors = known_vendors(path)
     folded = _fold(name)
-    gone = next((v for v in vendors if _fold(v.name) == folded), None)
-    if gone is not None:
-        _save([v for v in vendors if _fold(v.name) != folded], path)
+    with _store_lock(path):
+        vendors = known_vendors(path)
+        gone = next((v for v in vendors if _fold(v.name) == folded), None)
+        if gone is not None:
+            _save([v for v in vendors if _fold(v.name) != folded], path)
     return gone
