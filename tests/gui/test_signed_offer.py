@@ -53,8 +53,17 @@ def test_the_offer_screen_shows_the_signer_then_warns_on_a_changed_key(
     assert "bold" not in w.screen.signature.styleSheet()
     w.close()
 
+    # The same content without its signature: a downgrade, warned about as loudly as a changed key.
     w = _open(qtbot, state, unsigned)
+    text = w.screen.signature.text()
+    assert text.startswith("WARNING: unsigned, but this exact content was seen signed by Acme Robotics"), text
+    assert "bold" in w.screen.signature.styleSheet()
+    w.close()
+    other_content = tmp_path / "other.ovlm"
+    api.export_manifest(vendor_index, other_content, label="Another offer", sign=False)
+    w = _open(qtbot, state, other_content)
     assert w.screen.signature.text().startswith("Unsigned")
+    assert "bold" not in w.screen.signature.styleSheet()
     w.close()
 
     # Another key under the same name, made in another user data folder.

@@ -69,15 +69,21 @@ def test_a_new_key_signs_the_next_export_and_inspect_names_the_signer(
     assert f"signed by    Acme Robotics, key {fp}" in text
     code, out, _ = run(capsys, "inspect", str(tmp_path / "offer.ovlm"))
     assert code == 0 and f"signed by Acme Robotics, key {fp}" in out and "first manifest seen" in out
-    code, out, _ = run(capsys, "inspect", str(tmp_path / "before.ovlm"))
-    assert code == 0 and "signature    unsigned" in out
+    # The unsigned export of the same content, met after the signed one: the downgrade is named.
+    code, out, err = run(capsys, "inspect", str(tmp_path / "before.ovlm"))
+    assert code == 0 and "signature    WARNING: unsigned, but this exact content was seen signed by Acme " \
+        f"Robotics (key {fp}" in out and "WARNING" in err
     code, out, _ = run(capsys, "inspect", "--json", str(tmp_path / "offer.ovlm"))
     sig = json.loads(out)["signature"]
     assert sig["status"] == "signed" and sig["fingerprint"] == fp and sig["trust"] == "known"
     # --no-sign with a key: unsigned.
     export(capsys, indexes, tmp_path / "plain.ovlm", "--no-sign")
     code, out, _ = run(capsys, "inspect", str(tmp_path / "plain.ovlm"))
-    assert "signature    unsigned" in out
+    assert "signature    WARNING: unsigned, but this exact content was seen signed" in out
+    # Other content, never seen signed: a plain "unsigned", no warning.
+    export(capsys, indexes, tmp_path / "other.ovlm", "--no-sign", "--label", "Q4")
+    code, out, err = run(capsys, "inspect", str(tmp_path / "other.ovlm"))
+    assert "signature    unsigned: nothing in the manifest says who made it" in out and "WARNING" not in err
 
 
 def test_a_flipped_signature_byte_makes_compare_exit_4(indexes: dict[str, Path], tmp_path: Path,
@@ -174,12 +180,42 @@ def test_every_report_names_the_signer(indexes: dict[str, Path], tmp_path: Path,
     # compare-offers names both offers' signers.
     code, out, _ = run(capsys, "compare-offers", str(tmp_path / "offer.ovlm"), str(tmp_path / "plain.ovlm"),
                        "-o", str(tmp_path / "o.json"))
-    assert code == 0 and "Offer A: signed by Acme Robotics" in out and "Offer B: unsigned" in out
+    # Offer B is offer A's content without the signature: named as a downgrade, not a plain "unsigned".
+    assert code == 0 and "Offer A: signed by Acme Robotics" in out and "Offer B: WARNING: unsigned, but" in out
     lines = json.loads((tmp_path / "o.json").read_text())["signature"]
-    assert lines[0].startswith("Offer A: signed by") and lines[1].startswith("Offer B: unsigned")
+    assert lines[0].startswith("Offer A: signed by") and lines[1].startswith("Offer B: WARNING: unsigned")
     code, _o, err = run(capsys, "compare-offers", str(tmp_path / "offer.ovlm"), str(tmp_path / "plain.ovlm"),
                         "--require-signed")
     assert code == ExitCode.INPUT_REFUSED and "plain.ovlm" in err
+
+
+def test_a_stripped_signature_is_a_warning_in_the_cli_and_every_report(
+        indexes: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.unit.test_manifest_signature import section
+
+    run(capsys, "key", "create", "--name", "Acme Robotics")
+    fp = fingerprint(capsys)
+    export(capsys, indexes, tmp_path / "offer.ovlm")
+    assert run(capsys, "compare", str(tmp_path / "offer.ovlm"), "--index", str(indexes["lab"]))[0] == 0
+    # A middleman cuts the SIGNATURE section out (its table record and its body) and re-roots the file.
+    data = (tmp_path / "offer.ovlm").read_bytes()
+    i, off, ln = section(data)
+    nsect = int.from_bytes(data[12:16], "little")
+    cut = (data[:12] + (nsect - 1).to_bytes(4, "little") + data[16:16 + 16 * i] + data[32 + 16 * i:off]
+           + data[off + ln:])
+    stripped = tmp_path / "stripped.ovlm"
+    stripped.write_bytes(reroot(cut))
+    code, out, _ = run(capsys, "inspect", str(stripped))
+    assert code == 0 and "signature    WARNING: unsigned, but this exact content" in out
+    j, h, c = tmp_path / "r.json", tmp_path / "r.html", tmp_path / "r.csv"
+    code, out, err = run(capsys, "compare", str(stripped), "--index", str(indexes["lab"]),
+                         "-o", str(j), "--html", str(h), "--csv", str(c))
+    assert code == 0
+    warning = f"WARNING: unsigned, but this exact content was seen signed by Acme Robotics (key {fp}"
+    assert warning in out and "WARNING: unsigned" in err
+    assert json.loads(j.read_text())["signature"][0].startswith(warning)
+    assert warning in h.read_text()
+    assert warning in c.read_text(encoding="utf-8-sig")
 
 
 def test_verify_states_signer_fingerprint_and_root(indexes: dict[str, Path], tmp_path: Path,

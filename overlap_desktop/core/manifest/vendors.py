@@ -44,12 +44,15 @@ from overlap_desktop.paths import user_data_folder
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.manifest.format import Manifest
 
-__all__ = ["KnownVendor", "check_signed", "forget_vendor", "known_vendors", "known_vendors_file",
+__all__ = ["KnownVendor", "check_signed", "downgrade_facts", "forget_vendor", "known_vendors", "known_vendors_file",
            "manifest_signature_facts", "signature_facts", "trust_key_file", "vendor_trust"]
 
 KNOWN_FILE_NAME = "known-vendors.json"
 KNOWN_FORMAT = "overlap-known-vendors/1"
 _MAX_FILE = 16 << 20
+#: Signed manifests remembered (newest kept), so a copy with its signature removed is recognised.
+_MAX_SIGNED = 20_000
+_SIGNED_KEYS = ("root", "label", "vendor", "fingerprint", "signed_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +104,18 @@ def known_vendors(path: str | os.PathLike[str] | None = None) -> list[KnownVendo
     Raises:
         InputError: the file is damaged (it names the file; it is never silently replaced).
     """
+    return _load(path)[0]
+
+
+def _load(path: str | os.PathLike[str] | None) -> tuple[list[KnownVendor], list[dict[str, str]]]:
+    """The vendors and the signed manifests recorded (see :func:`_signed_record`)."""
     target = Path(path) if path is not None else known_vendors_file()
     damaged = InputError("the known-vendors file is damaged; fix or remove it (you will then be asked to "
                          "trust vendors' keys afresh)", path=target)
     try:
         doc = read_json_regular(target, _MAX_FILE)
     except FileNotFoundError:
-        return []
+        return [], []
     except NotRegularFileError as exc:
         raise InputError(f"the known-vendors file is {exc.kind}, not a regular file; remove it", path=target) from None
     except OSError as exc:
@@ -126,12 +134,20 @@ def known_vendors(path: str | os.PathLike[str] | None = None) -> list[KnownVendo
         if len(pub) != 32 or item.source not in ("first-use", "pinned") or key_problem(pub):
             raise damaged
         out.append(item)
-    return sorted(out, key=lambda k: _fold(k.name))
+    signed = doc.get("signed", [])  # optional; files written before it have none
+    if not isinstance(signed, list) or not all(
+            isinstance(r, dict) and all(isinstance(r.get(k), str) for k in _SIGNED_KEYS) for r in signed):
+        raise damaged
+    return sorted(out, key=lambda k: _fold(k.name)), [{k: r[k] for k in _SIGNED_KEYS} for r in signed]
 
 
-def _save(vendors: list[KnownVendor], path: str | os.PathLike[str] | None) -> None:
+def _save(vendors: list[KnownVendor], path: str | os.PathLike[str] | None,
+          signed: list[dict[str, str]] | None = None) -> None:
     target = Path(path) if path is not None else known_vendors_file()
-    doc = {"format": KNOWN_FORMAT, "vendors": [v.to_dict() for v in sorted(vendors, key=lambda k: _fold(k.name))]}
+    doc: dict[str, Any] = {"format": KNOWN_FORMAT,
+                           "vendors": [v.to_dict() for v in sorted(vendors, key=lambda k: _fold(k.name))]}
+    if signed:
+        doc["signed"] = signed[-_MAX_SIGNED:]
     atomic_write_bytes(target, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
                        error_type=InputError, open_message="cannot save the known vendors",
                        write_message="cannot save the known vendors", make_parents=True, mode=0o600)
@@ -144,14 +160,17 @@ def _store_lock(path: str | os.PathLike[str] | None) -> AbstractContextManager[N
     return exclusive_lock(target.with_name(target.name + ".lock"))
 
 
-def vendor_trust(sig: Signature, *, record: bool = True,
-                 path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def vendor_trust(sig: Signature, *, record: bool = True, path: str | os.PathLike[str] | None = None,
+                 label: str | None = None) -> dict[str, Any]:
     """How the buyer knows the key that signed a manifest.
 
     Args:
         sig: A verified signature.
         record: Record the key when the name is new (trust on first use).
         path: The known-vendors file (default in the user data folder).
+        label: The signed manifest's label: given, the manifest (its content root and label)
+            is remembered too, so a copy with the signature removed is recognised
+            (:func:`downgrade_facts`).
 
     Returns:
         ``{"trust": "first-use" | "known" | "pinned" | "changed", "known_fingerprint": ...,
@@ -162,11 +181,29 @@ def vendor_trust(sig: Signature, *, record: bool = True,
     if not record:
         return _trust(known_vendors(path), sig)[0]
     with _store_lock(path):
-        vendors = known_vendors(path)
+        vendors, signed = _load(path)
         out, new = _trust(vendors, sig)
-        if new is not None:
-            _save([*vendors, new], path)
+        entry = _signed_record(sig, label)
+        fresh = out["trust"] != "changed" and label is not None and entry not in signed
+        if new is not None or fresh:
+            _save([*vendors, new] if new is not None else vendors, path, [*signed, entry] if fresh else signed)
     return out
+
+
+def _signed_record(sig: Signature, label: str | None) -> dict[str, str]:
+    """What is remembered of a signed manifest, so the same content met again without its
+    signature can be recognised as a downgrade."""
+    return {"root": sig.root.hex(), "label": label or "", "vendor": sig.vendor, "fingerprint": sig.fingerprint,
+            "signed_at": sig.created}
+
+
+def downgrade_facts(root: str, *, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """For an unsigned manifest: ``{"stripped": record}`` when this exact content (its root,
+    which is the content root a signature signs) was seen signed, else ``{}`` (``record``:
+    vendor, fingerprint, signed_at, root, label of the newest match). Only the exact content
+    counts: a label or a vendor's habits are no evidence of who made an unsigned file."""
+    same_root = [r for r in _load(path)[1] if r["root"] == root]
+    return {"stripped": same_root[-1]} if same_root else {}
 
 
 def _trust(vendors: list[KnownVendor], sig: Signature) -> tuple[dict[str, Any], KnownVendor | None]:
@@ -192,26 +229,30 @@ def _trust(vendors: list[KnownVendor], sig: Signature) -> tuple[dict[str, Any], 
     return out, None
 
 
-def signature_facts(sig: Signature | None, *, record: bool = True,
-                    unread_signature: bool = False) -> dict[str, Any]:
+def signature_facts(sig: Signature | None, *, record: bool = True, unread_signature: bool = False,
+                    root: str | None = None, label: str | None = None) -> dict[str, Any]:
     """The report/inspect block for a manifest's signature (JSON-ready).
 
     ``{"status": "unsigned"}``, or ``{"status": "signed", vendor, fingerprint, public_key,
     signed_at, signed_root, algorithm, trust, ...}`` (see :func:`vendor_trust`).
     ``unread_signature``: the manifest carries a signature section of a version this
-    reader does not understand (it then counts as unsigned).
+    reader does not understand (it then counts as unsigned). ``root``/``label``: the
+    manifest's root (hex) and label; an unsigned manifest then also says when its content
+    was seen signed (:func:`downgrade_facts`), and a signed one is remembered.
     """
     if sig is None:
         out: dict[str, Any] = {"status": "unsigned"}
         if unread_signature:
             out["note"] = "carries a signature of a newer kind this version cannot check"
+        if root is not None:
+            out.update(downgrade_facts(root))
         return out
-    return {"status": "signed", **sig.facts(), **vendor_trust(sig, record=record)}
+    return {"status": "signed", **sig.facts(), **vendor_trust(sig, record=record, label=label)}
 
 
 def manifest_signature_facts(m: Manifest, *, record: bool = True) -> dict[str, Any]:
     """:func:`signature_facts` of a parsed manifest (its signature is verified by the reader)."""
-    return signature_facts(m.signature, record=record,
+    return signature_facts(m.signature, record=record, root=m.root, label=m.label,
                            unread_signature=any(s.type == SEC_SIGNATURE for s in m.optional_sections))
 
 
@@ -256,9 +297,9 @@ def trust_key_file(keyfile: str | os.PathLike[str], *, path: str | os.PathLike[s
     folded = _fold(key.name)
     pinned = KnownVendor(key.name, key.public_key, "pinned", _now())
     with _store_lock(path):
-        vendors = known_vendors(path)
+        vendors, signed = _load(path)
         replaced = next((v for v in vendors if _fold(v.name) == folded), None)
-        _save([v for v in vendors if _fold(v.name) != folded] + [pinned], path)
+        _save([v for v in vendors if _fold(v.name) != folded] + [pinned], path, signed)
     return pinned, replaced
 
 
@@ -270,8 +311,8 @@ def forget_vendor(name: str, *, path: str | os.PathLike[str] | None = None) -> K
     """
     folded = _fold(name)
     with _store_lock(path):
-        vendors = known_vendors(path)
+        vendors, signed = _load(path)
         gone = next((v for v in vendors if _fold(v.name) == folded), None)
         if gone is not None:
-            _save([v for v in vendors if _fold(v.name) != folded], path)
+            _save([v for v in vendors if _fold(v.name) != folded], path, signed)
     return gone

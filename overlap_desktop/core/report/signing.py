@@ -32,8 +32,27 @@ def mixed_script_mark(scripts: object) -> str:
 
 
 def signature_changed(facts: object) -> bool:
-    """The offer is signed with a key other than the one recorded for its vendor's name."""
-    return isinstance(facts, Mapping) and facts.get("status") == "signed" and facts.get("trust") == "changed"
+    """The signature facts call for a warning: the offer is signed with a key other than the one
+    recorded for its vendor's name, or it is unsigned although this exact content was seen signed
+    (a signature removed: a downgrade)."""
+    if not isinstance(facts, Mapping):
+        return False
+    if facts.get("status") == "signed":
+        return facts.get("trust") == "changed"
+    return isinstance(facts.get("stripped"), Mapping)
+
+
+def _downgrade_sentence(facts: Mapping[str, object]) -> str:
+    """The WARNING for an unsigned offer whose exact content a vendor signed, or ``""``."""
+    seen = facts.get("stripped")
+    if not isinstance(seen, Mapping):
+        return ""
+    vendor = safe_text(seen.get("vendor", ""), max_len=120)
+    fp = safe_text(seen.get("fingerprint", ""), max_len=40)
+    when = safe_text(seen.get("signed_at", ""), max_len=24)
+    return (f"WARNING: unsigned, but this exact content was seen signed by {vendor} (key {fp}, signed {when}): "
+            "a copy without its signature (removed, or exported unsigned); nothing in this file says who made "
+            "it, so treat it as not coming from that vendor until they send you the signed file")
 
 
 def signature_sentence(facts: object) -> str:
@@ -43,6 +62,9 @@ def signature_sentence(facts: object) -> str:
     if not isinstance(facts, Mapping):
         return ""
     if facts.get("status") != "signed":
+        downgrade = _downgrade_sentence(facts)
+        if downgrade:
+            return downgrade
         note = facts.get("note")
         return "unsigned: nothing in the manifest says who made it" + (f" (it {note})" if note else "")
     vendor = safe_text(facts.get("vendor", ""), max_len=120) + mixed_script_mark(facts.get("mixed_scripts"))
