@@ -45,13 +45,27 @@ def _hidden(entry: os.DirEntry[str] | Path, st: os.stat_result | None = None) ->
     return bool(attrs & _WIN_HIDDEN_OR_SYSTEM)
 
 
-def _claim(path: Path) -> Reader | None:
+#: What :func:`_claim` returns for an item whose readers failed while looking at it.
+_FAILED = "failed"
+
+
+def _claim(path: Path, unlisted: list[tuple[Path, str]] | None) -> Reader | None | str:
+    """The reader for ``path``, ``None`` when no reader claims it, or :data:`_FAILED` when a
+    reader failed while looking at it (a dataset's metadata that makes a parser fail, a library
+    surprise): that item is listed with the reason, and the walk goes on with the rest."""
     from overlap_desktop.core.ingest.readers import reader_for
 
     try:
         return reader_for(path)
     except MediaError:
         return None
+    except Exception as exc:  # one hostile item must not stop the whole library
+        why = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("%s: not indexed: a reader failed while looking at it (%s)", path, why)
+        if unlisted is not None:
+            unlisted.append((path, f"cannot tell how to read this (a reader failed while looking at it: {why}); "
+                                   "it was not indexed"))
+        return _FAILED
 
 
 def walk_candidates(paths: Iterable[str | os.PathLike[str]], *, exclude: Sequence[Path] = (),
@@ -62,7 +76,8 @@ def walk_candidates(paths: Iterable[str | os.PathLike[str]], *, exclude: Sequenc
     skipped (unless named explicitly); symlinked folders are followed once (a loop is
     not followed twice). A folder that cannot be listed is appended to ``unlisted`` with
     the reason (and logged), so callers can report it and must not treat what it holds
-    as gone. A folder a reader claims (an image sequence, a LeRobot
+    as gone; so is an item a reader failed on while looking at it (it is neither yielded
+    nor descended into). A folder a reader claims (an image sequence, a LeRobot
     dataset, a rosbag2 folder) is one item and is not descended into. An explicitly
     named file no reader claims is yielded with ``reader=None`` so it can be reported.
 
@@ -108,14 +123,14 @@ def walk_candidates(paths: Iterable[str | os.PathLike[str]], *, exclude: Sequenc
                 continue
             p = Path(e.path)
             if stat.S_ISDIR(est.st_mode):
-                reader = _claim(p)
-                if reader is not None:
-                    yield from emit(p, reader)
-                else:
+                reader = _claim(p, unlisted)
+                if reader is None:
                     yield from walk_dir(p)
+                elif not isinstance(reader, str):
+                    yield from emit(p, reader)
             elif stat.S_ISREG(est.st_mode):
-                reader = _claim(p)
-                if reader is not None:
+                reader = _claim(p, unlisted)
+                if reader is not None and not isinstance(reader, str):
                     yield from emit(p, reader)
 
     roots = [Path(os.path.abspath(os.fspath(p))) for p in paths]
@@ -123,14 +138,16 @@ def walk_candidates(paths: Iterable[str | os.PathLike[str]], *, exclude: Sequenc
         if not root.exists():
             raise UsageError("no such file or folder", path=root)
     for root in roots:
+        reader = _claim(root, unlisted)
+        if isinstance(reader, str):
+            continue
         if root.is_dir():
-            reader = _claim(root)
             if reader is not None:
                 yield from emit(root, reader)
             else:
                 yield from walk_dir(root)
         else:
-            yield from emit(root, _claim(root))
+            yield from emit(root, reader)
 
 
 def item_stat(path: Path) -> tuple[int, int]:

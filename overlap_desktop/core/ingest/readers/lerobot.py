@@ -23,14 +23,13 @@ by the video reader (AV1 via dav1d, H.264...), so they match the same footage el
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from overlap_desktop.core.fsutil import is_regular_file, open_regular, read_regular
+from overlap_desktop.core.fsutil import is_regular_file, loads_json_limited, open_regular, read_regular
 from overlap_desktop.core.ingest.readers._images import limits_from_config
 from overlap_desktop.core.ingest.readers.lerobot_images import image_frames, image_keys, image_streams
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
@@ -67,7 +66,7 @@ def _load_info(root: Path) -> dict[str, Any]:
         raw = read_regular(info_path, _MAX_INFO_BYTES + 1)
         if len(raw) > _MAX_INFO_BYTES:
             raise MediaError("meta/info.json is implausibly large", path=root)
-        info = json.loads(raw.decode("utf-8"))
+        info = loads_json_limited(raw.decode("utf-8"))
     except OSError as exc:
         raise MediaError(f"cannot read meta/info.json: {exc.strerror or exc}", path=root) from exc
     except (ValueError, UnicodeDecodeError) as exc:
@@ -129,7 +128,7 @@ def read_episode_table(root: Path) -> tuple[list[dict[str, Any]], str | None]:
                         return [], "episode table is implausibly large"
                     line = line.strip()
                     if line:
-                        row = json.loads(line)
+                        row = loads_json_limited(line)
                         if isinstance(row, dict):
                             rows.append({k: v for k, v in row.items() if isinstance(v, (int, float, str))})
         except (OSError, ValueError, UnicodeDecodeError) as exc:
@@ -251,10 +250,14 @@ class LeRobotReader:
         if (path / "videos").is_dir():
             return True
         # Cameras stored as images inside the data parquet files (dtype: image).
-        try:
-            return (path / "data").is_dir() and bool(image_keys(_load_info(path)))
-        except MediaError:
+        if not (path / "data").is_dir():
             return False
+        try:
+            return bool(image_keys(_load_info(path)))
+        except MediaError:
+            # meta/info.json beside data/ that cannot be read: a damaged dataset, claimed so that
+            # indexing lists it with the reason instead of passing over it in silence.
+            return True
 
     def _video_files(self, root: Path, keys: list[str]) -> list[tuple[str, Path]]:
         videos = root / "videos"

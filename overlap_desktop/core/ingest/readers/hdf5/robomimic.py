@@ -13,12 +13,12 @@ one in the demo's name.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from overlap_desktop.core.fsutil import loads_json_limited
 from overlap_desktop.core.ingest.readers._bounded import Budget
 from overlap_desktop.core.ingest.readers._decoders import ImageError
 from overlap_desktop.core.ingest.readers.arraydata import (
@@ -56,7 +56,7 @@ def stored_rate(data: Any) -> float | None:
     if not isinstance(raw, str) or len(raw) > _MAX_ENV_ARGS:
         return None
     try:
-        args = json.loads(raw)
+        args = loads_json_limited(raw)
         freq = args.get("env_kwargs", {}).get("control_freq")
     except (ValueError, AttributeError):
         return None

@@ -13,14 +13,13 @@ dataset; ``overlap verify`` checks its files' bytes.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from overlap_desktop.core.fsutil import is_regular_file, read_regular
+from overlap_desktop.core.fsutil import is_regular_file, loads_json_limited, read_regular
 from overlap_desktop.core.ingest.readers._decoders import ImageError
 from overlap_desktop.core.ingest.readers.arraydata import (
     MAX_EPISODES,
@@ -91,7 +90,7 @@ def _load_json(path: Path, name: str) -> Any:
     if len(raw) > _MAX_JSON:
         raise MediaError(f"{name} is implausibly large", path=path)
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads_json_limited(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise MediaError(f"{name} is not valid JSON: {exc}", path=path) from exc
 

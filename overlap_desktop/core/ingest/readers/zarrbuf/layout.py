@@ -12,7 +12,6 @@ outside this list, filters and sharding are refused with the codec named.
 
 from __future__ import annotations
 
-import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.fsutil import is_regular_file, read_regular
+from overlap_desktop.core.fsutil import is_regular_file, loads_json_limited, read_regular
 from overlap_desktop.core.ingest.readers._bounded import Budget, CorruptData
 from overlap_desktop.core.ingest.readers._decoders import ImageError
 from overlap_desktop.core.ingest.readers.arraydata import image_size
@@ -43,7 +42,7 @@ def _json(path: Path) -> dict[str, Any] | None:
         raw = read_regular(path, _MAX_META + 1)
         if len(raw) > _MAX_META:
             return None
-        d = json.loads(raw.decode("utf-8"))
+        d = loads_json_limited(raw.decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     return d if isinstance(d, dict) else None
