@@ -137,6 +137,75 @@ def test_damaged_saved_progress_is_discarded_with_a_plain_message(
     assert_same(stored(ix), reference)
 
 
+def _edit_state(ix: Path, edit: Any) -> None:
+    """Apply ``edit`` to the saved state's JSON (inside its seal when it has one), keeping the seal."""
+    import json
+
+    import apsw
+
+    conn = apsw.Connection(str(ix / "index.sqlite3"))
+    (raw,), = conn.execute("SELECT state FROM checkpoints").fetchall()
+    outer = json.loads(raw)
+    inner = json.loads(outer["sealed"]) if "sealed" in outer else outer
+    edit(inner)
+    if "sealed" in outer:
+        outer["sealed"] = json.dumps(inner)
+    else:
+        outer = inner
+    conn.execute("UPDATE checkpoints SET state = ?", (json.dumps(outer),))
+    conn.close()
+
+
+@pytest.mark.parametrize("nudge", ["next_grid_time", "first_time", "fraction"])
+def test_saved_progress_nudged_by_one_nanosecond_restarts_the_file_and_ends_identical(
+        nudge: str, clip: Path, reference: StreamFingerprints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ix = tmp_path / "idx"
+    _interrupt(clip, ix)
+
+    def edit(state: dict[str, Any]) -> None:
+        if nudge == "fraction":
+            state["fraction"] = state["fraction"] + 1e-6
+        else:
+            state["grid"][3 if nudge == "next_grid_time" else 0] += 1
+
+    _edit_state(ix, edit)
+    reads = Reads(monkeypatch)
+    summary = index_paths([clip], config=cfg(ix))
+    assert summary.indexed == 1 and not summary.failed
+    assert reads.starts == [0]  # the check failed: read from the start
+    assert any("progress saved inside this file was damaged" in w and "checksum" in w for w in summary.warnings), \
+        summary.warnings
+    assert_same(stored(ix), reference)
+
+
+def test_saved_progress_moved_to_another_file_restarts_it(
+        clip: Path, reference: StreamFingerprints, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import apsw
+
+    ix = tmp_path / "idx"
+    other = tmp_path / "copy" / "long.mp4"
+    other.parent.mkdir()
+    shutil.copy2(clip, other)
+    _interrupt(other, ix)
+    # The row and its chunks are re-labelled for the original clip, with its size, date and identity.
+    from overlap_desktop.core.index.reading import norm_path
+    from overlap_desktop.core.index.walk import item_state
+
+    size, mtime, key = item_state(clip)
+    conn = apsw.Connection(str(ix / "index.sqlite3"))
+    conn.execute("UPDATE checkpoints SET path = ?, size = ?, mtime_ns = ?, stat_key = ?",
+                 (norm_path(clip), size, mtime, key))
+    conn.execute("UPDATE checkpoint_chunks SET path = ?", (norm_path(clip),))
+    conn.execute("DELETE FROM files")
+    conn.close()
+    reads = Reads(monkeypatch)
+    summary = index_paths([clip], config=cfg(ix))
+    assert summary.indexed == 1 and reads.starts == [0]
+    assert_same(stored(ix), reference)
+
+
 def test_a_schema_3_index_is_upgraded_and_then_keeps_progress(clip: Path, tmp_path: Path) -> None:
     import apsw
 

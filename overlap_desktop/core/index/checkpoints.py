@@ -11,10 +11,19 @@ Saved progress is used only for the same file -- size, modification time and ide
 fingerprint settings and the same overlap version; anything else, or a row or chunk that does not read back, is deleted
 and the file is read from the start, saying why. A finished (or failed) file's progress
 is deleted with its commit.
+
+Every row is sealed with a SHA-256 over what it was saved for (the file's path, size, date and
+identity, the settings and version, the stream) and over its state and every chunk (chained,
+so a save hashes only its new chunk): a state nudged by one nanosecond, a chunk swapped,
+reordered or cut, or a row moved to another file fails the check and the file is read from
+the start, so a resumed result is always the uninterrupted one. The seal is a checksum against
+damage and editing by hand, not a secret: whoever can rewrite the index can rewrite anything.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -40,6 +49,41 @@ def _made_with(settings: str) -> str:
     """The settings a checkpoint is saved with: the run's fingerprint settings and this overlap's
     version (another version may decode or sample differently, so its samples must not be joined)."""
     return f"{settings}\noverlap {__version__}"
+
+
+_NO_CHAIN = "0" * 64
+
+
+def _chain(prev: str, chunk: bytes) -> str:
+    """The running hash of the chunks: the previous value and this chunk's SHA-256."""
+    return hashlib.sha256(bytes.fromhex(prev) + hashlib.sha256(chunk).digest()).hexdigest()
+
+
+def _seal(*parts: str) -> str:
+    """SHA-256 over ``parts``, each length-prefixed (no two lists of parts hash alike)."""
+    h = hashlib.sha256(b"overlap-checkpoint-seal/1\x00")
+    for part in parts:
+        raw = part.encode("utf-8", "surrogatepass")
+        h.update(len(raw).to_bytes(8, "little") + raw)
+    return h.hexdigest()
+
+
+def _sealed_state(p: str, size: int, mtime_ns: int, stat_key: str | None, made_with: str, stream_key: str,
+                  state: str, chain: str) -> str:
+    seal = _seal(p, str(int(size)), str(int(mtime_ns)), stat_key or "", made_with, stream_key, state, chain)
+    return json.dumps({"sealed": state, "chain": chain, "sha256": seal})
+
+
+def _unseal(row_state: str) -> tuple[str, str, str]:
+    """``(state, chain, seal)`` of a stored row, or ValueError (never sealed: not ours to trust)."""
+    try:
+        doc = json.loads(row_state)
+        state, chain, seal = doc["sealed"], doc["chain"], doc["sha256"]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError("it carries no seal") from exc
+    if not all(isinstance(x, str) for x in (state, chain, seal)):
+        raise ValueError("its seal is malformed")
+    return state, chain, seal
 
 
 @dataclass(frozen=True)
@@ -73,17 +117,40 @@ class CheckpointStore:
         if self.schema_version < CHECKPOINT_SCHEMA:
             return
         p = norm_path(path)
+        chunk = checkpoint.chunk()
         with self._db:
             # Chunks from this one on belong to an older attempt (a first checkpoint starts afresh; a
             # retried worker continues from the progress it was given).
             self._db.execute("DELETE FROM checkpoint_chunks WHERE path = ? AND seq >= ?", (p, checkpoint.seq))
+            chain = self._chain_before(p, checkpoint.seq)
             self._db.execute("INSERT OR REPLACE INTO checkpoint_chunks(path, seq, data) VALUES (?, ?, ?)",
-                             (p, checkpoint.seq, checkpoint.chunk()))
+                             (p, checkpoint.seq, chunk))
+            chain = _chain(chain, chunk)
+            made_with = _made_with(settings)
             self._db.execute(
                 "INSERT OR REPLACE INTO checkpoints(path, size, mtime_ns, stat_key, settings, stream_key, state, "
                 "saved) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (p, int(size), int(mtime_ns), stat_key, _made_with(settings), stream_key, checkpoint.state(),
+                (p, int(size), int(mtime_ns), stat_key, made_with, stream_key,
+                 _sealed_state(p, size, mtime_ns, stat_key, made_with, stream_key, checkpoint.state(), chain),
                  now_iso()))
+
+    def _chain_before(self, p: str, seq: int) -> str:
+        """The running hash of chunks ``0 .. seq-1``: from the row saved with them (so a save hashes
+        only its new chunk), or from the chunks themselves when that row does not say."""
+        if seq == 0:
+            return _NO_CHAIN
+        row = self._db.execute("SELECT state FROM checkpoints WHERE path = ?", (p,)).fetchone()
+        try:
+            state, chain, _seal_ = _unseal(str(row[0])) if row is not None else ("", "", "")
+            if json.loads(state).get("chunks") == seq:
+                return chain
+        except (ValueError, AttributeError):
+            pass
+        chain = _NO_CHAIN
+        for (blob,) in self._db.execute("SELECT data FROM checkpoint_chunks WHERE path = ? AND seq < ? ORDER BY seq",
+                                        (p, seq)):
+            chain = _chain(chain, bytes(blob))
+        return chain
 
     def drop_checkpoint(self, path: str | os.PathLike[str]) -> None:
         """Forget the saved progress of ``path`` (finished, failed, changed or damaged)."""
@@ -118,9 +185,29 @@ class CheckpointStore:
         chunks = [bytes(b) for (b,) in self._db.execute(
             "SELECT data FROM checkpoint_chunks WHERE path = ? ORDER BY seq", (p,))]
         try:
-            resume = load_resume(str(row[5]), chunks, variants)
+            state = _checked_state(p, size, mtime_ns, stat_key, _made_with(settings), str(row[4]), str(row[5]),
+                                   chunks)
+            resume = load_resume(state, chunks, variants)
         except ValueError as exc:
             self.drop_checkpoint(p)
             return SavedProgress(note=f"{p}: the progress saved inside this file was damaged ({exc}) and was "
                                       "discarded; the file is read from the start")
         return SavedProgress(str(row[4]), resume)
+
+
+def _checked_state(p: str, size: int, mtime_ns: int, stat_key: str | None, made_with: str, stream_key: str,
+                   row_state: str, chunks: list[bytes]) -> str:
+    """The saved state when its seal holds for this file, these settings and these chunks.
+
+    Raises:
+        ValueError: it does not (the message says what failed).
+    """
+    state, chain, seal = _unseal(row_state)
+    now = _NO_CHAIN
+    for blob in chunks:
+        now = _chain(now, blob)
+    if now != chain:
+        raise ValueError("its parts are not the ones it was saved with")
+    if _seal(p, str(int(size)), str(int(mtime_ns)), stat_key or "", made_with, stream_key, state, chain) != seal:
+        raise ValueError("it failed its checksum (edited, or saved for another file)")
+    return state
