@@ -86,24 +86,54 @@ def open_h5(path: Path) -> Any:
         raise MediaError(f"cannot open this HDF5 file (damaged or truncated?): {exc}", path=path) from exc
 
 
+#: Soft links followed in one lookup before it is refused (a chain or a loop of links).
+_MAX_LINK_HOPS = 16
+
+
 def member(group: Any, name: str, path: Path) -> Any:
-    """``group[name]``, refusing an external link (an object in another file).
+    """``group[name]``, resolving every link on the way and refusing any that leaves the file.
+
+    ``name`` may be a path (``"observations/images"``, or absolute from the file's root).
+    Each part is looked up as a link: a soft link is followed by resolving its target the
+    same way (so a soft link to an external link, or to a group reached through one, is
+    caught), at most :data:`_MAX_LINK_HOPS` of them; an external link anywhere in the chain
+    is refused.
 
     Raises:
-        MediaError: ``name`` is an external link; KeyError: absent.
+        MediaError: an external link in the chain, too many soft links, or an unreadable object;
+            KeyError: absent.
     """
+    return _resolve(group, name, path, [0])
+
+
+def _resolve(group: Any, name: str, path: Path, hops: list[int]) -> Any:
     import h5py
 
-    link = group.get(name, getlink=True)
-    if link is None:
-        raise KeyError(name)
-    if isinstance(link, h5py.ExternalLink):
-        raise MediaError(f"{group.name.rstrip('/')}/{name} is an external link to {link.filename!r}; links "
-                         "into other files are not followed (copy the data into this file)", path=path)
-    try:
-        return group[name]
-    except (KeyError, OSError, ValueError) as exc:  # a soft link to nowhere, a damaged object header
-        raise MediaError(f"{group.name.rstrip('/')}/{name} cannot be read: {exc}", path=path) from exc
+    cur = group.file["/"] if name.startswith("/") else group
+    for part in (p for p in name.split("/") if p and p != "."):
+        where = f"{cur.name.rstrip('/')}/{part}"
+        link = cur.get(part, getlink=True)
+        if link is None:
+            raise KeyError(name)
+        if isinstance(link, h5py.ExternalLink):
+            raise MediaError(f"{where} is an external link to {link.filename!r}; links into other files are not "
+                             "followed (copy the data into this file)", path=path)
+        if isinstance(link, h5py.SoftLink):
+            hops[0] += 1
+            if hops[0] > _MAX_LINK_HOPS:
+                raise MediaError(f"{where}: more than {_MAX_LINK_HOPS} soft links in a row (a loop?)", path=path)
+            try:
+                cur = _resolve(cur, str(link.path), path, hops)  # relative targets start at the link's group
+            except KeyError:
+                raise MediaError(f"{where} is a soft link to {link.path!r}, which does not exist", path=path) from None
+            continue
+        try:
+            cur = cur[part]
+        except (KeyError, OSError, ValueError) as exc:  # a damaged object header
+            raise MediaError(f"{where} cannot be read: {exc}", path=path) from exc
+        if not isinstance(cur, (h5py.Group, h5py.Dataset)):
+            raise MediaError(f"{where} is neither a group nor a dataset", path=path)
+    return cur
 
 
 def check_dataset(dset: Any, path: Path) -> None:

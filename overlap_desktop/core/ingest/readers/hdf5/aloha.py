@@ -98,7 +98,7 @@ class AlohaReader(ArrayReaderBase):
             rate, source = self.rate(None, path)
             out: list[StreamInfo] = []
             for cam in cams:
-                dset = member(f[IMAGES], cam, path)
+                dset = member(f, f"{IMAGES}/{cam}", path)
                 check_dataset(dset, path)
                 where = f"/{IMAGES}/{cam}"
                 if compressed:
@@ -138,7 +138,7 @@ class AlohaReader(ArrayReaderBase):
         with open_h5(path) as f:
             rate, _ = self.rate(None, path)
             try:
-                dset = member(f[IMAGES], cam, path)
+                dset = member(f, f"{IMAGES}/{cam}", path)
             except KeyError as exc:
                 raise MediaError(f"camera {cam!r} is gone from the file", path=path) from exc
             budget = Budget(path, limits)
