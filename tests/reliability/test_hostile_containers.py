@@ -89,3 +89,73 @@ def test_soft_links_inside_the_file_still_read(tmp_path: Path) -> None:
 
 def _unused(*_a: Any) -> None:  # keeps Any imported for the sections below
     return None
+
+
+# --------------------------------------------------------------------------- zarr v2/v3 and chunk links
+
+zarr = pytest.importorskip("zarr")
+
+
+def _zarr_frames(folder: Path) -> int:
+    from overlap_desktop.core.ingest.readers.zarrbuf.reader import ZarrReader
+
+    reader = ZarrReader()
+    reader.configure(RATE)
+    return sum(1 for s in reader.streams(folder) for _f in reader.frames(folder, s))
+
+
+def _zarr_refused(folder: Path, *words: str) -> None:
+    with pytest.raises(MediaError) as info:
+        _zarr_frames(folder)
+    for w in words:
+        assert w in str(info.value), str(info.value)
+    assert info.value.path is not None and Path(info.value.path) == folder
+
+
+def test_a_store_with_v2_and_v3_metadata_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.robotdata import write_zarr
+
+    v2 = write_zarr(tmp_path / "v2.zarr", [{"img": FRAMES}], zarr_format=2)
+    assert _zarr_frames(v2) > 0  # the honest store reads
+    v3 = write_zarr(tmp_path / "v3.zarr", [{"img": np.zeros((60, 64, 96, 3), np.uint8)}], zarr_format=3)
+    assert _zarr_frames(v3) > 0
+    # v3 metadata (other shapes, never checked) laid beside the checked v2 files.
+    for meta in v3.rglob("zarr.json"):
+        target = v2 / meta.relative_to(v3)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(meta, target)
+    _zarr_refused(v2, "both v2", "v3")
+
+
+def test_an_array_with_both_metadata_files_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.robotdata import write_zarr
+
+    v2 = write_zarr(tmp_path / "v2.zarr", [{"img": FRAMES}], zarr_format=2)
+    v3 = write_zarr(tmp_path / "v3.zarr", [{"img": FRAMES}], zarr_format=3)
+    shutil.copy(v3 / "data" / "img" / "zarr.json", v2 / "data" / "img" / "zarr.json")
+    _zarr_refused(v2, "both v2")
+
+
+def test_a_chunk_that_is_a_link_out_of_the_store_is_refused(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from tests.robotdata import write_zarr
+
+    store = write_zarr(tmp_path / "s.zarr", [{"img": FRAMES}], zarr_format=2)
+    chunk = next(p for p in sorted((store / "data" / "img").iterdir()) if not p.name.startswith("."))
+    outside = tmp_path / "elsewhere.bin"
+    shutil.copy(chunk, outside)
+    chunk.unlink()
+    os.symlink(outside, chunk)
+    _zarr_refused(store, "outside this zarr store")
+    # A link that stays inside the store is the store's own data: it reads.
+    inside = store / "data" / "kept.bin"
+    shutil.copy(outside, inside)
+    chunk.unlink()
+    os.symlink(inside, chunk)
+    assert _zarr_frames(store) > 0

@@ -12,6 +12,7 @@ outside this list, filters and sharding are refused with the codec named.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from overlap_desktop.core.ingest.readers.arraydata import image_size
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.errors import MediaError
 
-__all__ = ["IMAGECODECS_HINT", "ArraySpec", "array_spec", "is_group"]
+__all__ = ["IMAGECODECS_HINT", "ArraySpec", "array_spec", "is_group", "metadata_versions"]
 
 IMAGECODECS_HINT = "pip install imagecodecs"
 _MAX_META = 1 << 20
@@ -121,6 +122,9 @@ class ArraySpec:
             return None  # no chunk: zarr fills it with the fill value
         if not is_regular_file(file):
             raise MediaError(f"{where} is not a regular file", path=path)
+        if not _inside(file, path):
+            raise MediaError(f"{where} is a link to {os.path.realpath(file)!r}, outside this zarr store; chunks "
+                             "are read only from inside the store (copy the data in)", path=path)
         if size > budget.chunk_cap:
             raise MediaError(f"{where} is {size} bytes, over the limit of {budget.chunk_cap} per chunk", path=path)
         if not self.codecs:
@@ -210,6 +214,41 @@ class ArraySpec:
         budget.charge(decoded, where)
 
 
+def _inside(file: Path, store: Path) -> bool:
+    """Whether ``file``, every link resolved, lies inside ``store`` (itself resolved)."""
+    root = os.path.realpath(store)
+    return os.path.realpath(file).startswith(root.rstrip(os.sep) + os.sep)
+
+
+_V2_NAMES = (".zarray", ".zgroup", ".zattrs")
+
+
+def metadata_versions(store: Path, depth: int = 2) -> set[int]:
+    """The zarr formats whose metadata files appear in ``store`` and its folders down to
+    ``depth`` levels (a ReplayBuffer's arrays sit two levels down): ``{2}``, ``{3}``, or both.
+
+    zarr picks one format for the whole store, so metadata of the other format is what was
+    checked but not what is decoded; a store holding both is refused by the reader.
+    """
+    found: set[int] = set()
+    level = [store]
+    for _ in range(depth + 1):
+        nxt: list[Path] = []
+        for d in level:
+            if any(is_regular_file(d / n) for n in _V2_NAMES):
+                found.add(2)
+            if is_regular_file(d / "zarr.json"):
+                found.add(3)
+            try:
+                # Nodes, not chunk folders ("c" of v3 keys, the numbers of "/"-separated v2 keys).
+                nxt.extend(sorted(c for c in d.iterdir() if c.name != "c" and not c.name.isdigit() and c.is_dir())
+                           [:256])
+            except OSError:
+                continue
+        level = nxt
+    return found
+
+
 def _v2_codecs(meta: dict[str, Any]) -> tuple[str, ...]:
     if meta.get("filters"):
         ids = ", ".join(str(f.get("id")) for f in meta["filters"] if isinstance(f, dict))
@@ -243,6 +282,9 @@ def array_spec(folder: Path) -> ArraySpec | None:
         ValueError: an array whose layout is not supported (the message says why).
     """
     v2 = _json(folder / ".zarray")
+    if v2 is not None and is_regular_file(folder / "zarr.json"):
+        raise ValueError("it holds both zarr v2 (.zarray) and v3 (zarr.json) metadata, which can disagree about "
+                         "what its chunks hold; keep one")
     if v2 is not None:
         shape, chunks = v2.get("shape"), v2.get("chunks")
         dtype = v2.get("dtype")

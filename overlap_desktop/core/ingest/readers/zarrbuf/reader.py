@@ -33,7 +33,13 @@ from overlap_desktop.core.ingest.readers.arraydata import (
     read_plan,
     require,
 )
-from overlap_desktop.core.ingest.readers.zarrbuf.layout import IMAGECODECS_HINT, ArraySpec, array_spec, is_group
+from overlap_desktop.core.ingest.readers.zarrbuf.layout import (
+    IMAGECODECS_HINT,
+    ArraySpec,
+    array_spec,
+    is_group,
+    metadata_versions,
+)
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame
 from overlap_desktop.errors import MediaError
 
@@ -41,6 +47,21 @@ __all__ = ["ZarrReader"]
 
 _KEY = re.compile(r"^episode_(\d+)/([^/]+)$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _one_format(folder: Path) -> set[int]:
+    """The store's zarr format (a one-element set, empty when none is found).
+
+    Raises:
+        MediaError: the store holds metadata of both formats (zarr would decode it from
+            metadata other than what was checked).
+    """
+    versions = metadata_versions(folder)
+    if len(versions) > 1:
+        raise MediaError("this zarr store holds both v2 (.zarray/.zgroup) and v3 (zarr.json) metadata; zarr would "
+                         "decode it from metadata other than what was checked, so it is refused (keep one format)",
+                         path=folder)
+    return versions
 
 
 def _folder_bytes(folder: Path) -> int:
@@ -78,6 +99,7 @@ class ZarrReader(ArrayReaderBase):
         return spec
 
     def _cameras(self, folder: Path) -> list[tuple[str, ArraySpec]]:
+        _one_format(folder)
         limits = self.limits()
         out: list[tuple[str, ArraySpec]] = []
         for p in sorted((folder / "data").iterdir()):
@@ -107,8 +129,13 @@ class ZarrReader(ArrayReaderBase):
                 raise MediaError(f"the cameras are compressed with {codec}, which needs the imagecodecs library; "
                                  f"install it with {IMAGECODECS_HINT}", path=folder) from exc
             register_codecs()
+        versions = _one_format(folder)
+        if any(s.version not in versions for s in specs):
+            raise MediaError("this zarr store's arrays and groups are of different zarr formats; refused (keep "
+                             "one format)", path=folder)
         try:
-            return zarr.open_group(os.fspath(folder), mode="r")
+            # The format that was checked is the one zarr reads.
+            return zarr.open_group(os.fspath(folder), mode="r", zarr_format=next(iter(versions), None))
         except Exception as exc:  # zarr raises many kinds for unreadable metadata
             raise MediaError(f"cannot open this zarr group: {exc}", path=folder) from exc
 
