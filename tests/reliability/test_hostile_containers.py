@@ -159,3 +159,67 @@ def test_a_chunk_that_is_a_link_out_of_the_store_is_refused(tmp_path: Path) -> N
     chunk.unlink()
     os.symlink(inside, chunk)
     assert _zarr_frames(store) > 0
+
+
+# --------------------------------------------------------------------------- declared work, stored bytes
+
+
+def test_hdf5_frames_declared_but_never_written_are_refused_at_once(tmp_path: Path) -> None:
+    ep = tmp_path / "episode_0.hdf5"
+    with h5py.File(ep, "w") as root:
+        root.attrs["sim"], root.attrs["compress"] = False, False
+        img = root.create_group("observations").create_group("images")
+        d = img.create_dataset("cam_high", (100_000_000, 32, 48, 3), dtype="uint8", chunks=(1, 32, 48, 3))
+        d[0:6] = FRAMES
+        root["observations"].create_dataset("qpos", data=np.zeros((6, 14)))
+        root.create_dataset("action", data=np.zeros((6, 14)))
+    assert ep.stat().st_size < 100_000
+    _refused(ep, "declares 100,000,000 frames", "stores data for only 6")
+
+
+def _rlds_with(tmp_path: Path, extra: bytes) -> Path:
+    from overlap_desktop.core.ingest.readers.rlds.reader import shards
+    from tests.robotdata import write_rlds
+
+    root = write_rlds(tmp_path / "rlds", [{"image": FRAMES}])
+    shard = next(iter(shards(root).values()))[0]
+    with open(shard, "ab") as fh:
+        fh.write(extra)
+    return root
+
+
+def _rlds_frames(root: Path) -> int:
+    from overlap_desktop.core.ingest.readers.rlds.reader import RldsReader
+
+    reader = RldsReader()
+    reader.configure(RATE)
+    return sum(1 for s in reader.streams(root) for _f in reader.frames(root, s))
+
+
+def test_rlds_empty_records_past_the_cap_are_refused_naming_it(tmp_path: Path) -> None:
+    from overlap_desktop.core.ingest.readers.rlds.reader import MAX_SHARD_RECORDS
+    from tests.robotdata import tfrecord_frame
+
+    honest = _rlds_with(tmp_path / "a", tfrecord_frame(b"") * 1000)  # empty records below the cap: passed over
+    assert _rlds_frames(honest) == len(FRAMES)
+    hostile = _rlds_with(tmp_path / "b", tfrecord_frame(b"") * MAX_SHARD_RECORDS)
+    with pytest.raises(MediaError, match=f"more than {MAX_SHARD_RECORDS:,} records.*the cap on records per shard"):
+        _rlds_frames(hostile)
+
+
+def test_rlds_a_feature_listing_more_values_than_the_cap_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from overlap_desktop.core.ingest.readers.rlds.example import MAX_VALUES
+    from tests.robotdata import encode_example, tfrecord_frame
+
+    record = encode_example({"steps/observation/image": [b""] * (MAX_VALUES + 1)})
+    root = _rlds_with(tmp_path, tfrecord_frame(record))
+    tracemalloc.start()
+    try:
+        with pytest.raises(MediaError, match=f"more than {MAX_VALUES:,} values.*the cap"):
+            _rlds_frames(root)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 128 * 1024 * 1024, peak

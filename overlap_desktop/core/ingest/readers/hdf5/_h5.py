@@ -156,6 +156,31 @@ def check_dataset(dset: Any, path: Path) -> None:
                              "none); re-save it with h5py's compression='gzip'", path=path)
 
 
+def _check_stored(dset: Any, path: Path) -> None:
+    """Refuse a dataset that declares more frames than it stores.
+
+    Frames that were declared but never written cost the library nothing to declare (a 19 KB
+    file can declare 100 million) but would cost the reader time for each: unwritten data
+    is not footage. The check costs one call whatever the size: HDF5 counts the stored chunks
+    (or the bytes of contiguous storage) without reading them.
+    """
+    if dset.ndim == 0 or dset.shape[0] == 0:
+        return
+    frames = int(dset.shape[0])
+    if dset.chunks is None:
+        row_bytes = int(np.prod(dset.shape[1:], dtype=np.int64)) * dset.dtype.itemsize
+        stored = int(dset.id.get_storage_size()) // row_bytes if row_bytes else frames
+    else:
+        step = int(dset.chunks[0])
+        per_row = int(np.prod([-(-int(s) // int(c)) for s, c in zip(dset.shape[1:], dset.chunks[1:])],
+                              dtype=np.int64))
+        stored = int(dset.id.get_num_chunks()) // max(per_row, 1) * step
+    if stored < frames:
+        raise MediaError(f"{dset.name} declares {frames:,} frames but stores data for only {min(stored, frames):,}; "
+                         "frames that were never written are not footage, so it is refused (a writer that stopped "
+                         "early? re-save the file with only the frames it holds)", path=path)
+
+
 def _filters(dset: Any) -> list[int]:
     plist = dset.id.get_create_plist()
     return [int(plist.get_filter(i)[0]) for i in range(plist.get_nfilters())]
@@ -217,6 +242,7 @@ def dataset_frames(dset: Any, layout: FrameLayout, path: Path, limits: ReaderLim
         MediaError: a chunk is over the caps or damaged, or HDF5 cannot read it.
     """
     check_dataset(dset, path)
+    _check_stored(dset, path)
     budget = budget or Budget(path, limits)
     frames = layout.frames
     if dset.chunks is None:  # contiguous: no filters, the declared shape bounds every read

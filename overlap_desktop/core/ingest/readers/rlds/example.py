@@ -21,7 +21,12 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["ExampleError", "Feature", "parse_example"]
+__all__ = ["MAX_VALUES", "ExampleError", "Feature", "parse_example"]
+
+
+#: Values one feature may list: an episode's steps (a camera's frames). The list is held in
+#: memory, and an empty value costs two stored bytes, so the count is capped, not the bytes.
+MAX_VALUES = 200_000
 
 
 class ExampleError(ValueError):
@@ -83,7 +88,12 @@ def _feature(buf: memoryview, pos: int, end: int, *, values: bool) -> Feature:
         if wire != 2 or field not in (1, 2, 3):
             continue
         if field == 1:
-            items = [buf[s:t] for f, w, s, t in _fields(buf, a, b) if f == 1 and w == 2]
+            items: list[memoryview] = []
+            for f, w, s, t in _fields(buf, a, b):
+                if f == 1 and w == 2:
+                    if len(items) >= MAX_VALUES:
+                        raise ExampleError(_too_many())
+                    items.append(buf[s:t])
             return Feature("bytes", items if values else None, len(items))
         if field == 2:
             raw = bytearray()
@@ -105,9 +115,17 @@ def _feature(buf: memoryview, pos: int, end: int, *, values: bool) -> Feature:
                 while p < t:
                     v, p = _varint(buf, p, t)
                     ints.append(v)
+                    if len(ints) > MAX_VALUES:
+                        raise ExampleError(_too_many())
+            if len(ints) > MAX_VALUES:
+                raise ExampleError(_too_many())
         arr = np.array([v - (1 << 64) if v >= 1 << 63 else v for v in ints], np.int64)
         return Feature("int64", arr if values else None, arr.size)
     return Feature("", None, 0)
+
+
+def _too_many() -> str:
+    return f"a feature lists more than {MAX_VALUES:,} values, the most one episode feature may hold (the cap)"
 
 
 def parse_example(data: bytes | memoryview, *, want: set[str] | None = None,

@@ -39,6 +39,11 @@ _SHARD = re.compile(r"^(?P<stem>.+)-(?P<split>[^-]+)\.tfrecord-(?P<i>\d{5})-of-(
 _MAX_JSON = 16 * 1024 * 1024
 _MAX_DEPTH = 32
 _KEY = re.compile(r"^(?P<split>[^/]+)/episode_(?P<ep>\d+)/(?P<feature>.+)$")
+#: Records (episodes) one shard may hold: TFDS writes shards of a few thousand episodes at most,
+#: and walking a record costs time whatever its size (2 million empty records are 32 MB).
+MAX_SHARD_RECORDS = 100_000
+#: A record shorter than this cannot hold an episode with a camera image: passed over unread.
+_MIN_EPISODE_BYTES = 64
 
 
 def shards(folder: Path) -> dict[str, list[Path]]:
@@ -117,7 +122,7 @@ class RldsReader(ArrayReaderBase):
         return int(self.limits().max_chunk_bytes)
 
     def _spans(self, shard: Path) -> list[RecordSpan]:
-        return list(scan_records(shard, self._max_record(), max_records=MAX_EPISODES))
+        return list(scan_records(shard, self._max_record(), max_records=min(MAX_EPISODES, MAX_SHARD_RECORDS)))
 
     def _record(self, shard: Path, span: RecordSpan) -> bytes:
         key = (str(shard), span.offset)
@@ -142,6 +147,9 @@ class RldsReader(ArrayReaderBase):
             episode = 0
             for shard in files:
                 for span in self._spans(shard):
+                    if span.length < _MIN_EPISODE_BYTES:
+                        episode += 1  # numbered like the rest, so episode numbers stay the dataset's own
+                        continue
                     data = self._record(shard, span)
                     try:
                         feats = parse_example(data, want=set(cams))

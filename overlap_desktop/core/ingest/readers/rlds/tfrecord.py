@@ -82,7 +82,8 @@ def scan_records(path: Path, max_record: int, *, max_records: int) -> Iterator[R
             if length is None:
                 return
             if index >= max_records:
-                raise MediaError(f"{path.name} holds more than {max_records} records", path=path)
+                raise MediaError(f"{path.name} holds more than {max_records:,} records, the most one shard may hold "
+                                 "(the cap on records per shard); split it into more shards", path=path)
             yield RecordSpan(index, offset + _HEADER, length)
             offset += _HEADER + length + 4
             fh.seek(offset)
