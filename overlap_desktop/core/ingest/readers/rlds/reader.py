@@ -42,8 +42,6 @@ _KEY = re.compile(r"^(?P<split>[^/]+)/episode_(?P<ep>\d+)/(?P<feature>.+)$")
 #: Records (episodes) one shard may hold: TFDS writes shards of a few thousand episodes at most,
 #: and walking a record costs time whatever its size (2 million empty records are 32 MB).
 MAX_SHARD_RECORDS = 100_000
-#: A record shorter than this cannot hold an episode with a camera image: passed over unread.
-_MIN_EPISODE_BYTES = 64
 
 
 def shards(folder: Path) -> dict[str, list[Path]]:
@@ -147,7 +145,7 @@ class RldsReader(ArrayReaderBase):
             episode = 0
             for shard in files:
                 for span in self._spans(shard):
-                    if span.length < _MIN_EPISODE_BYTES:
+                    if span.length == 0:  # an empty Example: no camera; passed over unread
                         episode += 1  # numbered like the rest, so episode numbers stay the dataset's own
                         continue
                     data = self._record(shard, span)
