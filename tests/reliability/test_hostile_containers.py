@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -85,10 +84,6 @@ def test_soft_links_inside_the_file_still_read(tmp_path: Path) -> None:
         f.move("observations/images/cam_high", "stored_cam")
         f["observations/images/cam_high"] = h5py.SoftLink("/stored_cam")
     assert _frames(ep) > 0
-
-
-def _unused(*_a: Any) -> None:  # keeps Any imported for the sections below
-    return None
 
 
 # --------------------------------------------------------------------------- zarr v2/v3 and chunk links
