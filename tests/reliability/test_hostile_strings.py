@@ -39,6 +39,7 @@ from overlap_desktop.core.report.csv_io import write_report_csv
 from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.html import write_report_html
 from overlap_desktop.errors import ManifestError
+from overlap_desktop.paths import user_data_folder
 from tests.fixtures_manifest import synthetic_fp
 
 TRAVERSAL = {
@@ -129,9 +130,12 @@ def test_verify_never_uses_manifest_names_as_paths(tmp_path: Path, opens: _Opens
     # The product's own modules, imported lazily on first use (which depends on what this test
     # process ran before), are read too: they are not names from the manifest.
     package = os.path.dirname(os.path.realpath(overlap_desktop.__file__)) + os.sep
+    # The buyer's own data folder is read too (the known-vendors file, to say whether this
+    # unsigned content was seen signed): not a name from the manifest either.
+    own = os.path.realpath(user_data_folder()) + os.sep
     outside = sorted({p for p in opens.paths if not (p == root or p.startswith(root + os.sep))
                       and "site-packages" not in p and not p.startswith(sys.prefix)
-                      and not p.startswith(package)})
+                      and not p.startswith(package) and not p.startswith(own)})
     print(f"\nverify with traversal names: {len(opens.paths)} opens/listings, all inside the delivery; "
           f"statuses {[e.status for e in result.entries]}")
     assert outside == [], outside
