@@ -39,3 +39,29 @@ def test_remembered_signed_manifests_survive_forgetting_a_key_and_old_files_read
     # A file written before signed manifests were remembered has no "signed" list: it still reads.
     known_vendors_file().write_text(json.dumps({"format": "overlap-known-vendors/1", "vendors": []}))
     assert manifest_signature_facts(parse_manifest(plain), record=False) == {"status": "unsigned"}
+
+
+def test_an_unreadable_store_never_stops_an_unsigned_offer_and_says_the_check_was_not_done() -> None:
+    _data, plain = signed(seed=4)
+    known_vendors_file().parent.mkdir(parents=True, exist_ok=True)
+    known_vendors_file().write_text("[" * 100_000)
+    facts = manifest_signature_facts(parse_manifest(plain), record=False)
+    assert facts["status"] == "unsigned" and "could not be checked" in facts["note"]
+    assert "could not be checked against the signed manifests" in signature_sentence(facts)
+    assert not signature_changed(facts)
+
+
+def test_a_store_that_cannot_be_written_does_not_fail_a_known_signed_offer(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from overlap_desktop.core.manifest import vendors
+    from overlap_desktop.errors import InputError
+
+    data, _plain = signed(seed=5)
+    manifest_signature_facts(parse_manifest(data))  # first use: recorded
+    other, _ = signed(seed=6)  # same vendor and key, new content: only remembering it would write
+
+    def refuse(*_a, **_k):  # type: ignore[no-untyped-def]
+        raise InputError("cannot save the known vendors: read-only file system")
+
+    monkeypatch.setattr(vendors, "_save", refuse)
+    facts = manifest_signature_facts(parse_manifest(other))
+    assert facts["trust"] == "known"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from overlap_desktop.core.manifest.edpoints import key_problem
 from overlap_desktop.core.manifest.keys import VendorKey, parse_public_key_text
 from overlap_desktop.core.manifest.names import mixed_scripts, name_skeleton
 from overlap_desktop.core.manifest.signature import SEC_SIGNATURE, Signature, fingerprint
-from overlap_desktop.errors import InputError, ManifestError
+from overlap_desktop.errors import InputError, ManifestError, OverlapError
 from overlap_desktop.paths import user_data_folder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["KnownVendor", "check_signed", "downgrade_facts", "forget_vendor", "known_vendors", "known_vendors_file",
            "manifest_signature_facts", "signature_facts", "trust_key_file", "vendor_trust"]
+
+log = logging.getLogger(__name__)
 
 KNOWN_FILE_NAME = "known-vendors.json"
 KNOWN_FORMAT = "overlap-known-vendors/1"
@@ -185,8 +188,13 @@ def vendor_trust(sig: Signature, *, record: bool = True, path: str | os.PathLike
         out, new = _trust(vendors, sig)
         entry = _signed_record(sig, label)
         fresh = out["trust"] != "changed" and label is not None and entry not in signed
-        if new is not None or fresh:
-            _save([*vendors, new] if new is not None else vendors, path, [*signed, entry] if fresh else signed)
+        if new is not None:
+            _save([*vendors, new], path, [*signed, entry] if fresh else signed)
+        elif fresh:
+            try:
+                _save(vendors, path, [*signed, entry])
+            except OverlapError as exc:  # remembering this content helps later; never fail this offer over it
+                log.warning("could not remember this signed manifest in the known-vendors file: %s", exc)
     return out
 
 
@@ -202,7 +210,13 @@ def downgrade_facts(root: str, *, path: str | os.PathLike[str] | None = None) ->
     which is the content root a signature signs) was seen signed, else ``{}`` (``record``:
     vendor, fingerprint, signed_at, root, label of the newest match). Only the exact content
     counts: a label or a vendor's habits are no evidence of who made an unsigned file."""
-    same_root = [r for r in _load(path)[1] if r["root"] == root]
+    try:
+        signed = _load(path)[1]
+    except InputError as exc:  # an unsigned offer is still shown; the check is named as not done
+        log.warning("%s", exc)
+        return {"note": "could not be checked against the signed manifests seen before (the known-vendors file "
+                        "cannot be read)"}
+    same_root = [r for r in signed if r["root"] == root]
     return {"stripped": same_root[-1]} if same_root else {}
 
 
@@ -245,7 +259,10 @@ def signature_facts(sig: Signature | None, *, record: bool = True, unread_signat
         if unread_signature:
             out["note"] = "carries a signature of a newer kind this version cannot check"
         if root is not None:
-            out.update(downgrade_facts(root))
+            seen = downgrade_facts(root)
+            if "note" in seen and "note" in out:
+                seen["note"] = f"{out['note']}; it {seen['note']}"
+            out.update(seen)
         return out
     return {"status": "signed", **sig.facts(), **vendor_trust(sig, record=record, label=label)}
 
