@@ -98,5 +98,6 @@ def test_vendors_list_marks_a_mixed_script_name(tmp_path, capsys) -> None:  # ty
     keyfile = tmp_path / "acme.pub"
     keyfile.write_text(public_key_text(VendorKey("\u0410cme Robotics", raw(KEY))), encoding="utf-8")
     assert main(["vendors", "trust", str(keyfile)]) == 0
+    assert "[name mixes Cyrillic and Latin letters]: key" in capsys.readouterr().out
     assert main(["vendors", "list"]) == 0
     assert "[name mixes Cyrillic and Latin letters]" in capsys.readouterr().out

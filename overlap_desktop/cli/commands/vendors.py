@@ -43,14 +43,15 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         if not keyfile.is_file():
             raise UsageError("no such public key file", path=keyfile)
         pinned, replaced = api.trust_key_file(keyfile)
-        ctx.print(f"pinned {safe_terminal(pinned.name)}: key {pinned.fingerprint}")
+        ctx.print(f"pinned {safe_terminal(pinned.name)}{api.mixed_script_mark(pinned.mixed_scripts)}: key "
+                  f"{pinned.fingerprint}")
         if replaced is not None and replaced.public_key != pinned.public_key:
             ctx.print(f"  (replaces key {replaced.fingerprint}, recorded {replaced.since})")
         return int(ExitCode.OK)
     gone = api.forget_vendor(args.target)
     if gone is None:
         raise UsageError(f"no key is recorded for {args.target!r} (see `overlap vendors list`)")
-    ctx.print(f"forgot {safe_terminal(gone.name)} (key {gone.fingerprint})")
+    ctx.print(f"forgot {safe_terminal(gone.name)}{api.mixed_script_mark(gone.mixed_scripts)} (key {gone.fingerprint})")
     return int(ExitCode.OK)
 
 
