@@ -1,0 +1,211 @@
+"""How the pixel settle check (core/audit/settle.py) tells scripted twins from copies.
+
+Two parts:
+
+``pairs``: offered files written from the verdict suites' footage against the owned file they
+look like, along the line that is true for a copy (identity, 0.5x, mirrored) or the line a
+twin lines up on (the same motion, same time). Every pair goes through ``settle_stretches``
+exactly as at delivery (digest check, decode, 64x64 luma, measures, decision), and the bench
+prints the measures and the verdict. Pairs are split into a **tuning** set (the rendered
+MuJoCo rig and the generated scripted rig, whose figures chose the thresholds) and a
+**held-out** set nobody tuned on (real fixed cameras, the held-out car park and NASA
+footage: later moments of the same view against copies).
+
+``suites``: the verdict suites (tests/verdict_suites.py) compared as the quote does; every
+stretch the report leaves open (ambiguous, weak, below the floor) is settled against its
+owned candidates, and per offer the seconds the quote left can't tell that end owned / new /
+can't tell are printed with whether that is true (a look-alike owned is a false owned).
+
+Usage::
+
+    python bench/bench_settle.py [pairs] [suites] [--keep DIR] [--suite NAME ...]
+
+No assertions (tests/unit/audit/test_settle*.py and tests/integration/test_audit_settle*.py assert).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from overlap_desktop.core.audit.settle import (  # noqa: E402
+    OpenStretch,
+    Settlement,
+    settle_offered,
+    settle_stretches,
+    stretch_from_segment,
+)
+from overlap_desktop.core.types import Variant  # noqa: E402
+from tests import manipulations as m  # noqa: E402
+from tests import verdict_suites as vs  # noqa: E402
+from tests.manipulations import Piece  # noqa: E402
+
+DATA = ROOT / "tests" / "data"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+#: (set, name, truth, owned scene, owned (start, secs), offered pieces, transform, line speed, owned start,
+#:  variant, size, fps)
+PairSpec = tuple[str, str, str, Any, tuple[float, float], list[Piece], Any, float, float, Variant,
+                 tuple[int, int], float]
+
+
+def pair_specs() -> list[PairSpec]:
+    """Tuning pairs (rendered and generated rigs) and held-out pairs (real footage)."""
+    specs: list[PairSpec] = []
+    mj = {n: vs.RealClip(str(DATA / "mujoco" / f"{n}.mp4")) for n in
+          ("t1-l1", "t1-l2", "t1-l3", "t1-l4", "t1-l11", "t1-l12", "t2-l1", "t2-l2", "t2-l11", "t3-l1")}
+    size, fps, ident = (160, 120), 10.0, Variant()
+
+    def mjp(name: str, truth: str, own: str, off: str, *, tf: Any = None, speed: float = 1.0, start: float = 0.0,
+            secs: float = 12.0, var: Variant = ident) -> None:
+        specs.append(("tuning", name, truth, mj[own], (0.0, 12.0),
+                      [Piece(mj[off], start, secs, speed=speed, master_fps=fps)], tf, speed, start, var, size, fps))
+
+    mjp("mj twin l11 (block moved 6 cm)", "new", "t1-l1", "t1-l11")
+    mjp("mj twin l12 (block moved 5 cm)", "new", "t1-l1", "t1-l12")
+    mjp("mj twin t2-l11", "new", "t2-l1", "t2-l11")
+    mjp("mj twin t1-l3 (blocks elsewhere)", "new", "t1-l1", "t1-l3")
+    mjp("mj twin t2-l2", "new", "t2-l1", "t2-l2")
+    mjp("mj copy t1-l1", "owned", "t1-l1", "t1-l1")
+    mjp("mj copy t1-l2 graded", "owned", "t1-l2", "t1-l2", tf=m.colorgrade(sat=1.0))
+    mjp("mj copy t1-l1 saturated", "owned", "t1-l1", "t1-l1", tf=m.colorgrade())
+    mjp("mj copy t2-l1 0.5x from 3 s", "owned", "t2-l1", "t2-l1", speed=0.5, start=3.0)
+    mjp("mj copy t1-l1 mirrored", "owned", "t1-l1", "t1-l1", tf=m.hflip, var=Variant(mirrored=True))
+    rig, rs, rf = vs._ep, vs.RIG_SIZE, vs.RIG_FPS
+    for name, truth, own, off, tf, var in (
+            ("rig twin l5", "new", (1, 1), (1, 5), None, ident), ("rig twin l7", "new", (1, 1), (1, 7), None, ident),
+            ("rig twin l6", "new", (2, 1), (2, 6), None, ident), ("rig twin l8", "new", (1, 1), (1, 8), None, ident),
+            ("rig copy graded", "owned", (1, 1), (1, 1), m.colorgrade(sat=1.0), ident),
+            ("rig copy saturated", "owned", (1, 1), (1, 1), m.colorgrade(), ident),
+            ("rig copy mirrored", "owned", (2, 1), (2, 1), m.hflip, Variant(mirrored=True))):
+        specs.append(("tuning", name, truth, rig(*own), (0.0, vs.RIG_DUR),
+                      [Piece(rig(*off), 0.0, vs.RIG_DUR, master_fps=rf)], tf, 1.0, 0.0, var, rs, rf))
+    room = vs.RealClip(str(DATA / "fixedcam" / "room-people.mp4"))
+    table = vs.RealClip(str(DATA / "fixedcam" / "table-bottles.mp4"))
+    car = vs.RealClip(str(DATA / "heldout" / "carpark.mp4"))
+    nasa = vs.RealClip(str(DATA / "video" / "nasa_13013.mp4"))
+    for name, truth, scene, own, off_start, secs, tf, var, size_, fps_ in (
+            ("room copy", "owned", room, (0.0, 40.0), 18.0, 12.0, None, ident, (384, 216), 10.0),
+            ("room copy mirrored", "owned", room, (0.0, 40.0), 22.0, 9.6, m.hflip, Variant(mirrored=True),
+             (384, 216), 10.0),
+            ("room later moment", "not owned", room, (0.0, 40.0), 44.0, 12.0, None, ident, (384, 216), 10.0),
+            ("table copy", "owned", table, (0.0, 20.0), 6.0, 12.0, None, ident, (320, 180), 15.0),
+            ("table later moment", "not owned", table, (0.0, 20.0), 24.0, 12.0, None, ident, (320, 180), 15.0),
+            ("carpark copy", "owned", car, (0.0, 15.0), 1.0, 12.0, None, ident, (384, 216), 12.5),
+            ("carpark copy graded", "owned", car, (0.0, 15.0), 2.0, 12.0, m.colorgrade(sat=1.0), ident,
+             (384, 216), 12.5),
+            ("carpark later moment", "not owned", car, (0.0, 15.0), 16.0, 7.0, None, ident, (384, 216), 12.5),
+            ("nasa copy", "owned", nasa, (0.0, 13.0), 0.5, 12.0, None, ident, (320, 180), 25.0),
+            ("nasa copy mirrored", "owned", nasa, (0.0, 13.0), 2.0, 9.6, m.hflip, Variant(mirrored=True),
+             (320, 180), 25.0)):
+        # A later moment is laid on the owned file's line from 1 s (what a line through
+        # near-identical frames would claim).
+        line_start = off_start if truth == "owned" else 1.0
+        specs.append(("held-out", name, truth, scene, own, [Piece(scene, off_start, secs, master_fps=fps_)], tf,
+                      1.0, line_start, var, size_, fps_))
+    return specs
+
+
+def run_pairs(root: Path) -> list[tuple[PairSpec, Settlement]]:
+    """Write every pair's two files and settle the offered one along its line."""
+    out = []
+    for i, spec in enumerate(pair_specs()):
+        where, name, truth, scene, (own_start, own_secs), pieces, tf, speed, line_start, var, size, fps = spec
+        owned, offered = root / f"owned-{i}.mp4", root / f"offered-{i}.mp4"
+        if not owned.exists():
+            m.write_edit(owned, [Piece(scene, own_start, own_secs, master_fps=fps)], out_fps=fps, size=size)
+        if not offered.exists():
+            m.write_edit(offered, pieces, out_fps=fps, size=size, transform=tf, **vs.COPY_ENC)
+        dur = sum(p.duration for p in pieces)
+        st = OpenStretch("v:0", 0.0, dur, owned, "v:0", digest(owned), line_start, speed, var, "bench")
+        out.append((spec, settle_stretches(offered, [st])[0]))
+    return out
+
+
+def print_pairs(results: Sequence[tuple[PairSpec, Settlement]]) -> None:
+    print(f"{'set':9s} {'pair':36s} {'truth':9s} {'bg max':>6s} {'2nd':>5s} {'>=14':>4s} {'px med':>6s} "
+          f"{'moving':>6s} {'agree':>5s}  verdict")
+    for spec, st in results:
+        f = st.figures
+        print(f"{spec[0]:9s} {spec[1]:36s} {spec[2]:9s} {f.get('background_largest', 0):6.1f} "
+              f"{f.get('background_second', 0):5.1f} {f.get('background_cells_over', 0):4.0f} "
+              f"{f.get('pixel_median', 0):6.1f} {f.get('moving_share', 0):6.3f} {f.get('motion_agree', 0):5.2f}  "
+              f"{st.verdict}")
+    for where in ("tuning", "held-out"):
+        rows = [(s, st) for s, st in results if s[0] == where]
+        right = sum(1 for s, st in rows if st.verdict == s[2] or (s[2] == "not owned" and st.verdict != "owned"))
+        false_owned = sum(1 for s, st in rows if s[2] != "owned" and st.verdict == "owned")
+        false_new = sum(1 for s, st in rows if s[2] == "owned" and st.verdict == "new")
+        print(f"{where}: {right}/{len(rows)} settled as true; {false_owned} falsely owned; {false_new} copies "
+              f"falsely new; {sum(1 for _, st in rows if st.verdict == 'cant_tell')} left can't tell")
+
+
+def run_suite(name: str, root: Path) -> list[tuple[str, str | None, float, dict[str, float]]]:
+    """Compare one verdict suite; settle what it leaves open; per offer the open seconds' end."""
+    suite = vs.SUITES[name]()
+    report = vs.run(suite, root)
+    lab = root / "lab-index"
+    from overlap_desktop.core.index.store import open_index
+
+    rows = []
+    with open_index(lab, create=False) as index:
+        for f in report.files:
+            offer = Path(f.query_file)
+            o = suite.offers[offer.stem]
+            open_segs = [*f.ambiguous, *f.weak, *f.below_floor]
+            stretches = [stretch_from_segment(s, owned_sha256=index.indexed_sha256(s.corpus_file), why_open="quote")
+                         for s in open_segs]
+            ends: dict[str, float] = {"owned": 0.0, "new": 0.0, "cant_tell": 0.0}
+            if stretches:
+                for _s, a, b, verdict, _why in settle_offered(settle_stretches(offer, stretches)):
+                    ends[verdict] += b - a
+            rows.append((offer.stem, o.copy_of, f.cant_tell_seconds, ends))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("parts", nargs="*", default=["pairs", "suites"])
+    ap.add_argument("--keep", type=Path)
+    ap.add_argument("--suite", action="append", default=None)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.keep or Path(tmp)
+        if "pairs" in args.parts:
+            (root / "pairs").mkdir(parents=True, exist_ok=True)
+            print_pairs(run_pairs(root / "pairs"))
+        if "suites" in args.parts:
+            for name in args.suite or ["scripted", "mujoco", "short", "heldout"]:
+                _print_suite(name, run_suite(name, root / name))
+
+
+def _print_suite(name: str, rows: Sequence[tuple[str, str | None, float, dict[str, float]]]) -> None:
+    print(f"\nsuite {name}: seconds the quote left can't tell -> settled owned / new / can't tell")
+    false_owned = 0.0
+    for offer, copy_of, cant, ends in rows:
+        if cant <= 0 and not any(ends.values()):
+            continue
+        bad = ends["owned"] if copy_of is None else 0.0
+        false_owned += bad
+        print(f"  {offer:32s} {'copy' if copy_of else 'look-alike':10s} quote can't tell {cant:5.1f} s -> "
+              f"owned {ends['owned']:5.1f} new {ends['new']:5.1f} can't tell {ends['cant_tell']:5.1f}"
+              + ("  FALSE OWNED" if bad else ""))
+    print(f"  falsely owned after settling: {false_owned:.1f} s")
+
+
+_: Callable[..., Any] = main
+if __name__ == "__main__":
+    main()
