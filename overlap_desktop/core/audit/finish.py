@@ -1,0 +1,160 @@
+"""After the check: the re-screen (with the delivered frames' crop search and the pixel
+settlement of can't-tell stretches, when installed), then adding the delivery to the library.
+
+The order matters: both screens compare with the library as it stood before the delivery,
+so the delivery is added last.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from overlap_desktop.core.audit.decode import Decoded, FrameTap
+from overlap_desktop.core.audit.rescreen import copy_words, delivered_manifest, screen, seconds_of
+from overlap_desktop.core.audit.result import AuditResult, FileAudit
+from overlap_desktop.core.manifest.format import Manifest
+from overlap_desktop.core.match.accounting import union_seconds
+from overlap_desktop.core.report.model import FileResult
+from overlap_desktop.core.types import CancelCallback, ProgressCallback, Segment, Variant, check_cancel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overlap_desktop.config import Config
+    from overlap_desktop.core.index.store import Index
+
+__all__ = ["add_to_library", "rescreen_and_add", "settle_file"]
+
+log = logging.getLogger(__name__)
+
+
+def _overlap(spans: Sequence[tuple[float, float]], a: float, b: float) -> float:
+    return sum(max(0.0, min(b, y) - max(a, x)) for x, y in spans)
+
+
+def settle_file(fa: FileAudit, fr: FileResult, path: Path, idx: Index, *,
+                progress: ProgressCallback | None, cancel: CancelCallback | None) -> str:
+    """Settle the file's can't-tell stretches with pixels (both sides' frames), moving the
+    seconds each settled stretch covers from can't tell to owned or new. Returns how it went
+    ("" when the pixel check is not installed)."""
+    try:
+        from overlap_desktop.core.audit import settle
+    except ImportError:
+        return ""
+    open_segs = [(s, "ambiguous among owned episodes") for s in fr.ambiguous]
+    open_segs += [(s, "weak evidence") for s in fr.weak] + [(s, "shorter than the evidence floor")
+                                                            for s in fr.below_floor]
+    if not open_segs or fa.final is None:
+        return "settled with pixels"
+    stretches = [settle.stretch_from_segment(s, owned_sha256=idx.indexed_sha256(s.corpus_file), why_open=why)
+                 for s, why in open_segs]
+    settlements = settle.settle_stretches(path, stretches, progress=progress, cancel=cancel)
+    cant = [(s.start_s, s.end_s) for s in fr.cant_tell]
+    for row in settle.settle_offered(settlements):
+        start, end, verdict, reason = (row[1], row[2], row[3], row[4]) if len(row) == 5 else row
+        moved = _overlap(cant, float(start), float(end))
+        fa.settled.append((float(start), float(end), str(verdict), str(reason)))
+        if moved <= 0 or verdict == "cant_tell":
+            continue
+        fa.final.cant_tell = max(0.0, fa.final.cant_tell - moved)
+        if verdict == "owned":
+            fa.final.owned += moved
+        elif verdict == "new":
+            fa.final.new += moved
+    return "settled with pixels"
+
+
+def _crop_segments(tap: FrameTap | None, idx: Index, config: Config, progress: ProgressCallback | None,
+                   cancel: CancelCallback | None) -> tuple[dict[str, list[Segment]], str]:
+    if tap is None:
+        return {}, ""
+    import importlib
+
+    try:  # the crop search is optional here: installed with its own module
+        crops = importlib.import_module("overlap_desktop.core.audit.crops")
+    except ImportError:
+        return {}, ""
+    search: Any = getattr(crops, "search_crops", None)
+    if search is None:
+        return {}, ""
+    return search(tap, idx, config=config, progress=progress, cancel=cancel), "searched"
+
+
+def _count_crops(fa: FileAudit, fr: FileResult | None, segs: Sequence[Segment]) -> None:
+    """Owned seconds only the crop search found: taken from can't tell first, then from new."""
+    if not segs or fa.final is None:
+        return
+    owned = [(s.query_start, s.query_end) for s in (fr.segments if fr is not None else [])]
+    extra = union_seconds(owned + [(s.query_start, s.query_end) for s in segs]) - union_seconds(owned)
+    if extra <= 0:
+        return
+    fa.crop_seconds = extra
+    take = min(extra, fa.final.cant_tell)
+    fa.final.cant_tell -= take
+    fa.final.new = max(0.0, fa.final.new - (extra - take))
+    fa.final.owned += extra
+    words = ", ".join(sorted({s.variant.describe() for s in segs if s.variant.describe()}))
+    fa.copy_of = fa.copy_of or f"a copy of {Path(segs[0].corpus_file).name}{' ' + words if words else ''}"
+
+
+# Over 80 lines only because of its argument list; each step is a call.
+def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Decoded], idx: Index, *,
+                     config: Config, add: bool, tap: FrameTap | None, variants: tuple[Variant, ...],
+                     settings: str, progress: ProgressCallback | None,
+                     cancel: CancelCallback | None) -> None:
+    """Fill ``quoted`` and ``final`` seconds of every file, then add the delivery (``add``)."""
+    result.index = str(idx.path)
+    quoted = screen(m, idx, config=config, progress=progress, cancel=cancel)
+    delivered = screen(delivered_manifest(m, decoded), idx, config=config, progress=progress, cancel=cancel)
+    crop_hits, result.crops = _crop_segments(tap, idx, config, progress, cancel)
+    settle_how = ""
+    for fa in result.files:
+        check_cancel(cancel)
+        fa.quoted = seconds_of(quoted.get(fa.name))
+        d = decoded.get(fa.name)
+        if d is None or not d.streams:
+            fa.final = None  # nothing delivered to screen
+            continue
+        fr = delivered.get(fa.name)
+        fa.final = seconds_of(fr)
+        fa.copy_of = copy_words(fr, idx, d.sha256)
+        if fr is not None and fr.cant_tell:
+            try:
+                settle_how = settle_file(fa, fr, d.path, idx, progress=progress, cancel=cancel) or settle_how
+            except (ImportError, AttributeError, TypeError) as exc:  # a pixel check of another shape
+                log.warning("the pixel check of can't-tell stretches is unavailable (%s)", exc)
+        _count_crops(fa, fr, crop_hits.get(fa.name, []))
+    result.settle = settle_how
+    result.rescreened = True
+    if add:
+        result.added = add_to_library(idx, decoded.values(), variants=variants, settings=settings, cancel=cancel)
+
+
+def add_to_library(idx: Index, items: Sequence[Decoded] | Any, *, variants: tuple[Variant, ...], settings: str,
+                   cancel: CancelCallback | None = None) -> int:
+    """Record the decoded items' fingerprints in the library, one transaction each, then seal the
+    search shards; items that changed since they were decoded are left for indexing to redo."""
+    from overlap_desktop.core.index.schema import now_iso
+    from overlap_desktop.core.index.walk import changed_since
+
+    todo = [d for d in items if d.streams and d.sha256 and not d.error]
+    if not todo:
+        return 0
+    added = 0
+    with idx.writer():
+        idx.check_compatible()
+        roots = [d.path for d in todo]
+        idx.begin_run(roots)
+        for d in todo:
+            check_cancel(cancel)
+            if len(d.streams[0][1].variants) != len(variants):
+                continue
+            if changed_since(d.path, d.size, d.mtime_ns, d.stat_key) is not None:
+                continue
+            idx.record_file(d.path, size=d.size, mtime_ns=d.mtime_ns, sha256=str(d.sha256), reader=d.reader,
+                            streams=d.streams, settings=settings, indexed_at=now_iso(), stat_key=d.stat_key or None)
+            added += 1
+        idx.seal(cancel=cancel)
+        idx.end_run(roots)
+    return added

@@ -1,0 +1,178 @@
+"""The delivery audit end to end: the forged-quote attack, the honest quote, a one-sample
+change, ``--add``, and resume after an interruption (CLI in-process through ``main``).
+
+The lab owns clip0 (scene 11) and clip1 (scene 12). The vendor delivers ``take-07.mp4``, a
+re-encoded copy of clip0, and ``fresh.mp4`` (scene 14, never owned). The forged quote gives
+``take-07.mp4`` its own name, size and SHA-256 but the fingerprints of other, unowned footage
+(scene 13), Merkle root re-sealed: the screen reads it new and the bytes check passes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from overlap_desktop.cli.main import main
+from overlap_desktop.config import load_config
+from overlap_desktop.core.audit.reproduce import NOT_REPRODUCED, PARTLY, REPRODUCED
+from overlap_desktop.core.audit.run import audit_delivery
+from overlap_desktop.core.index.store import open_index
+from overlap_desktop.core.manifest.export import write_manifest
+from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream
+from overlap_desktop.core.manifest.parse import read_manifest
+from overlap_desktop.errors import Cancelled, ExitCode
+from tests.footage import make_clip
+
+SIZE = (160, 120)
+FPS = 12.0
+CLIP_S = 12.0
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("audit")
+    make_clip(root / "owned" / "clip0.mp4", 11, duration=CLIP_S, fps=FPS, size=SIZE)
+    make_clip(root / "owned" / "clip1.mp4", 12, duration=CLIP_S, fps=FPS, size=SIZE)
+    # The re-encoded copy: same scene, another encoder setting (different bytes).
+    from tests.footage import Scene, render_frames, write_video
+
+    write_video(root / "delivery" / "take-07.mp4",
+                render_frames(Scene(11), duration=CLIP_S, fps=FPS, size=SIZE), fps=FPS,
+                options={"preset": "veryfast", "crf": "28"})
+    make_clip(root / "delivery" / "fresh.mp4", 14, duration=CLIP_S, fps=FPS, size=SIZE)
+    make_clip(root / "other" / "unowned.mp4", 13, duration=CLIP_S, fps=FPS, size=SIZE)
+    assert main(["index", str(root / "owned"), "--index", str(root / "lab"), "-q"]) == 0
+    assert main(["index", str(root / "delivery"), "--index", str(root / "vendor"), "-q"]) == 0
+    assert main(["index", str(root / "other"), "--index", str(root / "vendor-other"), "-q"]) == 0
+    assert main(["export", "-o", str(root / "honest.ovlm"), "--index", str(root / "vendor"), "--no-sign",
+                 "-q"]) == 0
+    assert main(["export", "-o", str(root / "other.ovlm"), "--index", str(root / "vendor-other"), "--no-sign",
+                 "-q"]) == 0
+    honest = read_manifest(root / "honest.ovlm")
+    other = read_manifest(root / "other.ovlm")
+    take = root / "delivery" / "take-07.mp4"
+    forged = []
+    for f in honest.files:
+        if f.name == "take-07.mp4":
+            # The copy's own name, size and digest; another footage's fingerprints.
+            f = ManifestFile(f.name, take.stat().st_size, _sha(take), f.duration_s, other.files[0].streams)
+        forged.append(f)
+    write_manifest(forged, root / "forged.ovlm", algo_id=honest.algo_id, prep_id=honest.prep_id, label="forged")
+    return {"root": root, "lab": root / "lab", "delivery": root / "delivery", "honest": root / "honest.ovlm",
+            "forged": root / "forged.ovlm"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main([*argv, "-q"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_forged_quote_passes_the_bytes_check_and_fails_the_audit(world: dict[str, Path], tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # Today's check: every quoted file present and exact.
+    code, out, _ = run(capsys, "verify", str(world["forged"]), "--data", str(world["delivery"]))
+    assert code == ExitCode.OK, out
+    # The audit: the fingerprints are not those of the bytes, and the re-screen finds the copy.
+    receipt = tmp_path / "receipt.json"
+    code, out, err = run(capsys, "verify", str(world["forged"]), "--data", str(world["delivery"]), "--audit",
+                         "--index", str(world["lab"]), "-o", str(receipt))
+    assert code == ExitCode.CHECK_FAILED, out + err
+    assert "the quoted fingerprints of take-07.mp4 are not those of its bytes: 0 of" in out
+    assert "quoted 12 s new; delivered: 12 s owned, a copy of clip0.mp4 re-encoded" in out
+    data = json.loads(receipt.read_text(encoding="utf-8"))
+    take = next(f for f in data["files"] if f["name"] == "take-07.mp4")
+    assert take["bytes"] == "exact" and take["fingerprints"] == NOT_REPRODUCED
+    assert take["owned_seconds"] >= 11.5 and take["quoted"]["new_seconds"] >= 11.5
+    fresh = next(f for f in data["files"] if f["name"] == "fresh.mp4")
+    # The look-alike that must stay as quoted: footage the lab never owned audits clean and stays new.
+    assert fresh["fingerprints"] == REPRODUCED and fresh["owned_seconds"] == 0 and fresh["new_seconds"] >= 11.5
+
+
+def test_honest_quote_audits_clean(world: dict[str, Path], tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "verify", str(world["honest"]), "--data", str(world["delivery"]), "--audit",
+                         "--index", str(world["lab"]))
+    assert code == ExitCode.OK, out + err
+    assert "not those of its bytes" not in out
+    # The honest quote already said what the delivery shows: take-07 owned, unchanged at delivery.
+    assert "quoted 12 s owned; delivered: 12 s owned, a copy of clip0.mp4 re-encoded" in out
+
+
+def test_one_changed_sample_reads_partly_reproduced_with_its_span(world: dict[str, Path], tmp_path: Path) -> None:
+    honest = read_manifest(world["honest"])
+    files = []
+    for f in honest.files:
+        if f.name == "fresh.mp4":
+            fp = f.streams[0].fingerprints
+            codes = fp.codes.copy()
+            codes[5, 0] ^= 0xFF  # one sample, 256 bits turned
+            fp.codes = codes
+            f = ManifestFile(f.name, f.size, f.sha256, f.duration_s,
+                             [ManifestStream(f.streams[0].key, f.streams[0].fps, fp)])
+            t5 = float(fp.times_ns[5]) / 1e9
+        files.append(f)
+    write_manifest(files, tmp_path / "one.ovlm", algo_id=honest.algo_id, prep_id=honest.prep_id)
+    r = audit_delivery(tmp_path / "one.ovlm", world["delivery"], config=load_config({}, environ={}),
+                       state_dir=tmp_path / "state")
+    fresh = next(f for f in r.files if f.name == "fresh.mp4")
+    assert fresh.check.fingerprints == PARTLY
+    (span,) = fresh.check.streams[0].differing
+    assert span[0] == pytest.approx(t5) and span[1] == pytest.approx(t5 + 1.0)
+    assert f"differing at {t5:g}-{t5 + 1:g} s" in fresh.check.words
+    assert not r.ok
+    assert next(f for f in r.files if f.name == "take-07.mp4").check.fingerprints == REPRODUCED
+
+
+def test_add_puts_the_delivery_into_the_library_after_the_rescreen(world: dict[str, Path], tmp_path: Path) -> None:
+    lab = shutil.copytree(world["lab"], tmp_path / "lab")
+    cfg = load_config({"index.path": str(lab)}, environ={})
+    with open_index(lab, config=cfg) as idx:
+        before = {f.path for f in idx.files()}
+        r = audit_delivery(world["honest"], world["delivery"], index=idx, config=cfg, add=True,
+                           state_dir=tmp_path / "state")
+        after = {f.path for f in idx.files()}
+    assert r.ok and r.added == 2
+    # The re-screen saw the library before the delivery: fresh.mp4 new (not owned by itself).
+    fresh = next(f for f in r.files if f.name == "fresh.mp4")
+    assert fresh.final is not None and fresh.final.owned == 0 and fresh.final.new >= 11.5
+    assert {Path(p).name for p in after - before} == {"take-07.mp4", "fresh.mp4"}
+    # What was added is what indexing the delivery stores.
+    assert main(["index", str(world["delivery"]), "--index", str(tmp_path / "ref"), "-q"]) == 0
+    with open_index(tmp_path / "ref", readonly=True) as ref, open_index(lab, readonly=True) as got:
+        want = {Path(f.path).name: key_fp for f, *key_fp in ref.streams()}
+        have = {Path(f.path).name: key_fp for f, *key_fp in got.streams() if Path(f.path).name in want}
+    for name, (key, fp) in want.items():
+        k2, fp2 = have[name]
+        assert key == k2 and np.array_equal(fp.codes, fp2.codes) and np.array_equal(fp.times_ns, fp2.times_ns)
+
+
+def test_a_cancelled_audit_resumes_without_decoding_finished_files_again(world: dict[str, Path],
+                                                                         tmp_path: Path) -> None:
+    cfg = load_config({}, environ={})
+    seen: list[str] = []
+
+    def cancel_after_first() -> bool:
+        return len({s for s in seen}) > 1
+
+    def progress(p: object) -> None:
+        cur = getattr(p, "current", None)
+        if cur:
+            seen.append(str(cur))
+
+    with pytest.raises(Cancelled):
+        audit_delivery(world["honest"], world["delivery"], config=cfg, state_dir=tmp_path / "state",
+                       progress=progress, cancel=cancel_after_first)
+    r = audit_delivery(world["honest"], world["delivery"], config=cfg, state_dir=tmp_path / "state")
+    assert r.ok and r.resumed == 1
+    assert not any((tmp_path / "state").rglob("*.json"))  # a finished audit leaves nothing behind
