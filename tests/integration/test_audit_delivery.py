@@ -176,3 +176,35 @@ def test_a_cancelled_audit_resumes_without_decoding_finished_files_again(world: 
     r = audit_delivery(world["honest"], world["delivery"], config=cfg, state_dir=tmp_path / "state")
     assert r.ok and r.resumed == 1
     assert not any((tmp_path / "state").rglob("*.json"))  # a finished audit leaves nothing behind
+
+
+def test_the_receipt_is_signed_with_the_buyers_key_and_inspect_checks_it(
+        world: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run(capsys, "key", "create", "--name", "Lab Buyer")
+    assert code == 0
+    receipt, page = tmp_path / "receipt.json", tmp_path / "receipt.html"
+    code, out, err = run(capsys, "verify", str(world["forged"]), "--data", str(world["delivery"]), "--audit",
+                         "--index", str(world["lab"]), "-o", str(receipt), "--html", str(page))
+    assert code == ExitCode.CHECK_FAILED, out + err
+    data = json.loads(receipt.read_text(encoding="utf-8"))
+    assert data["schema"] == "overlap.receipt/1" and data["signature"]["status"] == "signed"
+    assert data["signature"]["signer"] == "Lab Buyer"
+    assert data["manifest"]["root"] == read_manifest(world["forged"]).root
+    assert {f["name"]: f["sha256"] for f in data["files"]} == {
+        p.name: _sha(p) for p in world["delivery"].iterdir()}
+    html = page.read_text(encoding="utf-8")
+    assert "take-07.mp4" in html and "not reproduced" in html and "(changed)" in html
+    code, out, _ = run(capsys, "inspect", str(receipt))
+    assert code == 0 and "signed by Lab Buyer" in out and "the signature verifies" in out
+    # Edited after signing: a verdict turned to "reproduced" is refused.
+    take = next(f for f in data["files"] if f["name"] == "take-07.mp4")
+    take["fingerprints"] = "reproduced"
+    data["totals"]["fingerprints"] = {"reproduced": 2, "partly reproduced": 0, "not reproduced": 0,
+                                      "not checked": 0}
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = run(capsys, "inspect", str(edited))
+    assert code == ExitCode.INPUT_REFUSED and "signature does not verify" in err
+    # A manifest still inspects as a manifest.
+    code, out, _ = run(capsys, "inspect", str(world["honest"]))
+    assert code == 0 and "valid overlap manifest" in out
