@@ -193,7 +193,8 @@ def _words(name: str, streams: Sequence[StreamCheck], verdict: str) -> str:
                     "nothing in them can be matched either")
         return f"the quoted fingerprints of {name} are those of its bytes ({within} of {checked} samples within " \
                f"{REPRODUCE_BITS} bits)"
-    spans = [f"{a:g}-{b:g} s" for s in streams for a, b in s.differing]
+    named = len(streams) > 1  # a recording's cameras: say which one differs
+    spans = [f"{s.key + ' ' if named else ''}{a:g}-{b:g} s" for s in streams for a, b in s.differing]
     shown = ", ".join(spans[:6]) + (f" and {len(spans) - 6} more" if len(spans) > 6 else "")
     if verdict == NOT_REPRODUCED:
         return (f"the quoted fingerprints of {name} are not those of its bytes: {within} of {checked} samples "
