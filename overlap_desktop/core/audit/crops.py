@@ -1,0 +1,185 @@
+"""Query-side crop search: windows of the delivered frames searched in the library.
+
+The audit decodes each delivered stream once; :class:`CropTap` rides along that pass (the audit
+hands it every decoded frame) and keeps, at a few samples a second, the PDQ codes of the windows
+:func:`~.crops_windows.crop_windows` chose for the library's ladder: codes only, 32 bytes per
+window and sample. :func:`search_crops` then searches each window's code stream in the library
+with the ordinary matcher and evidence rules (lines, verification, the chance figure judged
+against the library searched once per window, the floor, the rule of several owned episodes),
+so a window is claimed owned only with the evidence any match needs. What comes back are
+ordinary :class:`~overlap_desktop.core.types.Segment` s whose ``variant`` says the edit found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from overlap_desktop.core.audit.crops_windows import CropWindow, crop_windows
+from overlap_desktop.core.ingest import pdq_batch, prep
+from overlap_desktop.core.ingest.fingerprint import variants_from_config
+from overlap_desktop.core.match.corpora import IndexCorpus
+from overlap_desktop.core.match.pipeline import compare_streams
+from overlap_desktop.core.match.results import file_results
+from overlap_desktop.core.match.settings import match_params
+from overlap_desktop.core.match.types import QueryStream
+from overlap_desktop.core.types import (
+    CancelCallback,
+    ProgressCallback,
+    Segment,
+    StreamFingerprints,
+    StreamInfo,
+    TimedFrame,
+    Variant,
+    check_cancel,
+)
+
+if TYPE_CHECKING:
+    from overlap_desktop.config import Config
+    from overlap_desktop.core.index.store import Index
+
+__all__ = ["CROP_FPS", "MAX_CODES", "CropTap", "crop_tap", "search_crops"]
+
+#: Samples a second taken for the crop search at most (the index's rate when lower).
+CROP_FPS = 2.0
+#: Window codes kept at most over a whole audit (32 bytes each: 64 MB); past it, later footage
+#: is not crop-searched and :attr:`CropTap.skipped_s` says how much.
+MAX_CODES = 2_000_000
+_KEY_SEP = "#crop"
+
+
+@dataclass
+class _Stream:
+    name: str
+    key: str
+    duration_s: float | None
+    times: list[int] = field(default_factory=list)
+    codes: list[np.ndarray] = field(default_factory=list)
+    quality: list[np.ndarray] = field(default_factory=list)
+    next_k: int = 0
+
+
+class CropTap:
+    """Takes window codes from the frames of the audit's decode pass (one stream at a time).
+
+    Args:
+        windows: The windows to fingerprint.
+        fps: Samples a second.
+        max_codes: Window codes kept at most over every stream.
+    """
+
+    def __init__(self, windows: Sequence[CropWindow], fps: float, *, max_codes: int = MAX_CODES) -> None:
+        if fps <= 0:
+            raise ValueError(f"the crop search needs a positive sample rate, not {fps}")
+        self.windows = tuple(windows)
+        self.fps = float(fps)
+        self.max_codes = int(max_codes)
+        self.streams: list[_Stream] = []
+        #: Seconds of footage not crop-searched because the code budget was spent.
+        self.skipped_s = 0.0
+        self._current: _Stream | None = None
+        self._held = 0
+
+    def begin(self, name: str, path: Path, info: StreamInfo) -> None:
+        """A stream of delivered file ``name`` starts (its frames follow in presentation order)."""
+        self._current = _Stream(name, info.key, info.duration_s) if self.windows else None
+
+    def frame(self, frame: TimedFrame) -> None:
+        """One decoded frame: sampled when it is the first at or after the next sample time."""
+        s = self._current
+        if s is None:
+            return
+        due = int(round(s.next_k * 1e9 / self.fps))
+        if frame.t_ns < due:
+            return
+        if self._held + len(self.windows) > self.max_codes:
+            self.skipped_s += 1.0 / self.fps
+        else:
+            codes, quality = window_codes(_work_luma(frame), self.windows)
+            s.times.append(int(frame.t_ns))
+            s.codes.append(codes)
+            s.quality.append(quality)
+            self._held += len(self.windows)
+        # Every sample time this frame covers is taken by it (a held frame is one sample).
+        s.next_k = max(s.next_k + 1, int(np.floor(frame.t_ns * self.fps / 1e9)) + 1)
+
+    def end(self) -> None:
+        """The stream finished (or failed): what was sampled is kept."""
+        if self._current is not None and self._current.times:
+            self.streams.append(self._current)
+        self._current = None
+
+
+def _work_luma(frame: TimedFrame) -> np.ndarray:
+    to_luma = getattr(frame, "to_luma", None)
+    if to_luma is not None:
+        return np.asarray(to_luma(prep.WORK_SIZE, prep.WORK_SIZE), np.float32)
+    return prep.luma(np.ascontiguousarray(frame.to_rgb(prep.WORK_SIZE, prep.WORK_SIZE)))
+
+
+def window_codes(y: np.ndarray, windows: Sequence[CropWindow]) -> tuple[np.ndarray, np.ndarray]:
+    """PDQ codes ``uint8 (W, 32)`` and qualities ``(W,)`` of the windows of a working luma image,
+    prepared as the fingerprint prepares a frame (bars trimmed, resampled, low contrast stretched)."""
+    box = prep.content_box_from_luma(y)
+    small = np.empty((len(windows), prep.HASH_SIZE, prep.HASH_SIZE), np.float32)
+    for i, w in enumerate(windows):
+        x0 = box.x0 + int(round(w.x * box.width))
+        y0 = box.y0 + int(round(w.y * box.height))
+        x1 = max(x0 + 1, box.x0 + int(round((w.x + w.w) * box.width)))
+        y1 = max(y0 + 1, box.y0 + int(round((w.y + w.h) * box.height)))
+        small[i] = prep.region_luma(y, prep.Box(y0, y1, x0, x1))
+    gains = prep.contrast_gains(small)
+    if (gains != 1.0).any():
+        prep.stretch_contrast(small, gains, small.reshape(len(windows), -1).mean(axis=1))
+    np.clip(np.rint(small, out=small), 0, 255, out=small)
+    coefs, quality = pdq_batch.coefs_and_quality(small)
+    return pdq_batch.codes_from_coefs(coefs), np.maximum(quality, 0).astype(np.uint8)
+
+
+def crop_tap(config: Config) -> CropTap:
+    """A tap for one audit: windows for the ladder the configuration indexes with."""
+    fps = min(CROP_FPS, float(config["index.fps"]))
+    return CropTap(crop_windows(variants_from_config(config)), fps)
+
+
+def _queries(tap: CropTap, quality_floor: int) -> list[QueryStream]:
+    out: list[QueryStream] = []
+    for s in tap.streams:
+        times = np.asarray(s.times, np.int64)
+        codes = np.stack(s.codes)  # (n, W, 32)
+        quality = np.stack(s.quality)  # (n, W)
+        dur = s.duration_s if s.duration_s else (times[-1] / 1e9 + 1.0 / tap.fps)
+        for i in range(len(tap.windows)):
+            fp = StreamFingerprints(times, quality[:, i].copy(), codes[:, i:i + 1].copy(), (Variant(),),
+                                    quality[:, i] >= quality_floor, [], tap.fps, float(dur))
+            out.append(QueryStream(s.name, float(dur), f"{s.key}{_KEY_SEP}{i}", fp))
+    return out
+
+
+def search_crops(tap: CropTap, index: Index, *, config: Config, progress: ProgressCallback | None = None,
+                 cancel: CancelCallback | None = None) -> dict[str, list[Segment]]:
+    """Search the tapped windows in the library; per delivered file, the copies found.
+
+    Only counted segments come back (evidence above the floor, chance judged against the
+    library searched once per window, not one of several owned episodes matched alike).
+    ``query_stream`` is the delivered stream's key and ``variant`` the edit found.
+    """
+    queries = _queries(tap, int(config["index.quality_floor"]))
+    if not queries:
+        return {}
+    check_cancel(cancel)
+    params = match_params(config)
+    corpus = IndexCorpus(index)
+    found = compare_streams(queries, corpus, params, search_space=max(1, len(tap.windows)), near=False,
+                            progress=progress, cancel=cancel)
+    out: dict[str, list[Segment]] = {}
+    for f in file_results(queries, found, corpus, params):
+        for seg in f.segments:
+            key, _, idx = seg.query_stream.rpartition(_KEY_SEP)
+            w = tap.windows[int(idx)]
+            out.setdefault(f.query_file, []).append(replace(seg, query_stream=key, variant=w.variant))
+    return out
