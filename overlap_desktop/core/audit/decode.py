@@ -13,6 +13,7 @@ current: the query-side searches that need the delivered pixels ride on this one
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -106,7 +107,7 @@ class _TappedReader:
 
 # Over 80 lines only because of its argument list and the hashing thread's hand-offs.
 def decode_item(path: Path, *, config: Config, variants: Sequence[Variant] = (Variant(),), name: str = "",
-                tap: FrameTap | None = None, hash_bytes: bool = True,
+                tap: FrameTap | None = None, hash_bytes: bool = True, exact: bool = False,
                 on_fraction: Callable[[float], None] | None = None, cancel: CancelCallback | None = None,
                 resume: tuple[str, StreamResume] | None = None,
                 on_checkpoint: CheckpointCallback | None = None) -> Decoded:
@@ -120,6 +121,8 @@ def decode_item(path: Path, *, config: Config, variants: Sequence[Variant] = (Va
         name: The item's name in the quote (given to the tap).
         tap: Sees every decoded frame (see :class:`FrameTap`).
         hash_bytes: Also compute the SHA-256 of its bytes.
+        exact: Decode every used frame exactly (a reader with decoding shortcuts, the video reader,
+            leaves them out); readers without shortcuts decode as always.
         on_fraction: Receives the fraction of the item done.
         cancel: Polled between frames.
         resume: Saved progress inside the item to continue from, ``(stream key, progress)``.
@@ -144,6 +147,9 @@ def decode_item(path: Path, *, config: Config, variants: Sequence[Variant] = (Va
         out.error = exc.message
         return out
     out.reader = reader.name
+    if exact and hasattr(reader, "exact"):
+        reader = copy.copy(reader)  # the shared reader keeps its settings
+        reader.exact = True  # type: ignore[attr-defined]
     stop = threading.Event()
     sha: list[str | None] = [None]
     sha_error: list[BaseException | None] = [None]

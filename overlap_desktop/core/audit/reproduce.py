@@ -131,12 +131,30 @@ def _spans(times_s: np.ndarray, bad: np.ndarray, step_s: float, end_s: float) ->
     return out
 
 
+def _bits_at(qt: np.ndarray, qcodes: np.ndarray, delivered: StreamFingerprints
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per quoted time: the bit distance to the delivered code at that time (256 when there is
+    none), whether there is one, and its position."""
+    dt = np.asarray(delivered.times_ns, np.int64)
+    if len(dt) == 0:
+        z = np.zeros(len(qt), np.int64)
+        return np.full(len(qt), 256, np.int64), np.zeros(len(qt), bool), z
+    pos = np.clip(np.searchsorted(dt, qt), 0, len(dt) - 1)
+    found = dt[pos] == qt
+    bits = np.full(len(qt), 256, np.int64)
+    if found.any():
+        bits[found] = hamming(qcodes[found, 0], np.asarray(delivered.codes)[pos[found], 0])
+    return bits, found, pos
+
+
 def check_stream(quoted: ManifestStream, delivered: StreamFingerprints | None, *, quality_floor: int,
-                 delivered_key: str = "") -> StreamCheck:
+                 delivered_key: str = "", second: StreamFingerprints | None = None) -> StreamCheck:
     """Compare one quoted stream with the delivered stream's fingerprints, sample by sample.
 
     A quoted time the delivered stream has no sample at (footage shorter than quoted, another
-    sampling grid) counts as a sample that does not hold.
+    sampling grid) counts as a sample that does not hold. ``second``: the same stream decoded
+    exactly (no decoding shortcuts): a sample holds when either decode reproduces it, since a
+    vendor's decoder may have taken the shortcuts or not (bench/bench_audit.py).
     """
     q = quoted.fingerprints
     out = StreamCheck(key=quoted.key, delivered_key=delivered_key, samples=len(q))
@@ -144,16 +162,13 @@ def check_stream(quoted: ManifestStream, delivered: StreamFingerprints | None, *
         out.missing = True
         return out
     qt = np.asarray(q.times_ns, np.int64)
-    dt = np.asarray(delivered.times_ns, np.int64)
-    pos = np.clip(np.searchsorted(dt, qt), 0, max(len(dt) - 1, 0))
-    found = (len(dt) > 0) & (dt[pos] == qt) if len(dt) else np.zeros(len(qt), bool)
+    qcodes = np.asarray(q.codes)
+    bits, found, pos = _bits_at(qt, qcodes, delivered)
+    if second is not None:
+        bits = np.minimum(bits, _bits_at(qt, qcodes, second)[0])
     # Featureless delivered pictures: counted neither way (unstable bits, never matched).
     counted = np.ones(len(qt), bool)
-    if len(dt):
-        counted[found] = delivered.quality[pos[found]] >= quality_floor
-    bits = np.full(len(qt), 256, np.int64)
-    if found.any():
-        bits[found] = hamming(np.asarray(q.codes)[found, 0], np.asarray(delivered.codes)[pos[found], 0])
+    counted[found] = delivered.quality[pos[found]] >= quality_floor
     holds = bits <= REPRODUCE_BITS
     out.checked = int(counted.sum())
     out.within = int((holds & counted).sum())
@@ -204,10 +219,14 @@ def _words(name: str, streams: Sequence[StreamCheck], verdict: str) -> str:
 
 
 def check_file(quoted: ManifestFile, delivered: Sequence[tuple[StreamInfo, StreamFingerprints]], *,
-               quality_floor: int, anonymized: bool = False) -> FileCheck:
-    """Check every quoted stream of one file against the delivered streams."""
+               quality_floor: int, anonymized: bool = False,
+               exact: Sequence[tuple[StreamInfo, StreamFingerprints]] = ()) -> FileCheck:
+    """Check every quoted stream of one file against the delivered streams (and, given ``exact``,
+    the same streams decoded exactly: see :func:`check_stream`)."""
+    second = {info.key: fp for info, fp in exact}
     checks = [check_stream(s, None if hit is None else hit[1], quality_floor=quality_floor,
-                           delivered_key="" if hit is None else hit[0].key)
+                           delivered_key="" if hit is None else hit[0].key,
+                           second=None if hit is None else second.get(hit[0].key))
               for s, hit in match_streams(quoted, delivered, anonymized=anonymized)]
     verdicts = {c.verdict for c in checks}
     if not checks or verdicts == {REPRODUCED}:

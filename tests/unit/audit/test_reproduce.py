@@ -107,3 +107,16 @@ def test_the_quote_grid_is_found_when_the_vendor_sampled_otherwise(vendor_fps: f
     odd[3] += 7  # a time on no grid
     q.fingerprints.times_ns = odd
     assert quote_grid(ManifestFile("a", 1, "0" * 64, 20.0, [q]), 4.0) is None
+
+
+def test_a_sample_the_exact_decode_reproduces_holds_and_one_neither_does_not() -> None:
+    info, fp = _delivered()
+    q = _quoted(fp)
+    exact = synthetic_fp(3, 48, fps=4.0)  # the same stream decoded without shortcuts
+    exact.codes = exact.codes.copy()
+    _flip(q.fingerprints.codes, 2, 40)  # the vendor's decode differed here...
+    _flip(exact.codes, 8, 40)  # ...and the exact decode shows the vendor's picture
+    q.fingerprints.codes[7, 0] ^= 0xFF  # this one neither decode shows
+    c = check_stream(q, fp, quality_floor=50, second=exact)  # type: ignore[arg-type]
+    assert c.within == 11 and c.differing == [(7.0, 8.0)]
+    assert check_stream(q, fp, quality_floor=50).within == 10  # type: ignore[arg-type]
