@@ -149,7 +149,7 @@ def decode_item(path: Path, *, config: Config, variants: Sequence[Variant] = (Va
     out.reader = reader.name
     if exact and hasattr(reader, "exact"):
         reader = copy.copy(reader)  # the shared reader keeps its settings
-        reader.exact = True  # type: ignore[attr-defined]
+        reader.exact = True
     stop = threading.Event()
     sha: list[str | None] = [None]
     sha_error: list[BaseException | None] = [None]
