@@ -18,8 +18,10 @@ stay far below.
 (``time.process_time``, every thread of the process):
 
 * ``index``: ``overlap index`` of the delivery alone (the baseline);
-* ``audit + add``: ``overlap verify --audit --add`` (one decode: bytes check, fingerprint check,
-  the quote and the delivered footage screened against the library, then added to it).
+* ``audit + add``: ``overlap verify --audit --add --no-crops`` (one decode: bytes check, fingerprint
+  check, the quote and the delivered footage screened against the library, then added to it);
+* the same with the crop search of the delivered frames (``overlap verify --audit --add``), which
+  hashes windows of the delivered frames the library's fingerprints cannot stand for.
 
 The figure is ``audit+add / index``, in one run. Nothing here asserts a time.
 """
@@ -113,6 +115,7 @@ def cpu(clips: list[Path], owned: list[Path]) -> dict[str, Any]:
         with open_index(base / "vendor", config=vcfg) as v:
             export_manifest(v, base / "quote.ovlm", config=vcfg, sign=False)
         shutil.copytree(base / "lab", base / "lab-audit")
+        shutil.copytree(base / "lab", base / "lab-crops")
         # Baseline: indexing the delivery alone (files not yet in the page cache for neither: both read them).
         c0, w0 = time.process_time(), time.perf_counter()
         icfg = load_config({**one, "index.path": str(base / "alone")}, environ={})
@@ -121,13 +124,21 @@ def cpu(clips: list[Path], owned: list[Path]) -> dict[str, Any]:
         acfg = load_config({**one, "index.path": str(base / "lab-audit")}, environ={})
         c0, w0 = time.process_time(), time.perf_counter()
         with open_index(base / "lab-audit", config=acfg) as idx:
-            r = audit_delivery(base / "quote.ovlm", delivery, index=idx, config=acfg, add=True,
+            r = audit_delivery(base / "quote.ovlm", delivery, index=idx, config=acfg, add=True, crops=False,
                                state_dir=base / "state")
         audit_cpu, audit_wall = time.process_time() - c0, time.perf_counter() - w0
+        ccfg = load_config({**one, "index.path": str(base / "lab-crops")}, environ={})
+        c0 = time.process_time()
+        with open_index(base / "lab-crops", config=ccfg) as idx:
+            audit_delivery(base / "quote.ovlm", delivery, index=idx, config=ccfg, add=True, crops=True,
+                           state_dir=base / "state2")
+        crops_cpu = time.process_time() - c0
     return {"delivery": [c.name for c in clips], "owned": [c.name for c in owned], "audit ok": r.ok,
             "added": r.added, "index cpu s": round(index_cpu, 2), "index wall s": round(index_wall, 2),
             "audit+add cpu s": round(audit_cpu, 2), "audit+add wall s": round(audit_wall, 2),
-            "ratio cpu": round(audit_cpu / index_cpu, 3)}
+            "ratio cpu": round(audit_cpu / index_cpu, 3),
+            "with the crop search: audit+add cpu s": round(crops_cpu, 2),
+            "with the crop search: ratio cpu": round(crops_cpu / index_cpu, 3)}
 
 
 def main() -> None:

@@ -20,6 +20,10 @@ def add_audit_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--add", action="store_true",
                    help="with --audit: add the delivered files to the library in the same pass (after the "
                         "re-screen, which compares with the library as it stood before the delivery)")
+    g.add_argument("--no-crops", action="store_true",
+                   help="with --audit: do not search crops of the delivered frames in the library (the "
+                        "search finds cropped copies a quote cannot show; it costs about as much CPU again "
+                        "as the decode, docs/capacity.md)")
     g.add_argument("--no-rescreen", action="store_true",
                    help="with --audit: check the fingerprints only, do not screen against a library")
 
@@ -36,7 +40,7 @@ def run_audit(args: argparse.Namespace, ctx: CliContext, threads: int) -> int:
     try:
         with ctx.progress("Auditing delivery") as progress:
             r = api.audit_delivery(Path(args.manifest), Path(args.data), index=idx, config=ctx.config,
-                                   add=args.add, threads=threads, progress=progress)
+                                   add=args.add, crops=not args.no_crops, threads=threads, progress=progress)
     finally:
         if idx is not None:
             idx.close()

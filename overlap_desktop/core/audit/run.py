@@ -163,7 +163,8 @@ def _check(run: _Run, f: ManifestFile, d: Decoded | None, on_grid: Decoded | Non
 # Over 80 lines only because of its argument list and docstring; the steps are the module's.
 def audit_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
                    index: Index | None = None, config: Config | None = None, add: bool = False,
-                   tap: FrameTap | None = None, state_dir: str | os.PathLike[str] | None = None,
+                   tap: FrameTap | None = None, crops: bool = True,
+                   state_dir: str | os.PathLike[str] | None = None,
                    threads: int = 0, progress: ProgressCallback | None = None,
                    cancel: CancelCallback | None = None) -> AuditResult:
     """Check a delivery against its quote: the bytes, and the fingerprints of what the bytes show.
@@ -174,7 +175,9 @@ def audit_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | 
         index: The library, open (writable with ``add``); ``None``: no re-screen, nothing added.
         config: Settings (default: loaded).
         add: Put the delivered items' fingerprints into ``index`` after the re-screen.
-        tap: Sees every decoded frame (the delivered frames' crop search).
+        tap: Sees every decoded frame; default with a library and ``crops``: the crop search of the
+            delivered frames (:mod:`.crops`), which finds cropped copies a pixel-free quote cannot show.
+        crops: Search crops of the delivered frames in the library (needs ``index``).
         state_dir: Where progress is saved for a resume (default: the user data folder, ``audits/``).
         threads: Hashing threads of the bytes check (0 = one per core).
         progress: Receives ``Progress(stage="audit", unit="files")`` (and the re-screen's stages).
@@ -200,6 +203,10 @@ def audit_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | 
                             f"{m.prep_id!r}, this version computes {ALGO_ID!r} / {PREP_ID!r}; audit with the "
                             "overlap version the vendor used", path=m.path)
     variants = tuple(variants_from_config(config)) if add else (Variant(),)
+    if tap is None and crops and index is not None:
+        from overlap_desktop.core.audit.crops import crop_tap
+
+        tap = crop_tap(config)
     settings = fingerprint_settings(config, variants)
     state = AuditState(_state_folder(state_dir) / state_key(m.root, root, settings))
     total = len(m.files)
