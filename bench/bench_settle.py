@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from overlap_desktop import api  # noqa: E402
 from overlap_desktop.core.audit.settle import (  # noqa: E402
     OpenStretch,
     Settlement,
@@ -153,26 +154,51 @@ def print_pairs(results: Sequence[tuple[PairSpec, Settlement]]) -> None:
               f"falsely new; {sum(1 for _, st in rows if st.verdict == 'cant_tell')} left can't tell")
 
 
-def run_suite(name: str, root: Path) -> list[tuple[str, str | None, float, dict[str, float]]]:
-    """Compare one verdict suite; settle what it leaves open; per offer the open seconds' end."""
+def _moved(spans: Sequence[tuple[float, float]], rows: Sequence[tuple[str, float, float, str, str]]
+           ) -> dict[str, float]:
+    """Seconds of ``spans`` each settled verdict covers (a second once, the first verdict over it)."""
+    ends = {"owned": 0.0, "new": 0.0, "cant_tell": 0.0}
+    for a, b in spans:
+        t = a
+        for _s, x, y, verdict, _why in sorted(rows, key=lambda r: r[1]):
+            lo, hi = max(t, x), min(b, y)
+            if hi > lo:
+                ends[verdict] += hi - lo
+                t = hi
+        ends["cant_tell"] += 0.0
+    return ends
+
+
+def run_suite(name: str, root: Path) -> list[tuple[str, str | None, dict[str, float], dict[str, float],
+                                                   dict[str, float]]]:
+    """Compare one verdict suite as the quote does; settle the seconds it leaves can't tell (every
+    line behind them, core/audit/settle_lines.py), and, as a second opinion, its counted segments.
+
+    Per offer: the quote's seconds, where its can't-tell seconds end, where its owned seconds end.
+    """
+    from overlap_desktop.core.audit.settle_lines import open_lines, open_stretches
+    from overlap_desktop.core.index.store import open_index
+    from overlap_desktop.core.manifest.parse import read_manifest
+
     suite = vs.SUITES[name]()
     report = vs.run(suite, root)
-    lab = root / "lab-index"
-    from overlap_desktop.core.index.store import open_index
-
+    cfg = api.load_config({"index.path": str(root / "lab-index")})
     rows = []
-    with open_index(lab, create=False) as index:
+    with open_index(root / "lab-index", create=False) as index:
+        needs = {f.query_file for f in report.files if f.cant_tell}
+        lines = open_lines(read_manifest(root / "offer.ovlm"), index, config=cfg, names=needs)
         for f in report.files:
-            offer = Path(f.query_file)
-            o = suite.offers[offer.stem]
-            open_segs = [*f.ambiguous, *f.weak, *f.below_floor]
-            stretches = [stretch_from_segment(s, owned_sha256=index.indexed_sha256(s.corpus_file), why_open="quote")
-                         for s in open_segs]
-            ends: dict[str, float] = {"owned": 0.0, "new": 0.0, "cant_tell": 0.0}
-            if stretches:
-                for _s, a, b, verdict, _why in settle_offered(settle_stretches(offer, stretches)):
-                    ends[verdict] += b - a
-            rows.append((offer.stem, o.copy_of, f.cant_tell_seconds, ends))
+            offer = root / "offer" / Path(f.query_file).name
+            quote = {"owned": f.matched_seconds, "new": f.new_seconds, "cant_tell": f.cant_tell_seconds}
+            stretches = open_stretches(f, lines.get(f.query_file, []), index)
+            cant = [(c.start_s, c.end_s) for c in f.cant_tell]
+            ct_end = _moved(cant, settle_offered(settle_stretches(offer, stretches))) if stretches else {}
+            counted = [stretch_from_segment(s, owned_sha256=index.indexed_sha256(s.corpus_file), why_open="counted")
+                       for s in f.segments]
+            owned_spans = [(s.query_start, s.query_end) for s in f.segments]
+            own_end = _moved(owned_spans, settle_offered(settle_stretches(offer, counted))) if counted else {}
+            rows.append((Path(f.query_file).stem, suite.offers[Path(f.query_file).stem].copy_of, quote, ct_end,
+                         own_end))
     return rows
 
 
@@ -192,18 +218,31 @@ def main(argv: Sequence[str] | None = None) -> None:
                 _print_suite(name, run_suite(name, root / name))
 
 
-def _print_suite(name: str, rows: Sequence[tuple[str, str | None, float, dict[str, float]]]) -> None:
-    print(f"\nsuite {name}: seconds the quote left can't tell -> settled owned / new / can't tell")
-    false_owned = 0.0
-    for offer, copy_of, cant, ends in rows:
-        if cant <= 0 and not any(ends.values()):
-            continue
-        bad = ends["owned"] if copy_of is None else 0.0
-        false_owned += bad
-        print(f"  {offer:32s} {'copy' if copy_of else 'look-alike':10s} quote can't tell {cant:5.1f} s -> "
-              f"owned {ends['owned']:5.1f} new {ends['new']:5.1f} can't tell {ends['cant_tell']:5.1f}"
-              + ("  FALSE OWNED" if bad else ""))
-    print(f"  falsely owned after settling: {false_owned:.1f} s")
+def _print_suite(name: str, rows: Sequence[tuple[str, str | None, dict[str, float], dict[str, float],
+                                                  dict[str, float]]]) -> None:
+    print(f"\nsuite {name}: the quote's owned / new / can't tell seconds; where its can't-tell seconds end "
+          "after settling (owned / new / still can't tell); where its owned seconds end (second opinion)")
+    false_owned = false_new = twins_new = twins_open = copies_owned = copies_open = 0.0
+    for offer, copy_of, q, ct, own in rows:
+        f = lambda d, k: d.get(k, 0.0)  # noqa: E731
+        ct_open = q["cant_tell"] - f(ct, "owned") - f(ct, "new")
+        flag = ""
+        if copy_of is None:
+            false_owned += f(ct, "owned")
+            twins_new += f(ct, "new")
+            twins_open += ct_open
+            flag = "  FALSE OWNED" if f(ct, "owned") else ""
+        else:
+            false_new += f(ct, "new")
+            copies_owned += f(ct, "owned")
+            copies_open += ct_open
+            flag = "  FALSE NEW" if f(ct, "new") else ""
+        print(f"  {offer:30s} {'copy' if copy_of else 'look-alike':10s} quote {q['owned']:5.1f}/{q['new']:5.1f}/"
+              f"{q['cant_tell']:5.1f}  can't tell -> {f(ct, 'owned'):5.1f}/{f(ct, 'new'):5.1f}/{ct_open:5.1f}  "
+              f"owned -> {f(own, 'owned'):5.1f}/{f(own, 'new'):5.1f}/{f(own, 'cant_tell'):5.1f}{flag}")
+    print(f"  can't-tell seconds of look-alikes: {twins_new:.1f} s settled new, {twins_open:.1f} s left, "
+          f"{false_owned:.1f} s falsely owned; of copies: {copies_owned:.1f} s settled owned, {copies_open:.1f} s "
+          f"left, {false_new:.1f} s falsely new")
 
 
 _: Callable[..., Any] = main

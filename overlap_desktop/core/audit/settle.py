@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 
 from overlap_desktop.core.audit.settle_frames import frames_at, library_problem
-from overlap_desktop.core.audit.settle_maps import LineMeasures, measure_line
+from overlap_desktop.core.audit.settle_maps import LineMeasures, luma_of, measure_line
 from overlap_desktop.core.types import CancelCallback, Progress, Segment, Variant, check_cancel
 from overlap_desktop.errors import MediaError
 
@@ -69,8 +69,11 @@ MIN_MOVING = 0.01
 AGREE_SHARE = 0.85
 #: Samples per second of offered stretch, and the bounds on their count.
 SAMPLES_PER_S, SAMPLES_MIN, SAMPLES_MAX = 4.0, 8, 48
-#: Stretches whose frames are held at once (each sample 16 KB a side).
-BATCH = 32
+#: Stretches whose frames are held at once (each sample 12 KB a side, the owned side once per shift).
+BATCH = 8
+#: Shifts of the line tried on the owned side (seconds): a matched line's offset is known to about
+#: a sample of the index's grid, and one frame off puts every moving edge out of place.
+SHIFTS = np.round(np.arange(-6, 7) * 0.05, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +195,8 @@ def _settle_batch(delivered: Path, batch: Sequence[OpenStretch], problems: Mappi
     offered = _gather(((delivered, s.offered_stream, Variant()), t) for s, t in zip(batch, times, strict=True))
     readable = [i for i, s in enumerate(batch) if problems[s.owned_path] is None]
     owned = _gather(((batch[i].owned_path, batch[i].owned_stream, batch[i].variant),
-                     np.array([batch[i].owned_time(t) for t in times[i]])) for i in readable)
+                     np.concatenate([np.array([batch[i].owned_time(t) for t in times[i]]) + d for d in SHIFTS]))
+                    for i in readable)
     got_offered = {key: frames_at(key[0], key[1], ts, key[2], cancel=cancel) for key, ts in offered.wanted()}
     got_owned: dict[tuple[Path, str, Variant], tuple[np.ndarray, np.ndarray] | str] = {}
     for key, ts in owned.wanted():
@@ -212,14 +216,31 @@ def _settle_batch(delivered: Path, batch: Sequence[OpenStretch], problems: Mappi
         if isinstance(w, str):
             results.append(Settlement(s, "cant_tell", w))
             continue
-        both = o_found & w[1]
-        if both.sum() == 0:
-            results.append(Settlement(s, "cant_tell", "no frames of both sides along the line"))
-            continue
-        m = measure_line(o_imgs[both], w[0][both], differ=DIFFER_LEVEL)
-        verdict, reason = decide(m)
-        results.append(Settlement(s, verdict, reason, m.figures()))
+        results.append(_judge(s, o_imgs, o_found, w[0], w[1]))
     return results
+
+
+def _judge(s: OpenStretch, o_imgs: np.ndarray, o_found: np.ndarray, w_imgs: np.ndarray, w_found: np.ndarray
+           ) -> Settlement:
+    """Measure one stretch at the shift of its line where the two sides' luma agree best."""
+    n = len(o_found)
+    w_imgs = w_imgs.reshape(len(SHIFTS), n, *w_imgs.shape[1:])
+    w_found = w_found.reshape(len(SHIFTS), n)
+    o_luma = luma_of(o_imgs.astype(np.float32))
+    best, best_j = np.inf, -1
+    for j in range(len(SHIFTS)):
+        both = o_found & w_found[j]
+        if both.sum() < max(1, n // 2):
+            continue
+        d = float(np.mean(np.abs(o_luma[both] - luma_of(w_imgs[j][both].astype(np.float32)))))
+        if d < best - 1e-6 or (abs(d - best) <= 1e-6 and abs(SHIFTS[j]) < abs(SHIFTS[best_j])):
+            best, best_j = d, j
+    if best_j < 0:
+        return Settlement(s, "cant_tell", "no frames of both sides along the line")
+    both = o_found & w_found[best_j]
+    m = measure_line(o_imgs[both].astype(np.float32), w_imgs[best_j][both].astype(np.float32), differ=DIFFER_LEVEL)
+    verdict, reason = decide(m)
+    return Settlement(s, verdict, reason, {**m.figures(), "line_shift_s": float(SHIFTS[best_j])})
 
 
 class _Requests:

@@ -3,7 +3,7 @@
 Frames are read with the reader indexing used (so every container the index reads works), one
 stream pass per call: each decoded frame is dropped at once unless it is the frame shown at a
 wanted time, which is reduced to 64x64 RGB as the pipeline sees it (working image, bar trim,
-the variant's crop and orientation) and kept. Memory is the wanted samples' 48 KB each.
+the variant's crop and orientation) and kept. Memory is the wanted samples' 12 KB each.
 
 A library file is read only after its digest is checked against the one the index recorded:
 a file changed since indexing is not the footage the quote was compared with.
@@ -100,7 +100,7 @@ def frames_at(path: Path, stream: str, times_s: Sequence[float] | np.ndarray, va
     """The frames of ``stream`` shown at ``times_s`` (seconds from its first frame), as 64x64 RGB.
 
     Returns:
-        ``(images float32 (n, 64, 64, 3), found bool (n,))``; a time past the stream's end
+        ``(images uint8 (n, 64, 64, 3), found bool (n,))``; a time past the stream's end
         (by more than :data:`LATE_LIMIT_S`) is not found and its image is zeros.
 
     Raises:
@@ -112,7 +112,7 @@ def frames_at(path: Path, stream: str, times_s: Sequence[float] | np.ndarray, va
     if info is None:
         raise MediaError(f"has no stream {stream!r} (the match named it); was the file replaced?", path=path)
     n = len(times_s)
-    out = np.zeros((n, prep.HASH_SIZE, prep.HASH_SIZE, 3), np.float32)
+    out = np.zeros((n, prep.HASH_SIZE, prep.HASH_SIZE, 3), np.uint8)
     found = np.zeros(n, bool)
     if n == 0:
         return out, found
