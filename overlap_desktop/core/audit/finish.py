@@ -8,7 +8,7 @@ so the delivery is added last.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from overlap_desktop.core.audit.result import AuditResult, FileAudit
 from overlap_desktop.core.manifest.format import Manifest
 from overlap_desktop.core.match.accounting import union_seconds
 from overlap_desktop.core.report.model import FileResult
-from overlap_desktop.core.types import CancelCallback, ProgressCallback, Segment, Variant, check_cancel
+from overlap_desktop.core.types import CancelCallback, ProgressCallback, Segment, check_cancel
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
@@ -100,10 +100,11 @@ def _count_crops(fa: FileAudit, fr: FileResult | None, segs: Sequence[Segment]) 
 
 # Over 80 lines only because of its argument list; each step is a call.
 def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Decoded], idx: Index, *,
-                     config: Config, add: bool, tap: FrameTap | None, variants: tuple[Variant, ...],
+                     config: Config, add: bool, tap: FrameTap | None, full: Callable[[str], Decoded | None],
                      settings: str, progress: ProgressCallback | None,
                      cancel: CancelCallback | None) -> None:
-    """Fill ``quoted`` and ``final`` seconds of every file, then add the delivery (``add``)."""
+    """Fill ``quoted`` and ``final`` seconds of every file, then add the delivery (``add``): ``full``
+    gives an item's whole decode by quoted name, one at a time."""
     result.index = str(idx.path)
     quoted = screen(m, idx, config=config, progress=progress, cancel=cancel)
     delivered = screen(delivered_manifest(m, decoded), idx, config=config, progress=progress, cancel=cancel)
@@ -128,27 +129,28 @@ def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Dec
     result.settle = settle_how
     result.rescreened = True
     if add:
-        result.added = add_to_library(idx, decoded.values(), variants=variants, settings=settings, cancel=cancel)
+        names = [n for n, d in decoded.items() if d.streams and d.sha256 and not d.error]
+        result.added = add_to_library(idx, [decoded[n].path for n in names], (full(n) for n in names),
+                                      settings=settings, cancel=cancel)
 
 
-def add_to_library(idx: Index, items: Sequence[Decoded] | Any, *, variants: tuple[Variant, ...], settings: str,
+def add_to_library(idx: Index, roots: Sequence[Path], items: Iterable[Decoded | None], *, settings: str,
                    cancel: CancelCallback | None = None) -> int:
-    """Record the decoded items' fingerprints in the library, one transaction each, then seal the
-    search shards; items that changed since they were decoded are left for indexing to redo."""
+    """Record the decoded items' fingerprints in the library (given one at a time: bounded memory),
+    one transaction each, then seal the search shards; items that changed since they were decoded are
+    left for indexing to redo."""
     from overlap_desktop.core.index.schema import now_iso
     from overlap_desktop.core.index.walk import changed_since
 
-    todo = [d for d in items if d.streams and d.sha256 and not d.error]
-    if not todo:
+    if not roots:
         return 0
     added = 0
     with idx.writer():
         idx.check_compatible()
-        roots = [d.path for d in todo]
         idx.begin_run(roots)
-        for d in todo:
+        for d in items:
             check_cancel(cancel)
-            if len(d.streams[0][1].variants) != len(variants):
+            if d is None or not d.streams or not d.sha256 or d.error:
                 continue
             if changed_since(d.path, d.size, d.mtime_ns, d.stat_key) is not None:
                 continue

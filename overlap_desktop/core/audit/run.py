@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +133,23 @@ def _decode(run: _Run, rel: str, path: Path, f: ManifestFile) -> tuple[Decoded, 
     return d, check
 
 
+def _slim(d: Decoded, f: ManifestFile) -> Decoded:
+    """What the re-screen needs of a decoded item: identity codes at the quoted rate (memory stays
+    that of the quote itself, however many variants the library stores)."""
+    from overlap_desktop.core.manifest.export import stride_fingerprints
+
+    rate = min((s.fps for s in f.streams), default=0.0)
+    streams = [(info, stride_fingerprints(fp, rate) if rate > 0 else stride_fingerprints(fp, fp.fps))
+               for info, fp in d.streams]
+    return replace(d, streams=streams)
+
+
+def _decode_and_check(run: _Run, rel: str, path: Path, f: ManifestFile) -> tuple[FileAudit, Decoded, str]:
+    """Decode one item, check it, and keep only what the rest of the audit needs."""
+    d, on_grid = _decode(run, rel, path, f)
+    return _check(run, f, d, on_grid), _slim(d, f), rel
+
+
 def _check(run: _Run, f: ManifestFile, d: Decoded | None, on_grid: Decoded | None) -> FileAudit:
     floor = int(run.config["index.quality_floor"])
     fa = FileAudit(name=f.name, delivered=None, bytes="missing")
@@ -219,23 +236,22 @@ def audit_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | 
 
     run = _Run(m, root, config, float(config["index.fps"]), variants, settings, state, tap, cancel, emit)
     by_name = _delivered_by_name(m, root)
-    decoded: dict[str, tuple[Decoded, Decoded | None]] = {}
+    checked: dict[str, tuple[FileAudit, Decoded, str]] = {}
     for f in m.files:
         check_cancel(cancel)
         if f.name in by_name:
-            decoded[f.name] = _decode(run, f.name, by_name[f.name], f)
+            checked[f.name] = _decode_and_check(run, f.name, by_name[f.name], f)
         done[0] += 1
-    known = {name: (d.size, d.sha256) for name, (d, _) in decoded.items() if d.sha256}
+    known = {name: (d.size, d.sha256) for name, (_, d, _) in checked.items() if d.sha256}
     v = verify_delivery(m, root, threads=threads, cancel=cancel, known=known)
     result = AuditResult(verify=v)
     entries = {e.name: e for e in v.entries}
     for f in m.files:
         e = entries.get(f.name)
-        if e is not None and e.delivered and f.name not in decoded and e.status == "matched":
+        if e is not None and e.delivered and f.name not in checked and e.status == "matched":
             # Found under another name by its bytes: decoded now (its bytes were read by the check).
-            decoded[f.name] = _decode(run, e.delivered, root / e.delivered, f)
-        got = decoded.get(f.name)
-        fa = _check(run, f, None if got is None else got[0], None if got is None else got[1])
+            checked[f.name] = _decode_and_check(run, e.delivered, root / e.delivered, f)
+        fa = checked[f.name][0] if f.name in checked else _check(run, f, None, None)
         if e is not None:
             fa.bytes, fa.delivered = e.status, e.delivered
             fa.sha256 = fa.sha256 or e.delivered_sha256
@@ -244,8 +260,19 @@ def audit_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | 
     if index is not None:
         from overlap_desktop.core.audit.finish import rescreen_and_add
 
-        rescreen_and_add(result, m, {k: d for k, (d, _) in decoded.items()}, index, config=config, add=add,
-                         tap=tap, variants=variants, settings=settings, progress=progress, cancel=cancel)
+        def full(name: str) -> Decoded | None:
+            """The item's whole decode (every variant), read back from the saved progress."""
+            _, slim, rel = checked[name]
+            try:
+                got = state.load_item(rel, slim.path, settings, item_state(slim.path))
+            except OSError:
+                return None
+            if got is None:  # not saved (a full disk): decoded again
+                got = decode_item(slim.path, config=config, variants=variants, name=name, cancel=cancel)
+            return got
+
+        rescreen_and_add(result, m, {k: d for k, (_, d, _) in checked.items()}, index, config=config, add=add,
+                         tap=tap, full=full, settings=settings, progress=progress, cancel=cancel)
     state.clear()
     return result
 
