@@ -1,10 +1,6 @@
 """The delivery audit end to end: the forged-quote attack, the honest quote, a one-sample
-change, ``--add``, and resume after an interruption (CLI in-process through ``main``).
-
-The lab owns clip0 (scene 11) and clip1 (scene 12). The vendor delivers ``take-07.mp4``, a
-re-encoded copy of clip0, and ``fresh.mp4`` (scene 14, never owned). The forged quote gives
-``take-07.mp4`` its own name, size and SHA-256 but the fingerprints of other, unowned footage
-(scene 13), Merkle root re-sealed: the screen reads it new and the bytes check passes.
+change, ``--add``, resume after an interruption, and the signed receipt (CLI in-process through
+``main``). The delivery and its quotes: tests/audit_world.py.
 """
 
 from __future__ import annotations
@@ -26,11 +22,7 @@ from overlap_desktop.core.manifest.export import write_manifest
 from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream
 from overlap_desktop.core.manifest.parse import read_manifest
 from overlap_desktop.errors import Cancelled, ExitCode
-from tests.footage import make_clip
-
-SIZE = (160, 120)
-FPS = 12.0
-CLIP_S = 12.0
+from tests.audit_world import build_world
 
 
 def _sha(p: Path) -> str:
@@ -39,36 +31,7 @@ def _sha(p: Path) -> str:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("audit")
-    make_clip(root / "owned" / "clip0.mp4", 11, duration=CLIP_S, fps=FPS, size=SIZE)
-    make_clip(root / "owned" / "clip1.mp4", 12, duration=CLIP_S, fps=FPS, size=SIZE)
-    # The re-encoded copy: same scene, another encoder setting (different bytes).
-    from tests.footage import Scene, render_frames, write_video
-
-    write_video(root / "delivery" / "take-07.mp4",
-                render_frames(Scene(11), duration=CLIP_S, fps=FPS, size=SIZE), fps=FPS,
-                options={"preset": "veryfast", "crf": "28"})
-    make_clip(root / "delivery" / "fresh.mp4", 14, duration=CLIP_S, fps=FPS, size=SIZE)
-    make_clip(root / "other" / "unowned.mp4", 13, duration=CLIP_S, fps=FPS, size=SIZE)
-    assert main(["index", str(root / "owned"), "--index", str(root / "lab"), "-q"]) == 0
-    assert main(["index", str(root / "delivery"), "--index", str(root / "vendor"), "-q"]) == 0
-    assert main(["index", str(root / "other"), "--index", str(root / "vendor-other"), "-q"]) == 0
-    assert main(["export", "-o", str(root / "honest.ovlm"), "--index", str(root / "vendor"), "--no-sign",
-                 "-q"]) == 0
-    assert main(["export", "-o", str(root / "other.ovlm"), "--index", str(root / "vendor-other"), "--no-sign",
-                 "-q"]) == 0
-    honest = read_manifest(root / "honest.ovlm")
-    other = read_manifest(root / "other.ovlm")
-    take = root / "delivery" / "take-07.mp4"
-    forged = []
-    for f in honest.files:
-        if f.name == "take-07.mp4":
-            # The copy's own name, size and digest; another footage's fingerprints.
-            f = ManifestFile(f.name, take.stat().st_size, _sha(take), f.duration_s, other.files[0].streams)
-        forged.append(f)
-    write_manifest(forged, root / "forged.ovlm", algo_id=honest.algo_id, prep_id=honest.prep_id, label="forged")
-    return {"root": root, "lab": root / "lab", "delivery": root / "delivery", "honest": root / "honest.ovlm",
-            "forged": root / "forged.ovlm"}
+    return build_world(tmp_path_factory.mktemp("audit"))
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
