@@ -5,14 +5,16 @@ A report keeps the lines of ambiguous, weak and below-the-floor matches, but muc
 motion as owned footage, not shown to be the same moment") and offered frames near-identical
 to owned frames on no line ("near-identical to owned footage, too still or too short to place
 in time"). :func:`open_lines` runs the comparison's matching once more for the files that need
-it and returns every line and near piece as an ordinary
+it and returns every line as an ordinary
 :class:`~overlap_desktop.core.types.Segment`; :func:`open_stretches` picks those that overlap a
 file's "can't tell" time, as the settle check's candidates.
 
-A near piece is not a line; it is taken at the speed the matcher gave it (normal speed through
-its owned frame). The settle check reads the static background, which does not depend on the
-moment, and claims owned only when the motion agrees along that line, so a piece placed at the
-wrong moment can end new (objects moved) or "can't tell", never owned by accident.
+Near pieces are left out: a near piece is not a line, only an owned frame it resembles (the
+first of several equally close ones, at normal speed), so a check along it compares the offer
+with a moment that may not be its source. Measured on the verdict suites (bench/bench_settle.py):
+settled along near pieces, a reversed copy of a fixed camera read 2.5 s new and a rescaled car
+park copy 0.5 s new, because people and cars had moved between the two moments; their time
+stays "can't tell".
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ __all__ = ["open_lines", "open_stretches"]
 def open_lines(manifest: Manifest, index: Index, *, config: Config, names: Collection[str] | None = None,
                progress: ProgressCallback | None = None, cancel: CancelCallback | None = None
                ) -> dict[str, list[Segment]]:
-    """Every line and near piece between the offer's files (``names``, default all) and the
-    library, rivals and uncounted ones included, per offered file name."""
+    """Every line between the offer's files (``names``, default all) and the library, rivals and
+    uncounted ones included (near pieces are not lines: left out), per offered file name."""
     queries = [q for q in manifest_queries(manifest) if names is None or q.file in names]
     if not queries:
         return {}
@@ -49,6 +51,8 @@ def open_lines(manifest: Manifest, index: Index, *, config: Config, names: Colle
                                       progress=progress, cancel=cancel)
     out: dict[str, list[Segment]] = {}
     for qi, sid, s in found:
+        if s.near:
+            continue
         q = queries[qi]
         corpus_file, corpus_key = view.describe(sid)
         variants = view.fingerprints(sid).variants
