@@ -60,6 +60,31 @@ def test_forged_quote_passes_the_bytes_check_and_fails_the_audit(world: dict[str
     fresh = next(f for f in data["files"] if f["name"] == "fresh.mp4")
     # The look-alike that must stay as quoted: footage the lab never owned audits clean and stays new.
     assert fresh["fingerprints"] == REPRODUCED and fresh["owned_seconds"] == 0 and fresh["new_seconds"] >= 11.5
+    assert data["library"]["same_as_quote"] is False
+
+
+def test_honest_codes_marked_unusable_are_screened_from_the_delivered_footage(
+        world: dict[str, Path], tmp_path: Path) -> None:
+    """A quote with the copy's true codes, every sample marked unusable: the quote's screen cannot
+    judge it; the fingerprints reproduce (they are the bytes' own), and the re-screen, made from the
+    delivered footage's own flags, finds the copy and marks the changed verdict."""
+    honest = read_manifest(world["honest"])
+    files = []
+    for f in honest.files:
+        if f.name == "take-07.mp4":
+            fp = f.streams[0].fingerprints
+            fp.usable = np.zeros(len(fp), bool)
+            f = ManifestFile(f.name, f.size, f.sha256, f.duration_s,
+                             [ManifestStream(f.streams[0].key, f.streams[0].fps, fp)])
+        files.append(f)
+    write_manifest(files, tmp_path / "hidden.ovlm", algo_id=honest.algo_id, prep_id=honest.prep_id)
+    cfg = load_config({"index.path": str(world["lab"])}, environ={})
+    with open_index(world["lab"], config=cfg, readonly=True) as idx:
+        r = audit_delivery(tmp_path / "hidden.ovlm", world["delivery"], index=idx, config=cfg,
+                           state_dir=tmp_path / "state")
+    take = next(f for f in r.files if f.name == "take-07.mp4")
+    assert not r.same_as_quote and take.quoted is not None and take.final is not None
+    assert take.quoted.owned == 0.0 and take.final.owned >= 11.5 and take.changed
 
 
 def test_honest_quote_audits_clean(world: dict[str, Path], tmp_path: Path,
@@ -106,6 +131,7 @@ def test_add_puts_the_delivery_into_the_library_after_the_rescreen(world: dict[s
                            state_dir=tmp_path / "state")
         after = {f.path for f in idx.files()}
     assert r.ok and r.added == 2
+    assert r.same_as_quote  # an honest quote of this version: the quote's screen stands for the delivery's
     # The re-screen saw the library before the delivery: fresh.mp4 new (not owned by itself).
     fresh = next(f for f in r.files if f.name == "fresh.mp4")
     assert fresh.final is not None and fresh.final.owned == 0 and fresh.final.new >= 11.5

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.audit.decode import Decoded, FrameTap
-from overlap_desktop.core.audit.rescreen import copy_words, delivered_manifest, screen, seconds_of
+from overlap_desktop.core.audit.rescreen import copy_words, delivered_manifest, same_offer, screen, seconds_of
 from overlap_desktop.core.audit.result import AuditResult, FileAudit
 from overlap_desktop.core.manifest.format import Manifest
 from overlap_desktop.core.match.accounting import union_seconds
@@ -107,7 +107,11 @@ def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Dec
     gives an item's whole decode by quoted name, one at a time."""
     result.index = str(idx.path)
     quoted = screen(m, idx, config=config, progress=progress, cancel=cancel)
-    delivered = screen(delivered_manifest(m, decoded), idx, config=config, progress=progress, cancel=cancel)
+    as_offer = delivered_manifest(m, decoded)
+    # An honest quote of this version is the delivered footage itself: its screen is the answer.
+    result.same_as_quote = same_offer(m, as_offer)
+    delivered = quoted if result.same_as_quote else screen(as_offer, idx, config=config, progress=progress,
+                                                              cancel=cancel)
     crop_hits, result.crops = _crop_segments(tap, idx, config, progress, cancel)
     settle_how = ""
     for fa in result.files:

@@ -93,7 +93,7 @@ def receipt_dict(result: AuditResult) -> dict[str, Any]:
         "delivery": {"data_dir": v.data_dir, "bytes_verdict": v.verdict, "extra": list(v.extra),
                      "unreadable": list(v.unreadable)},
         "library": {"index": result.index, "rescreened": result.rescreened, "settle": result.settle,
-                    "crops": result.crops, "added_files": result.added},
+                    "crops": result.crops, "added_files": result.added, "same_as_quote": result.same_as_quote},
         "files": [_file_dict(f) for f in result.files],
         "totals": {"files": len(result.files),
                    "bytes_exact": sum(1 for f in result.files if f.bytes == "matched"),

@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from overlap_desktop.core.audit.decode import Decoded
 from overlap_desktop.core.audit.reproduce import match_streams
 from overlap_desktop.core.audit.result import Seconds
@@ -27,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
     from overlap_desktop.core.index.store import Index
 
-__all__ = ["copy_words", "delivered_manifest", "screen", "seconds_of"]
+__all__ = ["copy_words", "delivered_manifest", "same_offer", "screen", "seconds_of"]
 
 
 def delivered_manifest(quote: Manifest, decoded: Mapping[str, Decoded]) -> Manifest:
@@ -48,6 +50,28 @@ def delivered_manifest(quote: Manifest, decoded: Mapping[str, Decoded]) -> Manif
                                   duration, streams))
     return Manifest(label=quote.label, algo_id=quote.algo_id, prep_id=quote.prep_id, created=None,
                     creator="overlap audit", root="", files=files, anonymized=quote.anonymized)
+
+
+def _same_stream(a: ManifestStream, b: ManifestStream) -> bool:
+    fa, fb = a.fingerprints, b.fingerprints
+    return (a.key == b.key and len(fa) == len(fb) and np.array_equal(fa.times_ns, fb.times_ns)
+            and np.array_equal(np.asarray(fa.codes)[:, 0], np.asarray(fb.codes)[:, 0])
+            and np.array_equal(fa.usable, fb.usable) and np.array_equal(fa.quality, fb.quality)
+            and fa.indeterminate == fb.indeterminate)
+
+
+def same_offer(quote: Manifest, delivered: Manifest) -> bool:
+    """The delivered footage, as an offer, is the quote itself: the same codes, usable samples,
+    qualities and indeterminate spans at the same times in every stream (an honest quote made by
+    this version). Screening it again would give the quote's answer, so it is not redone. Usable
+    flags count too: a quote with honest codes marked unusable would screen "could not be judged"."""
+    if len(quote.files) != len(delivered.files):
+        return False
+    for q, d in zip(quote.files, delivered.files, strict=True):
+        if len(q.streams) != len(d.streams) or not all(
+                _same_stream(a, b) for a, b in zip(q.streams, d.streams, strict=True)):
+            return False
+    return True
 
 
 def screen(manifest: Manifest, idx: Index, *, config: Config, progress: ProgressCallback | None = None,

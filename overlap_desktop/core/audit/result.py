@@ -103,6 +103,9 @@ class AuditResult:
     added: int = 0
     warnings: list[str] = field(default_factory=list)
     resumed: int = 0
+    #: The delivered footage as an offer was the quote itself (same codes, flags and spans), so the
+    #: quote's screen stood for the delivery's.
+    same_as_quote: bool = False
 
     @property
     def ok(self) -> bool:
@@ -121,4 +124,5 @@ class AuditResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "index": self.index, "rescreened": self.rescreened, "settle": self.settle,
-                "crops": self.crops, "added": self.added, "warnings": list(self.warnings), "resumed": self.resumed}
+                "crops": self.crops, "added": self.added, "warnings": list(self.warnings), "resumed": self.resumed,
+                "same_as_quote": self.same_as_quote}
