@@ -18,7 +18,12 @@ can't tell are printed with whether that is true (a look-alike owned is a false 
 
 Usage::
 
-    python bench/bench_settle.py [pairs] [suites] [--keep DIR] [--suite NAME ...]
+    python bench/bench_settle.py [pairs] [suites] [crops] [--keep DIR] [--suite NAME ...]
+
+``crops``: the query-side crop search (core/audit/crops.py) on real footage (a fixed camera and
+the held-out car park): copies cut to a 95% corner window, an 85% corner window, 16:9 cut to 4:3
+and shrunk into other footage, each with a later moment cut the same way; the quote's owned
+seconds beside the crop search's, for a library indexed with the fast and the balanced ladder.
 
 No assertions (tests/unit/audit/test_settle*.py and tests/integration/test_audit_settle*.py assert).
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -202,9 +208,104 @@ def run_suite(name: str, root: Path) -> list[tuple[str, str | None, dict[str, fl
     return rows
 
 
+def union_seconds(spans: Sequence[tuple[float, float]]) -> float:
+    """Seconds covered by the union of ``spans`` (windows of one offer find overlapping lines)."""
+    total, end = 0.0, -1e300
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def run_crops(root: Path, preset: str) -> None:
+    """Copies cut past the quote's reach, and look-alikes cut the same way: the quote's owned seconds
+    against the crop search's (core/audit/crops.py), with the tap's CPU beside indexing the offers."""
+    import time
+
+    import numpy as np
+
+    from overlap_desktop.core.audit.crops import crop_tap, search_crops
+    from overlap_desktop.core.index.store import open_index
+    from overlap_desktop.core.ingest.readers import reader_for
+
+    room = vs.RealClip(str(DATA / "fixedcam" / "room-people.mp4"))
+    car = vs.RealClip(str(DATA / "heldout" / "carpark.mp4"))
+    nasa = vs.RealClip(str(DATA / "video" / "nasa_13013.mp4"))
+    size = (384, 216)
+
+    def cut43(img: np.ndarray) -> np.ndarray:
+        h, w = img.shape[:2]
+        cw = int(round(h * 4 / 3)) // 2 * 2
+        return np.ascontiguousarray(img[:, (w - cw) // 2:(w - cw) // 2 + cw])
+
+    edits: dict[str, Any] = {"corner 95%": m.crop_window(0.95, (0.0, 0.0)), "corner 85%": m.crop_window(0.85, (1, 1)),
+                             "16:9 cut to 4:3": cut43, "picture in picture": "pip"}
+    lib, off = root / "lib", root / "offer"
+    if not (lib / "room.mp4").exists():
+        m.write_edit(lib / "room.mp4", [Piece(room, 0.0, 40.0, master_fps=10.0)], out_fps=10.0, size=size)
+        m.write_edit(lib / "car.mp4", [Piece(car, 0.0, 15.0, master_fps=12.5)], out_fps=12.5, size=size)
+    offers: dict[str, tuple[str | None, Path]] = {}
+    for edit, tf in edits.items():
+        for what, scene, start, secs, fps, truth in (("room copy", room, 10.0, 20.0, 10.0, "room"),
+                                                     ("room later", room, 45.0, 20.0, 10.0, None),
+                                                     ("car park copy", car, 1.0, 13.0, 12.5, "car"),
+                                                     ("car park later", car, 16.0, 13.0, 12.5, None)):
+            name = f"{what}, {edit}"
+            path = off / (name.replace(" ", "-").replace(",", "").replace(":", "x").replace("%", "") + ".mp4")
+            if not path.exists():
+                m.write_edit(path, [Piece(scene, start, secs, master_fps=fps)], out_fps=fps, size=size,
+                             transform=m.picture_in_picture(nasa) if tf == "pip" else tf, options={"crf": "28"})
+            offers[name] = (truth, path)
+    idx, vendor = root / f"idx-{preset}", root / f"vendor-idx-{preset}"
+    shutil.rmtree(vendor, ignore_errors=True)
+    cfg = api.load_config({"index.path": str(idx), "index.preset": preset})
+    if not idx.exists():
+        api.index_paths([lib], index=idx, config=cfg)
+    t0 = time.process_time()
+    if not vendor.exists():
+        api.index_paths([off], index=vendor, config=api.load_config({"index.path": str(vendor)}))
+    index_cpu = time.process_time() - t0
+    with api.open_index(vendor) as v:
+        api.export_manifest(v, root / "offer.ovlm", label="crops")
+    report = api.compare(root / "offer.ovlm", idx, config=cfg)
+    quote = {Path(f.query_file).name: f.matched_seconds for f in report.files}
+    tap = crop_tap(cfg)
+    t0 = time.process_time()
+    for _truth, path in offers.values():
+        reader = reader_for(path)
+        for info in reader.streams(path):
+            tap.begin(path.name, path, info)
+            for frame in reader.frames(path, info):
+                tap.frame(frame)
+            tap.end()
+    tap_cpu = time.process_time() - t0
+    t0 = time.process_time()
+    for _truth, path in offers.values():  # the decode alone, which the audit's pass pays anyway
+        reader = reader_for(path)
+        for info in reader.streams(path):
+            for _frame in reader.frames(path, info):
+                pass
+    tap_cpu -= time.process_time() - t0
+    t0 = time.process_time()
+    with open_index(idx, config=cfg, create=False) as ix:
+        found = search_crops(tap, ix, config=cfg)
+    search_cpu = time.process_time() - t0
+    print(f"\ncrop search, library indexed with --preset {preset} ({len(tap.windows)} windows a sample)")
+    print(f"{'offer':40s} {'truth':6s} {'quote owned s':>13s} {'crop search owned s':>19s}")
+    for name, (truth, path) in offers.items():
+        segs = found.get(path.name, [])
+        secs = union_seconds([(x.query_start, x.query_end) for x in segs])
+        wrong = [x for x in segs if truth is None or truth not in Path(x.corpus_file).stem]
+        print(f"{name:40s} {truth or '-':6s} {quote.get(path.name, 0.0):13.1f} {secs:19.1f}"
+              + ("  FALSE" if wrong else ""))
+    print(f"CPU: tap beyond decoding {tap_cpu:.1f} s, search {search_cpu:.1f} s, indexing the same offers "
+          f"{index_cpu:.1f} s (tap / indexing {tap_cpu / max(index_cpu, 1e-9):.2f})")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("parts", nargs="*", default=["pairs", "suites"])
+    ap.add_argument("parts", nargs="*", default=["pairs", "suites", "crops"])
     ap.add_argument("--keep", type=Path)
     ap.add_argument("--suite", action="append", default=None)
     args = ap.parse_args(argv)
@@ -213,6 +314,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if "pairs" in args.parts:
             (root / "pairs").mkdir(parents=True, exist_ok=True)
             print_pairs(run_pairs(root / "pairs"))
+        if "crops" in args.parts:
+            for preset in ("fast", "balanced"):
+                (root / "crops").mkdir(parents=True, exist_ok=True)
+                run_crops(root / "crops", preset)
         if "suites" in args.parts:
             for name in args.suite or ["scripted", "mujoco", "short", "heldout"]:
                 _print_suite(name, run_suite(name, root / name))

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CROP_FPS", "MAX_CODES", "CropTap", "crop_tap", "search_crops"]
 
-#: Samples a second taken for the crop search at most (the index's rate when lower).
+#: Samples a second taken for the crop search at most (the index's rate when lower): a manifest's
+#: rate, which the matcher's lines and evidence are made for; every sample costs a code per window.
 CROP_FPS = 2.0
 #: Window codes kept at most over a whole audit (32 bytes each: 64 MB); past it, later footage
 #: is not crop-searched and :attr:`CropTap.skipped_s` says how much.
@@ -123,20 +124,30 @@ def _work_luma(frame: TimedFrame) -> np.ndarray:
 
 def window_codes(y: np.ndarray, windows: Sequence[CropWindow]) -> tuple[np.ndarray, np.ndarray]:
     """PDQ codes ``uint8 (W, 32)`` and qualities ``(W,)`` of the windows of a working luma image,
-    prepared as the fingerprint prepares a frame (bars trimmed, resampled, low contrast stretched)."""
+    prepared as the fingerprint prepares a frame's variants: bars trimmed, each window resampled,
+    and a low-contrast frame stretched by the owned frame's gain around its mean, as the library
+    stretched its stored windows: for a crop the offered frame's (most of the owned frame), for a
+    window holding a whole owned frame (picture in picture) its own."""
     box = prep.content_box_from_luma(y)
-    small = np.empty((len(windows), prep.HASH_SIZE, prep.HASH_SIZE), np.float32)
-    for i, w in enumerate(windows):
+    small = np.empty((len(windows) + 1, prep.HASH_SIZE, prep.HASH_SIZE), np.float32)
+    small[0] = prep.region_luma(y, box)
+    for i, w in enumerate(windows, start=1):
         x0 = box.x0 + int(round(w.x * box.width))
         y0 = box.y0 + int(round(w.y * box.height))
         x1 = max(x0 + 1, box.x0 + int(round((w.x + w.w) * box.width)))
         y1 = max(y0 + 1, box.y0 + int(round((w.y + w.h) * box.height)))
         small[i] = prep.region_luma(y, prep.Box(y0, y1, x0, x1))
-    gains = prep.contrast_gains(small)
+    n = small.shape[0]
+    gains = np.full(n, prep.contrast_gains(small[:1])[0], np.float32)
+    means = np.full(n, small[0].mean(), np.float32)
+    whole = np.flatnonzero([False] + [w.whole for w in windows])
+    if whole.size:
+        gains[whole] = prep.contrast_gains(small[whole])
+        means[whole] = small[whole].reshape(whole.size, -1).mean(axis=1)
     if (gains != 1.0).any():
-        prep.stretch_contrast(small, gains, small.reshape(len(windows), -1).mean(axis=1))
+        prep.stretch_contrast(small, gains, means)
     np.clip(np.rint(small, out=small), 0, 255, out=small)
-    coefs, quality = pdq_batch.coefs_and_quality(small)
+    coefs, quality = pdq_batch.coefs_and_quality(small[1:])
     return pdq_batch.codes_from_coefs(coefs), np.maximum(quality, 0).astype(np.uint8)
 
 

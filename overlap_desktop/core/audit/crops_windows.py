@@ -54,6 +54,8 @@ class CropWindow:
         stored: The library window it should equal (``Variant()``: the whole owned frame).
         words: The edit in plain words ("cropped to 80%, towards the top left").
         variant: The edit as a report variant (crop fraction and anchor).
+        whole: The window holds a whole owned frame (shrunk into another picture): its contrast
+            is its own, not the offered frame's.
     """
 
     x: float
@@ -63,6 +65,7 @@ class CropWindow:
     stored: Variant
     words: str
     variant: Variant
+    whole: bool = False
 
 
 def _anchored(k_w: float, k_h: float, ax: float, ay: float, words: str) -> Hypothesis:
@@ -125,7 +128,7 @@ def crop_windows(stored: Sequence[Variant], limit: int = MAX_WINDOWS) -> list[Cr
         centre = (h.x + h.w / 2, h.y + h.h / 2)
         variant = Variant(crop=keep if keep < 1.0 else 1.0,
                           offset=None if abs(centre[0] - 0.5) < 1e-6 and abs(centre[1] - 0.5) < 1e-6 else centre)
-        out.append(CropWindow(x, y, w, hh, v, h.words, variant))
+        out.append(CropWindow(x, y, w, hh, v, h.words, variant, whole=h.w > 1.0 and h.h > 1.0))
         if len(out) >= limit:
             break
     return out
