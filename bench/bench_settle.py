@@ -35,6 +35,7 @@ import hashlib
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,8 @@ from tests import verdict_suites as vs  # noqa: E402
 from tests.manipulations import Piece  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
+#: CPU seconds spent settling the suites' can't-tell stretches, stretches settled, offered seconds in them.
+SETTLE_CPU = [0.0, 0, 0.0]
 
 
 def digest(path: Path) -> str:
@@ -198,7 +201,11 @@ def run_suite(name: str, root: Path) -> list[tuple[str, str | None, dict[str, fl
             quote = {"owned": f.matched_seconds, "new": f.new_seconds, "cant_tell": f.cant_tell_seconds}
             stretches = open_stretches(f, lines.get(f.query_file, []), index)
             cant = [(c.start_s, c.end_s) for c in f.cant_tell]
+            t0 = time.process_time()
             ct_end = _moved(cant, settle_offered(settle_stretches(offer, stretches))) if stretches else {}
+            SETTLE_CPU[0] += time.process_time() - t0
+            SETTLE_CPU[1] += len(stretches)
+            SETTLE_CPU[2] += sum(st.offered_end_s - st.offered_start_s for st in stretches)
             counted = [stretch_from_segment(s, owned_sha256=index.indexed_sha256(s.corpus_file), why_open="counted")
                        for s in f.segments]
             owned_spans = [(s.query_start, s.query_end) for s in f.segments]
@@ -221,8 +228,6 @@ def union_seconds(spans: Sequence[tuple[float, float]]) -> float:
 def run_crops(root: Path, preset: str) -> None:
     """Copies cut past the quote's reach, and look-alikes cut the same way: the quote's owned seconds
     against the crop search's (core/audit/crops.py), with the tap's CPU beside indexing the offers."""
-    import time
-
     import numpy as np
 
     from overlap_desktop.core.audit.crops import crop_tap, search_crops
@@ -345,6 +350,8 @@ def _print_suite(name: str, rows: Sequence[tuple[str, str | None, dict[str, floa
         print(f"  {offer:30s} {'copy' if copy_of else 'look-alike':10s} quote {q['owned']:5.1f}/{q['new']:5.1f}/"
               f"{q['cant_tell']:5.1f}  can't tell -> {f(ct, 'owned'):5.1f}/{f(ct, 'new'):5.1f}/{ct_open:5.1f}  "
               f"owned -> {f(own, 'owned'):5.1f}/{f(own, 'new'):5.1f}/{f(own, 'cant_tell'):5.1f}{flag}")
+    print(f"  settling so far: {SETTLE_CPU[0]:.1f} s CPU for {SETTLE_CPU[1]} stretches holding "
+          f"{SETTLE_CPU[2]:.0f} offered seconds")
     print(f"  can't-tell seconds of look-alikes: {twins_new:.1f} s settled new, {twins_open:.1f} s left, "
           f"{false_owned:.1f} s falsely owned; of copies: {copies_owned:.1f} s settled owned, {copies_open:.1f} s "
           f"left, {false_new:.1f} s falsely new")
