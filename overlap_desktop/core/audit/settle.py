@@ -24,6 +24,7 @@ first); that stretch stays "can't tell" and says why.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,16 +177,35 @@ def settle_stretches(delivered_path: Path, stretches: Sequence[OpenStretch], *,
         Cancelled: ``cancel()`` turned true.
     """
     problems: dict[Path, str | None] = {}
-    out: list[Settlement] = []
-    for first in range(0, len(stretches), BATCH):
-        batch = stretches[first:first + BATCH]
+    out: list[Settlement | None] = [None] * len(stretches)
+    usable: list[int] = []
+    for i, s in enumerate(stretches):
+        bad = _unusable(s)
+        if bad is None:
+            usable.append(i)
+        else:
+            out[i] = Settlement(s, "cant_tell", bad)
+    for first in range(0, len(usable), BATCH):
+        idx = usable[first:first + BATCH]
+        batch = [stretches[i] for i in idx]
         for s in batch:
             if s.owned_path not in problems:
                 problems[s.owned_path] = library_problem(s.owned_path, s.owned_sha256, cancel=cancel)
-        out.extend(_settle_batch(delivered_path, batch, problems, cancel))
+        for i, settled in zip(idx, _settle_batch(delivered_path, batch, problems, cancel), strict=True):
+            out[i] = settled
         if progress is not None:
-            progress(Progress("settle", len(out), len(stretches), unit="stretches", current=str(delivered_path)))
-    return out
+            done = len(stretches) - len(usable) + first + len(idx)
+            progress(Progress("settle", done, len(stretches), unit="stretches", current=str(delivered_path)))
+    return [st for st in out if st is not None]
+
+
+def _unusable(s: OpenStretch) -> str | None:
+    """Why a stretch's line cannot be followed (``None`` when it can)."""
+    values = (s.offered_start_s, s.offered_end_s, s.owned_start_s, s.speed)
+    if not all(math.isfinite(v) for v in values) or s.offered_start_s < 0 or s.offered_end_s <= s.offered_start_s \
+            or s.speed == 0:
+        return "the matched line cannot be followed (its times or speed are not finite, or it is empty)"
+    return None
 
 
 def _settle_batch(delivered: Path, batch: Sequence[OpenStretch], problems: Mapping[Path, str | None],

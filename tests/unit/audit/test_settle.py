@@ -127,3 +127,14 @@ def test_settle_offered_combines_the_candidates_of_one_stretch() -> None:
     assert [(a, b, v) for _, a, b, v, _ in spans] == [(0, 10, "owned"), (20, 30, "new"), (40, 50, "cant_tell"),
                                                       (60, 70, "cant_tell")]
     assert "b.mp4" in spans[0][4] and "several owned files" in spans[3][4]
+
+
+def test_a_line_that_cannot_be_followed_stays_cant_tell(clips: dict[str, Path]) -> None:
+    owned = clips["owned"]
+    good = _stretch(owned, _sha(owned))
+    bad = [OpenStretch("v:0", 0.0, float("nan"), owned, "v:0", _sha(owned), 0.0, 1.0),
+           OpenStretch("v:0", 3.0, 3.0, owned, "v:0", _sha(owned), 0.0, 1.0),
+           OpenStretch("v:0", 0.0, 6.0, owned, "v:0", _sha(owned), 0.0, float("inf"))]
+    got = settle_stretches(clips["copy"], [bad[0], good, *bad[1:]])
+    assert [g.verdict for g in got] == ["cant_tell", "owned", "cant_tell", "cant_tell"]
+    assert got[0].stretch is bad[0] and "cannot be followed" in got[0].reason
