@@ -65,6 +65,8 @@ def test_cut_copy_is_found_with_its_edit(found: dict[str, list[api.Segment]], na
         assert s.query_stream == "v:0"
     if name == "copy-corner95":
         assert {s.variant.describe() for s in segs} == {"off-centre cropped to 95%"}
+    else:  # the whole owned picture, shrunk: no crop to report
+        assert all(s.variant.is_identity for s in segs)
 
 
 @pytest.mark.parametrize("name", [n for n, o in OFFERS.items() if not o[2]])

@@ -131,12 +131,18 @@ def window_codes(y: np.ndarray, windows: Sequence[CropWindow]) -> tuple[np.ndarr
     box = prep.content_box_from_luma(y)
     small = np.empty((len(windows) + 1, prep.HASH_SIZE, prep.HASH_SIZE), np.float32)
     small[0] = prep.region_luma(y, box)
+    # Windows of one pixel size (the picture-in-picture positions, a crop's anchors) are
+    # resampled together: one call per size instead of one per window.
+    by_size: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     for i, w in enumerate(windows, start=1):
         x0 = box.x0 + int(round(w.x * box.width))
         y0 = box.y0 + int(round(w.y * box.height))
         x1 = max(x0 + 1, box.x0 + int(round((w.x + w.w) * box.width)))
         y1 = max(y0 + 1, box.y0 + int(round((w.y + w.h) * box.height)))
-        small[i] = prep.region_luma(y, prep.Box(y0, y1, x0, x1))
+        by_size.setdefault((y1 - y0, x1 - x0), []).append((i, y0, x0))
+    for (h, w_px), members in by_size.items():
+        regions = np.stack([y[y0:y0 + h, x0:x0 + w_px] for _, y0, x0 in members])
+        small[[i for i, _, _ in members]] = prep.resample_luma(regions, prep.HASH_SIZE)
     n = small.shape[0]
     gains = np.full(n, prep.contrast_gains(small[:1])[0], np.float32)
     means = np.full(n, small[0].mean(), np.float32)

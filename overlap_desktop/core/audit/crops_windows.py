@@ -126,8 +126,10 @@ def crop_windows(stored: Sequence[Variant], limit: int = MAX_WINDOWS) -> list[Cr
         seen.add(key)
         keep = min(h.w, h.h, 1.0)
         centre = (h.x + h.w / 2, h.y + h.h / 2)
-        variant = Variant(crop=keep if keep < 1.0 else 1.0,
-                          offset=None if abs(centre[0] - 0.5) < 1e-6 and abs(centre[1] - 0.5) < 1e-6 else centre)
+        centred = abs(centre[0] - 0.5) < 1e-6 and abs(centre[1] - 0.5) < 1e-6
+        # A whole owned frame shrunk into another picture is no crop: a Variant has no word for a
+        # shrink, so it reads as the owned picture itself (the window's words say where it was).
+        variant = Variant(crop=keep, offset=None if centred else centre) if keep < 1.0 else Variant()
         out.append(CropWindow(x, y, w, hh, v, h.words, variant, whole=h.w > 1.0 and h.h > 1.0))
         if len(out) >= limit:
             break
