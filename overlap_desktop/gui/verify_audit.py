@@ -10,7 +10,7 @@ adding the delivery afterwards when it was not added in the pass.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
@@ -30,9 +30,6 @@ from overlap_desktop import api
 from overlap_desktop.gui.common import compact_rows, error_text, fmt_size, headline_label, show_error
 from overlap_desktop.gui.wizard_pages import RunPage
 from overlap_desktop.gui.workers import Job
-
-if TYPE_CHECKING:  # pragma: no cover
-    from overlap_desktop.gui.verify_wizard import VerifyWizard
 
 __all__ = ["AuditOptions", "AuditPage", "AuditPanel", "run_audit"]
 
@@ -78,7 +75,7 @@ class AuditOptions(QWidget):
 class AuditPage(RunPage):
     """Runs the audit (or the bytes check alone when the audit is switched off)."""
 
-    def __init__(self, wizard: VerifyWizard) -> None:
+    def __init__(self, wizard: Any) -> None:  # the VerifyWizard (which imports this module)
         super().__init__("Checking the delivery",
                          "Every delivered file is read, its checksum compared with the quote and its footage "
                          "checked against the quoted fingerprints. Stop keeps what is done: Continue carries "
@@ -116,7 +113,7 @@ def _seconds(s: Any) -> str:
 class AuditPanel(QWidget):
     """Quote against delivery per file, on the result page, and "Add to My library"."""
 
-    def __init__(self, wizard: VerifyWizard) -> None:
+    def __init__(self, wizard: Any) -> None:  # the VerifyWizard (which imports this module)
         super().__init__()
         self.wiz = wizard
         lay = QVBoxLayout(self)
