@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from overlap_desktop.config import Config
     from overlap_desktop.core.index.store import Index
 
-__all__ = ["CROP_FPS", "MAX_CODES", "CropTap", "crop_tap", "search_crops"]
+__all__ = ["CROP_FPS", "MAX_CODES", "WHOLE_EVERY", "CropTap", "crop_queries", "crop_tap", "search_crops",
+           "window_codes"]
 
 #: Samples a second taken for the crop search at most (the index's rate when lower): a manifest's
 #: rate, which the matcher's lines and evidence are made for; every sample costs a code per window.
@@ -50,6 +51,11 @@ CROP_FPS = 2.0
 #: Window codes kept at most over a whole audit (32 bytes each: 64 MB); past it, later footage
 #: is not crop-searched and :attr:`CropTap.skipped_s` says how much.
 MAX_CODES = 2_000_000
+#: Windows holding a whole owned frame (picture in picture: 25 positions) are taken every this many
+#: samples. Measured (bench/bench_settle.py crops): at 1 sample a second the shrunk copies are found as
+#: well as at 2 (room 15.5 s against 15.2, car park 9.0 against 9.8), a 95% corner crop is not (8 s
+#: against 15): the crop windows keep the full rate.
+WHOLE_EVERY = 2
 _KEY_SEP = "#crop"
 
 
@@ -61,6 +67,8 @@ class _Stream:
     times: list[int] = field(default_factory=list)
     codes: list[np.ndarray] = field(default_factory=list)
     quality: list[np.ndarray] = field(default_factory=list)
+    #: Per sample: were the whole-frame windows taken too (every :data:`WHOLE_EVERY` samples)?
+    full: list[bool] = field(default_factory=list)
     next_k: int = 0
 
 
@@ -84,6 +92,7 @@ class CropTap:
         self.skipped_s = 0.0
         self._current: _Stream | None = None
         self._held = 0
+        self._crops_only = [i for i, w in enumerate(self.windows) if not w.whole]
 
     def begin(self, name: str, path: Path, info: StreamInfo) -> None:
         """A stream of delivered file ``name`` starts (its frames follow in presentation order)."""
@@ -100,10 +109,17 @@ class CropTap:
         if self._held + len(self.windows) > self.max_codes:
             self.skipped_s += 1.0 / self.fps
         else:
-            codes, quality = window_codes(_work_luma(frame), self.windows)
+            full = len(s.times) % WHOLE_EVERY == 0
+            take = range(len(self.windows)) if full else self._crops_only
+            codes = np.zeros((len(self.windows), 32), np.uint8)
+            quality = np.zeros(len(self.windows), np.uint8)  # a window not taken: quality 0, unusable
+            if take:
+                got, q = window_codes(_work_luma(frame), [self.windows[i] for i in take])
+                codes[list(take)], quality[list(take)] = got, q
             s.times.append(int(frame.t_ns))
             s.codes.append(codes)
             s.quality.append(quality)
+            s.full.append(full)
             self._held += len(self.windows)
         # Every sample time this frame covers is taken by it (a held frame is one sample).
         s.next_k = max(s.next_k + 1, int(np.floor(frame.t_ns * self.fps / 1e9)) + 1)
@@ -163,16 +179,21 @@ def crop_tap(config: Config) -> CropTap:
     return CropTap(crop_windows(variants_from_config(config)), fps)
 
 
-def _queries(tap: CropTap, quality_floor: int) -> list[QueryStream]:
+def crop_queries(tap: CropTap, quality_floor: int) -> list[QueryStream]:
+    """One query stream per tapped stream and window (keyed ``"<stream>#crop<window>"``)."""
     out: list[QueryStream] = []
     for s in tap.streams:
         times = np.asarray(s.times, np.int64)
         codes = np.stack(s.codes)  # (n, W, 32)
         quality = np.stack(s.quality)  # (n, W)
         dur = s.duration_s if s.duration_s else (times[-1] / 1e9 + 1.0 / tap.fps)
-        for i in range(len(tap.windows)):
-            fp = StreamFingerprints(times, quality[:, i].copy(), codes[:, i:i + 1].copy(), (Variant(),),
-                                    quality[:, i] >= quality_floor, [], tap.fps, float(dur))
+        full = np.flatnonzero(s.full)
+        for i, w in enumerate(tap.windows):
+            # A whole-frame window is a stream of its own samples (every WHOLE_EVERY-th).
+            rows, fps = (full, tap.fps / WHOLE_EVERY) if w.whole else (slice(None), tap.fps)
+            q = quality[rows, i]
+            fp = StreamFingerprints(times[rows], q.copy(), codes[rows, i:i + 1].copy(), (Variant(),),
+                                    q >= quality_floor, [], fps, float(dur))
             out.append(QueryStream(s.name, float(dur), f"{s.key}{_KEY_SEP}{i}", fp))
     return out
 
@@ -185,7 +206,7 @@ def search_crops(tap: CropTap, index: Index, *, config: Config, progress: Progre
     library searched once per window, not one of several owned episodes matched alike).
     ``query_stream`` is the delivered stream's key and ``variant`` the edit found.
     """
-    queries = _queries(tap, int(config["index.quality_floor"]))
+    queries = crop_queries(tap, int(config["index.quality_floor"]))
     if not queries:
         return {}
     check_cancel(cancel)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from overlap_desktop.core.audit.crops import CropTap, window_codes
+from overlap_desktop.core.audit.crops import WHOLE_EVERY, CropTap, crop_queries, window_codes
 from overlap_desktop.core.audit.crops_windows import CropWindow, crop_windows
 from overlap_desktop.core.ingest import prep
 from overlap_desktop.core.ingest.fingerprint import prep_and_hash_image, variants_for
@@ -94,3 +94,21 @@ def test_tap_samples_on_its_grid_and_keeps_a_bounded_budget() -> None:
     assert len(small.streams[0].times) == 4 and small.skipped_s == pytest.approx(3.0)
     with pytest.raises(ValueError, match="positive sample rate"):
         CropTap(windows, 0.0)
+
+
+def test_whole_frame_windows_are_taken_every_other_sample() -> None:
+    windows = crop_windows(FAST)
+    whole = [i for i, w in enumerate(windows) if w.whole]
+    crop = [i for i, w in enumerate(windows) if not w.whole]
+    assert whole and crop
+    tap = CropTap(windows, 2.0)
+    tap.begin("a.mp4", Path("a.mp4"), StreamInfo("v:0", duration_s=3.0))
+    for k in range(30):
+        tap.frame(_Frame(k * 100_000_000, _image(4)))
+    tap.end()
+    (s,) = tap.streams
+    assert s.full == [k % WHOLE_EVERY == 0 for k in range(6)]
+    assert all(s.quality[1][i] == 0 for i in whole) and all(s.quality[1][i] > 0 for i in crop)
+    queries = crop_queries(tap, 50)
+    assert [len(q.fp) for q in queries] == [3 if w.whole else 6 for w in windows]
+    assert all(q.fp.usable.all() for q in queries)
