@@ -183,14 +183,16 @@ def check_stream(quoted: ManifestStream, delivered: StreamFingerprints | None, *
 def match_streams(quoted: ManifestFile, delivered: Sequence[tuple[StreamInfo, StreamFingerprints]], *,
                   anonymized: bool) -> list[tuple[ManifestStream, tuple[StreamInfo, StreamFingerprints] | None]]:
     """Pair each quoted stream with the delivered stream it describes: by key, or (anonymised
-    manifests name streams ``stream-N``) by position."""
+    manifests name streams ``stream-N``, numbered from 1 in the order of their real keys' UTF-8
+    bytes, as the export numbers them) by that position."""
     by_key = {info.key: (info, fp) for info, fp in delivered}
+    ordered = sorted(delivered, key=lambda pair: pair[0].key.encode("utf-8", "surrogateescape"))
     out: list[tuple[ManifestStream, tuple[StreamInfo, StreamFingerprints] | None]] = []
     for s in quoted.streams:
         hit = by_key.get(s.key)
         if hit is None and anonymized and s.key.startswith("stream-") and s.key[7:].isdigit():
-            j = int(s.key[7:])
-            hit = delivered[j] if j < len(delivered) else None
+            j = int(s.key[7:]) - 1
+            hit = ordered[j] if 0 <= j < len(ordered) else None
         out.append((s, hit))
     return out
 

@@ -86,7 +86,7 @@ def test_a_quoted_stream_the_delivery_lacks_and_a_shorter_delivery() -> None:
 def test_anonymised_stream_keys_pair_by_position() -> None:
     info, fp = _delivered()
     q = _quoted(fp)
-    q.key = "stream-0"
+    q.key = "stream-1"  # the export numbers them from 1
     r = check_file(ManifestFile("file-000001.mp4", 1, "0" * 64, 12.0, [q]), [(info, fp)],  # type: ignore[list-item]
                    quality_floor=50, anonymized=True)
     assert r.fingerprints == REPRODUCED
