@@ -7,12 +7,12 @@ so the delivery is added last.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from overlap_desktop.core.audit.decode import Decoded, FrameTap
+from overlap_desktop.core.audit.pixels import settle_with_pixels
 from overlap_desktop.core.audit.rescreen import copy_words, delivered_manifest, same_offer, screen, seconds_of
 from overlap_desktop.core.audit.result import AuditResult, FileAudit
 from overlap_desktop.core.manifest.format import Manifest
@@ -24,46 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
     from overlap_desktop.core.index.store import Index
 
-__all__ = ["add_to_library", "rescreen_and_add", "settle_file"]
-
-log = logging.getLogger(__name__)
-
-
-def _overlap(spans: Sequence[tuple[float, float]], a: float, b: float) -> float:
-    return sum(max(0.0, min(b, y) - max(a, x)) for x, y in spans)
-
-
-def settle_file(fa: FileAudit, fr: FileResult, path: Path, idx: Index, *,
-                progress: ProgressCallback | None, cancel: CancelCallback | None) -> str:
-    """Settle the file's can't-tell stretches with pixels (both sides' frames), moving the
-    seconds each settled stretch covers from can't tell to owned or new. Returns how it went
-    ("" when the pixel check is not installed)."""
-    try:
-        from overlap_desktop.core.audit import settle
-    except ImportError:
-        return ""
-    open_segs = [(s, "ambiguous among owned episodes") for s in fr.ambiguous]
-    open_segs += [(s, "weak evidence") for s in fr.weak] + [(s, "shorter than the evidence floor")
-                                                            for s in fr.below_floor]
-    if not open_segs or fa.final is None:
-        return "settled with pixels"
-    stretches = [settle.stretch_from_segment(s, owned_sha256=idx.indexed_sha256(s.corpus_file), why_open=why)
-                 for s, why in open_segs]
-    settlements = settle.settle_stretches(path, stretches, progress=progress, cancel=cancel)
-    cant = [(s.start_s, s.end_s) for s in fr.cant_tell]
-    for row in settle.settle_offered(settlements):
-        start, end, verdict, reason = (row[1], row[2], row[3], row[4]) if len(row) == 5 else row
-        moved = _overlap(cant, float(start), float(end))
-        fa.settled.append((float(start), float(end), str(verdict), str(reason)))
-        if moved <= 0 or verdict == "cant_tell":
-            continue
-        fa.final.cant_tell = max(0.0, fa.final.cant_tell - moved)
-        if verdict == "owned":
-            fa.final.owned += moved
-        elif verdict == "new":
-            fa.final.new += moved
-    return "settled with pixels"
-
+__all__ = ["add_to_library", "rescreen_and_add"]
 
 def _crop_segments(tap: FrameTap | None, idx: Index, config: Config, progress: ProgressCallback | None,
                    cancel: CancelCallback | None) -> tuple[dict[str, list[Segment]], str]:
@@ -113,7 +74,6 @@ def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Dec
     delivered = quoted if result.same_as_quote else screen(as_offer, idx, config=config, progress=progress,
                                                               cancel=cancel)
     crop_hits, result.crops = _crop_segments(tap, idx, config, progress, cancel)
-    settle_how = ""
     for fa in result.files:
         check_cancel(cancel)
         fa.quoted = seconds_of(quoted.get(fa.name))
@@ -124,13 +84,12 @@ def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Dec
         fr = delivered.get(fa.name)
         fa.final = seconds_of(fr)
         fa.copy_of = copy_words(fr, idx, d.sha256)
-        if fr is not None and fr.cant_tell:
-            try:
-                settle_how = settle_file(fa, fr, d.path, idx, progress=progress, cancel=cancel) or settle_how
-            except (ImportError, AttributeError, TypeError) as exc:  # a pixel check of another shape
-                log.warning("the pixel check of can't-tell stretches is unavailable (%s)", exc)
-        _count_crops(fa, fr, crop_hits.get(fa.name, []))
-    result.settle = settle_how
+    result.settle = settle_with_pixels(result.files, delivered, as_offer, decoded, idx, config=config,
+                                       progress=progress, cancel=cancel)
+    for fa in result.files:  # after the pixels: the crops' finds are counted owned on top
+        d = decoded.get(fa.name)
+        if fa.final is not None and d is not None:
+            _count_crops(fa, delivered.get(fa.name), crop_hits.get(fa.name, []))
     result.rescreened = True
     if add:
         names = [n for n, d in decoded.items() if d.streams and d.sha256 and not d.error]
