@@ -305,11 +305,13 @@ def _gather(items: Iterable[tuple[tuple[Path, str, Variant], np.ndarray]]) -> _R
 
 
 def settle_offered(settlements: Sequence[Settlement]) -> list[tuple[str, float, float, Verdict, str]]:
-    """Verdicts per offered span: the stretches of one offered stream that overlap (one stretch
-    against several owned twins) are settled together.
+    """Verdicts per offered span, from the settled stretches of each offered stream.
 
-    A span is owned when exactly one library file settles it owned (and says why); new only
-    when every candidate settles it new; otherwise "can't tell", with the reasons.
+    Stretches that overlap (one offered stretch against several owned twins) are judged together:
+    their union is new only when every one of them settles new. Otherwise each piece of it is
+    owned where exactly one library file's stretches covering that piece settle owned, and
+    "can't tell" elsewhere (with the reasons), so a line owned over part of a group does not
+    carry the rest with it.
 
     Returns:
         ``(offered_stream, start_s, end_s, verdict, reason)`` sorted by stream and start.
@@ -324,12 +326,34 @@ def settle_offered(settlements: Sequence[Settlement]) -> list[tuple[str, float, 
         end = group[0].stretch.offered_end_s
         for st in group[1:]:
             if st.stretch.offered_start_s >= end:
-                out.append((stream, run[0].stretch.offered_start_s, end, *_combine(run)))
+                out.extend((stream, a, b, v, why) for a, b, v, why in _judge_group(run))
                 run, end = [], st.stretch.offered_end_s
             run.append(st)
             end = max(end, st.stretch.offered_end_s)
-        out.append((stream, run[0].stretch.offered_start_s, end, *_combine(run)))
+        out.extend((stream, a, b, v, why) for a, b, v, why in _judge_group(run))
     return out
+
+
+def _judge_group(run: Sequence[Settlement]) -> list[tuple[float, float, Verdict, str]]:
+    """The spans of one group of overlapping stretches."""
+    start = min(st.stretch.offered_start_s for st in run)
+    end = max(st.stretch.offered_end_s for st in run)
+    if all(st.verdict == "new" for st in run):
+        return [(start, end, *_combine(run))]
+    cuts = sorted({t for st in run for t in (st.stretch.offered_start_s, st.stretch.offered_end_s)})
+    spans: list[tuple[float, float, Verdict, str]] = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        covering = [st for st in run if st.stretch.offered_start_s <= a and st.stretch.offered_end_s >= b]
+        if not covering:
+            continue
+        verdict, reason = _combine(covering)
+        if verdict == "new":  # some stretch of the group is not new: that is not shown here
+            verdict, reason = "cant_tell", _combine([st for st in run if st.verdict != "new"])[1]
+        if spans and spans[-1][1] == a and spans[-1][2:] == (verdict, reason):
+            spans[-1] = (spans[-1][0], b, verdict, reason)
+        else:
+            spans.append((a, b, verdict, reason))
+    return spans
 
 
 def _combine(run: Sequence[Settlement]) -> tuple[Verdict, str]:

@@ -138,3 +138,10 @@ def test_a_line_that_cannot_be_followed_stays_cant_tell(clips: dict[str, Path]) 
     got = settle_stretches(clips["copy"], [bad[0], good, *bad[1:]])
     assert [g.verdict for g in got] == ["cant_tell", "owned", "cant_tell", "cant_tell"]
     assert got[0].stretch is bad[0] and "cannot be followed" in got[0].reason
+
+
+def test_an_owned_line_does_not_carry_the_rest_of_its_group() -> None:
+    """Offered 0-10 s is a copy of a.mp4; 8-16 s lines up with b.mp4 only, whose pixels say new: the
+    owned verdict covers 0-10 s, and 10-16 s stays "can't tell" (not every stretch of the group is new)."""
+    spans = settle_offered([_settled(0, 10, "a.mp4", "owned"), _settled(8, 16, "b.mp4", "new")])
+    assert [(a, b, v) for _, a, b, v, _ in spans] == [(0, 10, "owned"), (10, 16, "cant_tell")]
