@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from overlap_desktop.core.audit.settle import (
     OpenStretch,
@@ -16,6 +17,8 @@ from overlap_desktop.core.audit.settle import (
     settle_stretches,
 )
 from overlap_desktop.core.audit.settle_frames import frames_at
+from overlap_desktop.core.index.walk import sha256_item
+from overlap_desktop.core.ingest.readers import reader_for
 from overlap_desktop.core.types import CancelToken, Variant
 from overlap_desktop.errors import Cancelled
 from tests.footage import write_video
@@ -145,3 +148,27 @@ def test_an_owned_line_does_not_carry_the_rest_of_its_group() -> None:
     owned verdict covers 0-10 s, and 10-16 s stays "can't tell" (not every stretch of the group is new)."""
     spans = settle_offered([_settled(0, 10, "a.mp4", "owned"), _settled(8, 16, "b.mp4", "new")])
     assert [(a, b, v) for _, a, b, v, _ in spans] == [(0, 10, "owned"), (10, 16, "cant_tell")]
+
+
+def test_an_image_folder_is_settled_like_a_video(tmp_path: Path, clips: dict[str, Path]) -> None:
+    """Robot footage often arrives as numbered stills: the settle check reads it through the same readers."""
+    def folder(name: str, frames: list[np.ndarray]) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        (d / "fps.txt").write_text(f"{FPS}\n")
+        for k, f in enumerate(frames):
+            Image.fromarray(f).save(d / f"{k:05d}.png")
+        return d
+
+    owned = folder("owned", _frames(block_x=20))
+    twin = folder("twin", _frames(block_x=60))
+    sha = sha256_item(owned)
+    key = reader_for(owned).streams(owned)[0].key
+    st = OpenStretch(key, 0.0, 6.0, owned, key, sha, 0.0, 1.0)
+    # The delivered video copy against the owned folder, and the twin folder against it.
+    copy = settle_stretches(clips["copy"], [OpenStretch("v:0", 0.0, 6.0, owned, key, sha, 0.0, 1.0)])[0]
+    assert copy.verdict == "owned", copy.reason
+    assert settle_stretches(twin, [st])[0].verdict == "new"
+    # A still added to the owned folder after indexing changes its digest: nothing is read.
+    Image.fromarray(_frames(block_x=20)[0]).save(owned / "99999.png")
+    assert "changed since it was indexed" in settle_stretches(twin, [st])[0].reason
