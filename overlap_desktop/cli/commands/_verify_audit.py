@@ -24,6 +24,9 @@ def add_audit_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --audit: do not search crops of the delivered frames in the library (the "
                         "search finds cropped copies a quote cannot show; it costs about as much CPU again "
                         "as the decode, docs/capacity.md)")
+    g.add_argument("--no-pixels", action="store_true",
+                   help="with --audit: do not settle can't-tell stretches (nor second-check owned ones) with both "
+                        "sides' pixels; that check reads the owned library files the re-screen matched")
     g.add_argument("--no-rescreen", action="store_true",
                    help="with --audit: check the fingerprints only, do not screen against a library")
 
@@ -40,7 +43,8 @@ def run_audit(args: argparse.Namespace, ctx: CliContext, threads: int) -> int:
     try:
         with ctx.progress("Auditing delivery") as progress:
             r = api.audit_delivery(Path(args.manifest), Path(args.data), index=idx, config=ctx.config,
-                                   add=args.add, crops=not args.no_crops, threads=threads, progress=progress)
+                                   add=args.add, crops=not args.no_crops,
+                                   pixels=not args.no_pixels, threads=threads, progress=progress)
     finally:
         if idx is not None:
             idx.close()

@@ -63,7 +63,7 @@ def _count_crops(fa: FileAudit, fr: FileResult | None, segs: Sequence[Segment]) 
 def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Decoded], idx: Index, *,
                      config: Config, add: bool, tap: FrameTap | None, full: Callable[[str], Decoded | None],
                      settings: str, progress: ProgressCallback | None,
-                     cancel: CancelCallback | None) -> None:
+                     cancel: CancelCallback | None, pixels: bool = True) -> None:
     """Fill ``quoted`` and ``final`` seconds of every file, then add the delivery (``add``): ``full``
     gives an item's whole decode by quoted name, one at a time."""
     result.index = str(idx.path)
@@ -84,8 +84,9 @@ def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Dec
         fr = delivered.get(fa.name)
         fa.final = seconds_of(fr)
         fa.copy_of = copy_words(fr, idx, d.sha256)
-    result.settle = settle_with_pixels(result.files, delivered, as_offer, decoded, idx, config=config,
-                                       progress=progress, cancel=cancel)
+    if pixels:
+        result.settle = settle_with_pixels(result.files, delivered, as_offer, decoded, idx, config=config,
+                                           progress=progress, cancel=cancel)
     for fa in result.files:  # after the pixels: the crops' finds are counted owned on top
         d = decoded.get(fa.name)
         if fa.final is not None and d is not None:

@@ -180,7 +180,7 @@ def _check(run: _Run, f: ManifestFile, d: Decoded | None, on_grid: Decoded | Non
 # Over 80 lines only because of its argument list and docstring; the steps are the module's.
 def audit_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
                    index: Index | None = None, config: Config | None = None, add: bool = False,
-                   tap: FrameTap | None = None, crops: bool = True,
+                   tap: FrameTap | None = None, crops: bool = True, pixels: bool = True,
                    state_dir: str | os.PathLike[str] | None = None,
                    threads: int = 0, progress: ProgressCallback | None = None,
                    cancel: CancelCallback | None = None) -> AuditResult:
@@ -195,6 +195,8 @@ def audit_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | 
         tap: Sees every decoded frame; default with a library and ``crops``: the crop search of the
             delivered frames (:mod:`.crops`), which finds cropped copies a pixel-free quote cannot show.
         crops: Search crops of the delivered frames in the library (needs ``index``).
+        pixels: Settle the re-screen's can't tell, and second-check what it counts owned, with both
+            sides' pixels (reads the owned library files it matched; needs ``index``).
         state_dir: Where progress is saved for a resume (default: the user data folder, ``audits/``).
         threads: Hashing threads of the bytes check (0 = one per core).
         progress: Receives ``Progress(stage="audit", unit="files")`` (and the re-screen's stages).
@@ -272,7 +274,7 @@ def audit_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | 
             return got
 
         rescreen_and_add(result, m, {k: d for k, (_, d, _) in checked.items()}, index, config=config, add=add,
-                         tap=tap, full=full, settings=settings, progress=progress, cancel=cancel)
+                         tap=tap, full=full, settings=settings, pixels=pixels, progress=progress, cancel=cancel)
     state.clear()
     return result
 
