@@ -159,14 +159,14 @@ def run_pairs(root: Path, realdata: Path | None = None) -> list[tuple[PairSpec, 
 
 
 def print_pairs(results: Sequence[tuple[PairSpec, Settlement]]) -> None:
-    print(f"{'set':10s} {'pair':36s} {'truth':9s} {'bg max':>6s} {'2nd':>5s} {'>=14':>4s} {'px med':>6s} "
-          f"{'moving':>6s} {'agree':>5s}  verdict")
+    print(f"{'set':10s} {'pair':36s} {'truth':9s} {'bg max':>6s} {'2nd':>5s} {'>=14':>4s} {'unexpl':>6s} "
+          f"{'px med':>6s} {'moving':>6s} {'agree':>5s}  verdict")
     for spec, st in results:
         f = st.figures
         print(f"{spec[0]:10s} {spec[1]:36s} {spec[2]:9s} {f.get('background_largest', 0):6.1f} "
               f"{f.get('background_second', 0):5.1f} {f.get('background_cells_over', 0):4.0f} "
-              f"{f.get('pixel_median', 0):6.1f} {f.get('moving_share', 0):6.3f} {f.get('motion_agree', 0):5.2f}  "
-              f"{st.verdict}")
+              f"{f.get('background_unexplained', 0):6.0f} {f.get('pixel_median', 0):6.1f} "
+              f"{f.get('moving_share', 0):6.3f} {f.get('motion_agree', 0):5.2f}  {st.verdict}")
     for where in ("tuning", "held-out", "held-out 2"):
         rows = [(s, st) for s, st in results if s[0] == where]
         if not rows:

@@ -62,6 +62,12 @@ DIFFER_LEVEL = 14.0
 #: set): true copies 0-3 such cells (a brightness/contrast/gamma grade of the generated rig),
 #: scripted twins with one object moved a few centimetres 11-19, objects elsewhere 45-55.
 DIFFER_CELLS = 6
+#: Of those, how many (and what share) must lie where not both sides hold an edge. Measured
+#: (bench/bench_settle.py pairs and crops): copies cut by 0.5-1% and scaled back up differ in 20-102
+#: cells, every one on an edge both sides share (0 unexplained); cut by 2%, 4-7 of 53-131 (3-11%);
+#: scripted twins 3-27 of 11-54 (16-91%). A match on a crop rung is never settled new (the cut is
+#: known only to the rung: 0-215 unexplained cells measured on true copies).
+UNEXPLAINED_CELLS, UNEXPLAINED_SHARE = 3, 0.2
 #: Aligned samples a stretch needs at least (fewer: too short to settle).
 MIN_SAMPLES = 6
 #: Share of (sample, cell) places that must move for the pixels to tell one moment from another.
@@ -140,14 +146,22 @@ def sample_times(stretch: OpenStretch) -> np.ndarray:
     return stretch.offered_start_s + (np.arange(n) + 0.5) * dur / n
 
 
-def decide(m: LineMeasures) -> tuple[Verdict, str]:
-    """The verdict and its reason from the measures of one line."""
+def decide(m: LineMeasures, *, cut: bool = False) -> tuple[Verdict, str]:
+    """The verdict and its reason from the measures of one line (``cut``: the match is on a crop
+    rung or an edge strip, so the copy's exact cut is not known)."""
     if m.samples < MIN_SAMPLES:
         return "cant_tell", f"too short to settle with pixels: {m.samples} aligned frames"
-    if m.bg_cells_over >= DIFFER_CELLS:
+    if m.bg_cells_over >= DIFFER_CELLS and cut:
+        return "cant_tell", (f"the background differs in {m.bg_cells_over} cells, but the copy's cut is known only "
+                             "to a crop rung, and a cut a percent off differs as much")
+    if m.bg_cells_over >= DIFFER_CELLS and m.bg_unexplained >= max(UNEXPLAINED_CELLS,
+                                                                   UNEXPLAINED_SHARE * m.bg_cells_over):
         lo, hi = m.bg_range
         return "new", (f"objects moved: the background differs in {m.bg_cells_over} cells by "
                        f"{lo:.0f}-{hi:.0f} levels after the tone fit")
+    if m.bg_cells_over >= DIFFER_CELLS:
+        return "cant_tell", (f"the background differs in {m.bg_cells_over} cells, nearly all on edges both sides "
+                             "share: a copy cut or scaled a little differs so")
     if m.bg_cells_over:
         return "cant_tell", (f"{m.bg_cells_over} background cells differ, by up to {m.bg_largest:.0f} levels "
                              "(a small object, an overlay or a grade's clipping): not enough to settle")
@@ -259,7 +273,8 @@ def _judge(s: OpenStretch, o_imgs: np.ndarray, o_found: np.ndarray, w_imgs: np.n
         return Settlement(s, "cant_tell", "no frames of both sides along the line")
     both = o_found & w_found[best_j]
     m = measure_line(o_imgs[both].astype(np.float32), w_imgs[best_j][both].astype(np.float32), differ=DIFFER_LEVEL)
-    verdict, reason = decide(m)
+    v = s.variant
+    verdict, reason = decide(m, cut=v.crop < 1.0 or (v.edge is not None and v.edge_depth > 0) or v.offset is not None)
     return Settlement(s, verdict, reason, {**m.figures(), "line_shift_s": float(SHIFTS[best_j])})
 
 

@@ -98,6 +98,9 @@ class LineMeasures:
         motion_agree: Of the moving places, the share where the two sides agree (their
             difference under :data:`MOTION_LEVEL` or under half the motion there); 1.0 when
             nothing moves.
+        bg_unexplained: Differing background cells where not both sides hold an edge nearby
+            (an object appeared or went; a copy cut or scaled by a percent differs only on
+            edges both sides share).
     """
 
     samples: int
@@ -109,17 +112,39 @@ class LineMeasures:
     pixel_median: float
     moving_share: float
     motion_agree: float
+    bg_unexplained: int = 0
 
     def figures(self) -> dict[str, float]:
         """The measures as a flat mapping (for a receipt)."""
         return {"samples": float(self.samples), "still_share": round(self.still_share, 4),
                 "background_largest": round(self.bg_largest, 2), "background_second": round(self.bg_second, 2),
                 "background_cells_over": float(self.bg_cells_over), "pixel_median": round(self.pixel_median, 2),
-                "moving_share": round(self.moving_share, 4), "motion_agree": round(self.motion_agree, 4)}
+                "moving_share": round(self.moving_share, 4), "motion_agree": round(self.motion_agree, 4),
+                "background_unexplained": float(self.bg_unexplained)}
 
 
 #: Share of its samples a cell must stay within :data:`MOTION_LEVEL` of its background to be still.
 STILL_SHARE = 0.8
+
+
+#: A cell is on an edge when a neighbour within one cell differs from it by this many levels.
+EDGE_LEVEL = 20.0
+
+
+def _edges(img: np.ndarray) -> np.ndarray:
+    """Cells of a ``(g, g)`` map within one cell of an edge (a step of :data:`EDGE_LEVEL`)."""
+    p = np.pad(img, 1, mode="edge")
+    g0, g1 = img.shape
+    step = np.zeros(img.shape, np.float32)
+    for dy, dx in ((0, 1), (2, 1), (1, 0), (1, 2)):
+        np.maximum(step, np.abs(img - p[dy:dy + g0, dx:dx + g1]), out=step)
+    edge = step >= EDGE_LEVEL
+    q = np.pad(edge, 1, mode="edge")
+    near = np.zeros(img.shape, bool)
+    for dy in range(3):
+        for dx in range(3):
+            near |= q[dy:dy + g0, dx:dx + g1]
+    return near
 
 
 def measure_line(offered: np.ndarray, owned: np.ndarray, *, grid: int = GRID,
@@ -142,7 +167,13 @@ def measure_line(offered: np.ndarray, owned: np.ndarray, *, grid: int = GRID,
             ((np.abs(c_w_luma - bg_w_luma) < MOTION_LEVEL).mean(axis=0) >= STILL_SHARE)
     coef = colour_fit(bg_w_rgb, bg_o, still)
     bg_fit = apply_fit(coef, bg_w_rgb)
-    d = np.abs(bg_o - bg_fit)[still]
+    full_d = np.where(still, np.abs(bg_o - bg_fit), 0.0)
+    d = full_d[still]
+    hot = full_d >= differ
+    # A cell where both sides hold an edge nearby differs as a copy cut or scaled by a percent
+    # differs (edges a fraction of a cell apart); an object moved leaves an edge on one side only.
+    both = _edges(bg_o) & _edges(bg_fit)
+    unexplained = int((hot & ~both).sum())
     ranked = np.sort(d) if d.size else np.zeros(1, np.float32)
     over = d[d >= differ]
     c_w = apply_fit(coef, c_w_rgb)
@@ -156,4 +187,5 @@ def measure_line(offered: np.ndarray, owned: np.ndarray, *, grid: int = GRID,
         bg_second=float(ranked[-2]) if ranked.size > 1 else float(ranked[-1]),
         bg_cells_over=int(over.size), bg_range=(float(over.min()), float(over.max())) if over.size else (0.0, 0.0),
         pixel_median=float(np.median(np.median(diff.reshape(diff.shape[0], -1), axis=1))),
-        moving_share=n_moving / diff.size, motion_agree=float(agree_at[moving].mean()) if n_moving else 1.0)
+        moving_share=n_moving / diff.size, motion_agree=float(agree_at[moving].mean()) if n_moving else 1.0,
+        bg_unexplained=unexplained)
