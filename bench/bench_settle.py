@@ -128,6 +128,22 @@ def pair_specs(realdata: Path | None = None) -> list[PairSpec]:
         line_start = off_start if truth == "owned" else 1.0
         specs.append(("held-out", name, truth, scene, own, [Piece(scene, off_start, secs, master_fps=fps_)], tf,
                       1.0, line_start, var, size_, fps_))
+    # Copies cut a little and scaled back up (at the identity, as a match under a percent lands), and
+    # cut between crop rungs (matched on the nearest rung): true copies that must never read new.
+    room_ = vs.RealClip(str(DATA / "fixedcam" / "room-people.mp4"))
+    table_ = vs.RealClip(str(DATA / "fixedcam" / "table-bottles.mp4"))
+    for label, scene, own, start, size_, fps_ in (("mj", mj["t1-l1"], (0.0, 12.0), 0.0, size, fps),
+                                                  ("room", room_, (0.0, 31.0), 18.0, (384, 216), 10.0),
+                                                  ("table", table_, (0.0, 19.0), 6.0, (320, 180), 15.0)):
+        for keep, rung in ((0.995, 1.0), (0.99, 1.0), (0.98, 1.0), (0.89, 0.89), (0.87, 0.89), (0.86, 0.89),
+                           (0.91, 0.92), (0.80, 0.82)):
+            var = Variant() if rung == 1.0 else Variant(crop=rung)
+            specs.append(("cuts", f"{label} copy cut to {keep:.1%} on {rung:.0%}", "owned", scene, own,
+                          [Piece(scene, start, 12.0, master_fps=fps_)], m.crop_centre(keep), 1.0, start, var, size_,
+                          fps_))
+    specs.append(("cuts", "mj twin l11 cut to 87.0% on 89%", "new", mj["t1-l1"], (0.0, 12.0),
+                  [Piece(mj["t1-l11"], 0.0, 12.0, master_fps=fps)], m.crop_centre(0.87), 1.0, 0.0,
+                  Variant(crop=0.89), size, fps))
     chaplin = realdata / "video" / "chaplin.mp4" if realdata is not None else None
     if chaplin is not None and chaplin.exists():
         film = vs.RealClip(str(chaplin))
@@ -167,7 +183,7 @@ def print_pairs(results: Sequence[tuple[PairSpec, Settlement]]) -> None:
               f"{f.get('background_second', 0):5.1f} {f.get('background_cells_over', 0):4.0f} "
               f"{f.get('background_unexplained', 0):6.0f} {f.get('pixel_median', 0):6.1f} "
               f"{f.get('moving_share', 0):6.3f} {f.get('motion_agree', 0):5.2f}  {st.verdict}")
-    for where in ("tuning", "held-out", "held-out 2"):
+    for where in ("tuning", "cuts", "held-out", "held-out 2"):
         rows = [(s, st) for s, st in results if s[0] == where]
         if not rows:
             continue
