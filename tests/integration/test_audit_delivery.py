@@ -144,6 +144,11 @@ def test_add_puts_the_delivery_into_the_library_after_the_rescreen(world: dict[s
     for name, (key, fp) in want.items():
         k2, fp2 = have[name]
         assert key == k2 and np.array_equal(fp.codes, fp2.codes) and np.array_equal(fp.times_ns, fp2.times_ns)
+    assert not r.warnings
+    # Audited again, the delivery is in the library: said plainly.
+    with open_index(lab, config=cfg) as idx:
+        again = audit_delivery(world["honest"], world["delivery"], index=idx, config=cfg, state_dir=tmp_path / "s2")
+    assert any("already in the library" in w for w in again.warnings)
 
 
 def test_a_cancelled_audit_resumes_without_decoding_finished_files_again(world: dict[str, Path],

@@ -56,6 +56,8 @@ def run_audit(args: argparse.Namespace, ctx: CliContext, threads: int) -> int:
             ctx.print(f"  {a:g}-{b:g} s settled {verdict}: {safe(why)}")
     for x in r.verify.extra:
         ctx.print(f"EXTRA    {safe(x['path'])} ({x['size']} bytes, not in the manifest)")
+    for w in r.warnings:
+        ctx.note(f"overlap: {safe(w)}")
     if r.resumed:
         ctx.note(f"continued an interrupted audit: {r.resumed} file(s) were already decoded")
     if args.add:

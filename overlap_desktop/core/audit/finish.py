@@ -67,6 +67,13 @@ def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Dec
     """Fill ``quoted`` and ``final`` seconds of every file, then add the delivery (``add``): ``full``
     gives an item's whole decode by quoted name, one at a time."""
     result.index = str(idx.path)
+    inside = [d.path.name for d in decoded.values() if idx.file_state(d.path) is not None]
+    if inside:
+        # The library "before the delivery" already holds these (an earlier audit added them, or they
+        # were indexed): each matches itself, so their re-screen reads owned.
+        result.warnings.append(f"{len(inside)} delivered file(s) are already in the library ({', '.join(inside[:3])}"
+                               f"{' ...' if len(inside) > 3 else ''}): the re-screen finds them owned by themselves; "
+                               "audit against the library as it was before they were added")
     quoted = screen(m, idx, config=config, progress=progress, cancel=cancel)
     as_offer = delivered_manifest(m, decoded)
     # An honest quote of this version is the delivered footage itself: its screen is the answer.
