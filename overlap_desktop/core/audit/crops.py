@@ -25,6 +25,7 @@ from overlap_desktop.core.ingest.fingerprint import variants_from_config
 from overlap_desktop.core.match.corpora import IndexCorpus
 from overlap_desktop.core.match.pipeline import compare_streams
 from overlap_desktop.core.match.results import file_results
+from overlap_desktop.core.match.segments import RawSegment
 from overlap_desktop.core.match.settings import match_params
 from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.types import (
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from overlap_desktop.config import Config
     from overlap_desktop.core.index.store import Index
 
-__all__ = ["CROP_FPS", "MAX_CODES", "WHOLE_EVERY", "CropTap", "crop_queries", "crop_tap", "search_crops",
-           "window_codes"]
+__all__ = ["CROP_FPS", "CROP_GAIN_BITS", "MAX_CODES", "WHOLE_EVERY", "CropTap", "crop_queries", "crop_tap",
+           "search_crops", "window_codes"]
 
 #: Samples a second taken for the crop search at most (the index's rate when lower): a manifest's
 #: rate, which the matcher's lines and evidence are made for; every sample costs a code per window.
@@ -69,6 +70,8 @@ class _Stream:
     quality: list[np.ndarray] = field(default_factory=list)
     #: Per sample: were the whole-frame windows taken too (every :data:`WHOLE_EVERY` samples)?
     full: list[bool] = field(default_factory=list)
+    #: Per sample: the code of the offered frame as a whole (what the quote's own search saw).
+    whole: list[np.ndarray] = field(default_factory=list)
     next_k: int = 0
 
 
@@ -113,9 +116,10 @@ class CropTap:
             take = range(len(self.windows)) if full else self._crops_only
             codes = np.zeros((len(self.windows), 32), np.uint8)
             quality = np.zeros(len(self.windows), np.uint8)  # a window not taken: quality 0, unusable
+            got, q, whole = window_codes(_work_luma(frame), [self.windows[i] for i in take])
             if take:
-                got, q = window_codes(_work_luma(frame), [self.windows[i] for i in take])
                 codes[list(take)], quality[list(take)] = got, q
+            s.whole.append(whole)
             s.times.append(int(frame.t_ns))
             s.codes.append(codes)
             s.quality.append(quality)
@@ -138,8 +142,9 @@ def _work_luma(frame: TimedFrame) -> np.ndarray:
     return prep.luma(np.ascontiguousarray(frame.to_rgb(prep.WORK_SIZE, prep.WORK_SIZE)))
 
 
-def window_codes(y: np.ndarray, windows: Sequence[CropWindow]) -> tuple[np.ndarray, np.ndarray]:
-    """PDQ codes ``uint8 (W, 32)`` and qualities ``(W,)`` of the windows of a working luma image,
+def window_codes(y: np.ndarray, windows: Sequence[CropWindow]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """PDQ codes ``uint8 (W, 32)``, qualities ``(W,)`` and the whole frame's code ``(32,)`` of the windows
+    of a working luma image,
     prepared as the fingerprint prepares a frame's variants: bars trimmed, each window resampled,
     and a low-contrast frame stretched by the owned frame's gain around its mean, as the library
     stretched its stored windows: for a crop the offered frame's (most of the owned frame), for a
@@ -169,8 +174,9 @@ def window_codes(y: np.ndarray, windows: Sequence[CropWindow]) -> tuple[np.ndarr
     if (gains != 1.0).any():
         prep.stretch_contrast(small, gains, means)
     np.clip(np.rint(small, out=small), 0, 255, out=small)
-    coefs, quality = pdq_batch.coefs_and_quality(small[1:])
-    return pdq_batch.codes_from_coefs(coefs), np.maximum(quality, 0).astype(np.uint8)
+    coefs, quality = pdq_batch.coefs_and_quality(small)
+    codes = pdq_batch.codes_from_coefs(coefs)
+    return codes[1:], np.maximum(quality[1:], 0).astype(np.uint8), codes[0]
 
 
 def crop_tap(config: Config) -> CropTap:
@@ -198,12 +204,50 @@ def crop_queries(tap: CropTap, quality_floor: int) -> list[QueryStream]:
     return out
 
 
+#: A window's match counts only when the window is this many bits closer to the owned frames along
+#: the line than the offered frame as a whole is to any code stored for them: the cut must explain
+#: the match. Measured over the verdict suites and bench/bench_settle.py crops (counted lines): the
+#: lines of cut copies 7-108 bits closer through their window (the best line of each copy 10-108);
+#: scripted replays of an owned motion, and uncut copies the quote finds itself, at most 1 bit closer
+#: (down to -52). Without this, crop windows counted 5 scripted look-alikes owned that the quote
+#: leaves "can't tell" or owns itself (a window a little off the whole frame is another draw).
+CROP_GAIN_BITS = 16
+
+
+def _whole_codes(tap: CropTap) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    return {(s.name, s.key): (np.asarray(s.times, np.int64), np.stack(s.whole)) for s in tap.streams}
+
+
+def _rows_at(times_ns: np.ndarray, t_s: np.ndarray) -> np.ndarray:
+    """The rows of ``times_ns`` nearest to times ``t_s`` (seconds)."""
+    t = np.asarray(np.round(np.asarray(t_s, np.float64) * 1e9), np.int64)
+    i = np.clip(np.searchsorted(times_ns, t), 1, max(1, len(times_ns) - 1))
+    left = times_ns[np.maximum(i - 1, 0)]
+    right = times_ns[np.minimum(i, len(times_ns) - 1)]
+    return np.where(np.abs(t - left) <= np.abs(right - t), np.maximum(i - 1, 0), np.minimum(i, len(times_ns) - 1))
+
+
+def _window_explains(q: QueryStream, whole: tuple[np.ndarray, np.ndarray], owned: StreamFingerprints,
+                     seg: RawSegment) -> bool:
+    """Is the window's match along ``seg`` clearly closer than the offered frame as a whole is?"""
+    if seg.near or seg.rival or seg.unjudged:
+        return True  # never counted: they only say "can't tell", as they would in the quote
+    pairs = seg.pairs
+    if pairs is None or not pairs.size or len(whole[0]) == 0 or len(owned) == 0:
+        return False
+    q_rows = _rows_at(whole[0], pairs[:, 0])
+    c_rows = _rows_at(owned.times_ns, pairs[:, 1])
+    d_whole = np.unpackbits(whole[1][q_rows][:, None, :] ^ owned.codes[c_rows], axis=-1).sum(axis=-1).min(axis=1)
+    return float(d_whole.mean()) - float(np.mean(pairs[:, 2])) >= CROP_GAIN_BITS
+
+
 def search_crops(tap: CropTap, index: Index, *, config: Config, progress: ProgressCallback | None = None,
                  cancel: CancelCallback | None = None) -> dict[str, list[Segment]]:
     """Search the tapped windows in the library; per delivered file, the copies found.
 
     Only counted segments come back (evidence above the floor, chance judged against the
-    library searched once per window, not one of several owned episodes matched alike).
+    library searched once per window, not one of several owned episodes matched alike), and
+    only lines the cut explains (:data:`CROP_GAIN_BITS`).
     ``query_stream`` is the delivered stream's key and ``variant`` the edit found.
     """
     queries = crop_queries(tap, int(config["index.quality_floor"]))
@@ -214,6 +258,10 @@ def search_crops(tap: CropTap, index: Index, *, config: Config, progress: Progre
     corpus = IndexCorpus(index)
     found = compare_streams(queries, corpus, params, search_space=max(1, len(tap.windows)), near=False,
                             progress=progress, cancel=cancel)
+    wholes = _whole_codes(tap)
+    found = [f for f in found if _window_explains(queries[f.query], wholes[queries[f.query].file,
+                                                                          queries[f.query].key.rpartition(_KEY_SEP)[0]],
+                                                  corpus.fingerprints(f.stream), f.segment)]
     out: dict[str, list[Segment]] = {}
     for f in file_results(queries, found, corpus, params):
         for seg in f.segments:

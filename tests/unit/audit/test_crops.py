@@ -54,7 +54,7 @@ def test_window_code_equals_the_stored_rung_of_the_owned_frame() -> None:
     offered = crop_window(0.95, (0.0, 0.0))(owned)
     corner = _window(crop_windows(FAST), "cropped to 95%, towards the top left")
     y = prep.luma(prep.to_work_image(offered))
-    codes, quality = window_codes(y, [corner])
+    codes, quality, _whole = window_codes(y, [corner])
     stored, _ = prep_and_hash_image(owned, (Variant(), corner.stored))
     assert quality[0] >= 50
     assert _bits(codes[0], stored[1]) <= 24
@@ -62,7 +62,7 @@ def test_window_code_equals_the_stored_rung_of_the_owned_frame() -> None:
     whole, _ = prep_and_hash_image(offered)
     assert min(_bits(whole[0], stored[0]), _bits(whole[0], stored[1])) > 40
     # ... and the same window of another picture is far from the owned rung (a look-alike stays apart).
-    other, _ = window_codes(prep.luma(prep.to_work_image(crop_window(0.95, (0.0, 0.0))(_image(2)))), [corner])
+    other, _, _ = window_codes(prep.luma(prep.to_work_image(crop_window(0.95, (0.0, 0.0))(_image(2)))), [corner])
     assert _bits(other[0], stored[1]) > 80
 
 
