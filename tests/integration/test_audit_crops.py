@@ -18,6 +18,7 @@ from overlap_desktop.core.audit.crops import crop_tap, search_crops
 from overlap_desktop.core.index.store import open_index
 from overlap_desktop.core.ingest.readers import reader_for
 from tests import manipulations as m
+from tests import verdict_suites as vs
 from tests.manipulations import Piece
 from tests.verdict_suites import DATA, RealClip
 
@@ -72,3 +73,26 @@ def test_cut_copy_is_found_with_its_edit(found: dict[str, list[api.Segment]], na
 @pytest.mark.parametrize("name", [n for n, o in OFFERS.items() if not o[2]])
 def test_later_moment_cut_the_same_way_stays_unmatched(found: dict[str, list[api.Segment]], name: str) -> None:
     assert found.get(name, []) == []
+
+
+def test_scripted_replays_are_never_owned_through_a_window(tmp_path: Path) -> None:
+    """The rendered rig's verdict suite (tests/verdict_suites.py): repeats of an owned arm motion (blocks
+    moved) that the quote leaves "can't tell" must not become owned because a window a little off the
+    whole frame lines up with one owned episode; a copy's windows may only find its own source."""
+    suite = vs.mujoco()
+    vs.build(suite, tmp_path)
+    cfg = api.load_config({"index.path": str(tmp_path / "lab-index")})
+    tap = crop_tap(cfg)
+    for path in sorted((tmp_path / "offer").glob("*.mp4")):
+        reader = reader_for(path)
+        for info in reader.streams(path):
+            tap.begin(path.stem, path, info)
+            for frame in reader.frames(path, info):
+                tap.frame(frame)
+            tap.end()
+    with open_index(tmp_path / "lab-index", config=cfg, create=False) as index:
+        found = search_crops(tap, index, config=cfg)
+    sources = {name: {Path(s.corpus_file).stem for s in segs} for name, segs in found.items()}
+    wrong = {name: src for name, src in sources.items()
+             if suite.offers[name].copy_of is None or src != {suite.offers[name].copy_of}}
+    assert wrong == {}
