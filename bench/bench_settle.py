@@ -339,6 +339,33 @@ def run_crops(root: Path, preset: str) -> None:
           f"{index_cpu:.1f} s (tap / indexing {tap_cpu / max(index_cpu, 1e-9):.2f})")
 
 
+def run_crop_suites(root: Path, names: Sequence[str]) -> None:
+    """The crop search over the verdict suites' offers: no look-alike may be found, a copy only in its source."""
+    from overlap_desktop.core.audit.crops import crop_tap, search_crops
+    from overlap_desktop.core.index.store import open_index
+    from overlap_desktop.core.ingest.readers import reader_for
+
+    for name in names:
+        suite = vs.SUITES[name]()
+        vs.build(suite, root / name)
+        cfg = api.load_config({"index.path": str(root / name / "lab-index")})
+        tap = crop_tap(cfg)
+        for path in sorted((root / name / "offer").glob("*.mp4")):
+            reader = reader_for(path)
+            for info in reader.streams(path):
+                tap.begin(path.stem, path, info)
+                for frame in reader.frames(path, info):
+                    tap.frame(frame)
+                tap.end()
+        with open_index(root / name / "lab-index", config=cfg, create=False) as index:
+            found = search_crops(tap, index, config=cfg)
+        false = [o for o, segs in found.items() if suite.offers[o].copy_of is None
+                 or {Path(x.corpus_file).stem for x in segs} != {suite.offers[o].copy_of}]
+        copies = [o for o in found if o not in false]
+        print(f"crop search on suite {name}: {len(found)} offers with a crop found, {len(copies)} copies in their "
+              f"source, {len(false)} false {sorted(false)}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("parts", nargs="*", default=["pairs", "suites", "crops"])
@@ -356,6 +383,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             for preset in ("fast", "balanced"):
                 (root / "crops").mkdir(parents=True, exist_ok=True)
                 run_crops(root / "crops", preset)
+            run_crop_suites(root, args.suite or ["scripted", "mujoco", "short", "heldout"])
         if "suites" in args.parts:
             for name in args.suite or ["scripted", "mujoco", "short", "heldout"]:
                 _print_suite(name, run_suite(name, root / name))
