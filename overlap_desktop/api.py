@@ -93,6 +93,18 @@ _EXPORTS: dict[str, str] = {
     "is_clutter": "overlap_desktop.core.manifest.verify",
     "write_verify_html": "overlap_desktop.core.manifest.verify",
     "write_verify_json": "overlap_desktop.core.manifest.verify",
+    # the delivery audit: the quote checked against the footage that arrived
+    "audit_delivery": "overlap_desktop.core.audit.run",
+    "AuditResult": "overlap_desktop.core.audit.result",
+    "FileAudit": "overlap_desktop.core.audit.result",
+    "REPRODUCE_BITS": "overlap_desktop.core.audit.reproduce",
+    "make_receipt": "overlap_desktop.core.audit.receipt",
+    "write_receipt": "overlap_desktop.core.audit.receipt",
+    "check_receipt": "overlap_desktop.core.audit.receipt",
+    "audit_verdict": "overlap_desktop.core.audit.receipt",
+    "file_line": "overlap_desktop.core.audit.receipt",
+    "RECEIPT_SCHEMA": "overlap_desktop.core.audit.receipt",
+    "write_receipt_html": "overlap_desktop.core.audit.receipt_html",
     # signed quotes (issue 37): the vendor's key, the buyer's known vendors, plain words
     "create_signing_key": "overlap_desktop.core.manifest.keys",
     "load_signing_key": "overlap_desktop.core.manifest.keys",
@@ -256,6 +268,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     # The same names as _EXPORTS, written by tools/sync_api_typing.py (tests/unit/test_layers.py
     # keeps the two in step), so `api.open_index(...)` in the shells is type-checked, not Any.
     from overlap_desktop.config import MAX_THREADS, SETTINGS, Config, load_config
+    from overlap_desktop.core.audit.receipt import (
+        RECEIPT_SCHEMA,
+        audit_verdict,
+        check_receipt,
+        file_line,
+        make_receipt,
+        write_receipt,
+    )
+    from overlap_desktop.core.audit.receipt_html import write_receipt_html
+    from overlap_desktop.core.audit.reproduce import REPRODUCE_BITS
+    from overlap_desktop.core.audit.result import AuditResult, FileAudit
+    from overlap_desktop.core.audit.run import audit_delivery
     from overlap_desktop.core.fsutil import atomic_write_bytes
     from overlap_desktop.core.index.fingerprinting import fingerprint_file
     from overlap_desktop.core.index.indexer import index_paths

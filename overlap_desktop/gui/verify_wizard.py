@@ -38,7 +38,7 @@ from overlap_desktop.gui.common import (
     start_folder,
 )
 from overlap_desktop.gui.state import AppState
-from overlap_desktop.gui.wizard_pages import RunPage
+from overlap_desktop.gui.verify_audit import AuditOptions, AuditPage, AuditPanel
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["VerifyWizard", "verdict_text"]
@@ -203,26 +203,6 @@ class _ManifestPage(_PathPage):
             show_error(self, "This manifest cannot be used", exc)
             return False
         return True
-
-
-class _HashPage(RunPage):
-    def __init__(self, wizard: VerifyWizard) -> None:
-        super().__init__("Checking the delivered files",
-                         "Every delivered file is read and its checksum compared with the quote. "
-                         "Large deliveries take a while.")
-        self.wiz = wizard
-
-    def running_text(self) -> str:
-        return "Reading the delivered files…"
-
-    def make_job(self) -> Job:
-        threads = int(self.wiz.config["verify.threads"])
-        return Job(api.verify_delivery, self.wiz.manifest_page.path(), self.wiz.folder_page.path(),
-                   parent=self, threads=threads)
-
-    def on_result(self, result: Any) -> None:
-        self.status.setText(f"Done: {fmt_size(result.bytes_hashed)} checked.")
-        self.wiz.next()
 
 
 class _ResultPage(QWizardPage):
@@ -402,8 +382,19 @@ class VerifyWizard(QWizard):
                                      "Choose the folder the purchased footage was delivered to. "
                                      "Sub-folders are included.", folder=True,
                                      placeholder="delivery folder")
-        self.hash_page = _HashPage(self)
+        # The footage is checked against the quote by default (gui/verify_audit.py).
+        self.audit_options = AuditOptions()
+        folder_lay = self.folder_page.layout()
+        assert isinstance(folder_lay, QVBoxLayout)
+        folder_lay.insertWidget(2, self.audit_options)
+        self.hash_page = AuditPage(self)
         self.result_page = _ResultPage(self)
+        self.audit_panel = AuditPanel(self)
+        result_lay = self.result_page.layout()
+        assert isinstance(result_lay, QVBoxLayout)
+        result_lay.insertWidget(result_lay.count() - 1, self.audit_panel, 1)
+        self.currentIdChanged.connect(
+            lambda pid: self.audit_panel.show_result(self.hash_page.audit_result()) if pid == PAGE_RESULT else None)
         for pid, page in ((PAGE_MANIFEST, self.manifest_page), (PAGE_FOLDER, self.folder_page),
                           (PAGE_HASH, self.hash_page), (PAGE_RESULT, self.result_page)):
             self.setPage(pid, page)
@@ -413,10 +404,10 @@ class VerifyWizard(QWizard):
 
     def verify_result(self) -> Any:
         """The :class:`~overlap_desktop.core.manifest.verify.VerifyResult`, once hashing finished."""
-        return self.hash_page.result
+        return self.hash_page.verify_result()
 
     def jobs(self) -> list[Job | None]:
-        return [self.hash_page.job, self.manifest_page.job]
+        return [self.hash_page.job, self.manifest_page.job, self.audit_panel.add_job]
 
     def reject(self) -> None:
         for j in self.jobs():

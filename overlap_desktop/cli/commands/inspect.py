@@ -18,12 +18,42 @@ def safe(text: object) -> str:
 
 
 def _add(p: argparse.ArgumentParser) -> None:
-    p.add_argument("manifest", metavar="MANIFEST", help="the .ovlm file")
+    p.add_argument("manifest", metavar="MANIFEST", help="the .ovlm file (or a delivery audit's receipt, .json)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--files", action="store_true", help="also list every file")
 
 
+def _is_json(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(64).lstrip()[:1] == b"{"
+    except OSError:
+        return False  # the manifest reader says why
+
+
+def _receipt(args: argparse.Namespace, ctx: CliContext) -> int:
+    """A delivery audit's receipt: signature and totals checked (refused with exit 4 when edited)."""
+    r = api.check_receipt(Path(args.manifest))
+    if args.json:
+        ctx.print_json(r)
+        return int(ExitCode.OK)
+    check = r["check"]
+    signed = (f"signed by {safe(check['signer'])}, key {check['fingerprint']}: the signature verifies"
+              if check["signature"] == "valid" else "unsigned (nothing shows who made it)")
+    ctx.print(f"{safe(args.manifest)}: valid overlap receipt ({r['schema']}), {signed}")
+    ctx.print(f"  verdict      {safe(r['verdict_text'])}")
+    ctx.print(f"  quote seal   {r['manifest']['root']}")
+    ctx.print(f"  quote        {api.signature_sentence(r['manifest']['signature'])}")
+    ctx.print(f"  audited      {r['checked']} by overlap {safe(r['tool_version'])}")
+    for f in r["files"]:
+        ctx.print(f"  {safe(f['name'])}: bytes {f['bytes']}, fingerprints {f['fingerprints']}"
+                  + (f"; {safe(f['verdict_words'])}" if f.get("verdict_words") else ""))
+    return int(ExitCode.OK)
+
+
 def _run(args: argparse.Namespace, ctx: CliContext) -> int:
+    if _is_json(Path(args.manifest)):
+        return _receipt(args, ctx)
     info = api.inspect_manifest(Path(args.manifest))
     if args.json:
         if not args.files:
@@ -68,4 +98,5 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
 
 COMMAND = Command("inspect", "verify a .ovlm manifest and show what it contains", _add, _run, order=35,
                   description="Parse a manifest strictly (refusing any defect with exit 4), recompute its "
-                              "Merkle root and summarise it: label, files, hours, sampling, algo/prep.")
+                              "Merkle root and summarise it: label, files, hours, sampling, algo/prep. Given "
+                              "a delivery audit's receipt (JSON), check its signature and totals instead.")

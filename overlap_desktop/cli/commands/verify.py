@@ -10,6 +10,7 @@ from typing import Any
 
 from overlap_desktop import api
 from overlap_desktop.api import MAX_THREADS, ExitCode, InputError, UsageError, atomic_write_bytes
+from overlap_desktop.cli.commands._verify_audit import add_audit_arguments, run_audit
 from overlap_desktop.cli.commands.inspect import safe
 from overlap_desktop.cli.framework import CliContext, Command
 from overlap_desktop.cli.guards import Output, add_force_argument, check_outputs
@@ -27,6 +28,7 @@ def _add(p: argparse.ArgumentParser) -> None:
                         "as Thumbs.db and .DS_Store are always ignored)")
     p.add_argument("--threads", type=int, default=None,
                    help="hashing threads (default: config verify.threads; 0 = one per core)")
+    add_audit_arguments(p)
     add_force_argument(p)
 
 
@@ -66,6 +68,10 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
     if outputs:
         check_outputs(outputs, inputs=[Path(args.manifest)], folders=[Path(args.data)],
                       index_path=ctx.config.index_path, force=args.force)
+    if args.audit:
+        return run_audit(args, ctx, int(threads))
+    if args.add:
+        raise UsageError("--add works with --audit (the fingerprints the audit computes are what is added)")
     with ctx.progress("Hashing delivery") as progress:
         r = api.verify_delivery(Path(args.manifest), Path(args.data), threads=int(threads), progress=progress)
     for e in r.entries:

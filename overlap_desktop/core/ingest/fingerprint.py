@@ -63,6 +63,7 @@ __all__ = [
     "hex_to_code",
     "prep_and_hash_image",
     "resample",
+    "variant_box",
     "variants_for",
     "variants_from_config",
 ]
@@ -188,6 +189,12 @@ def _geometry_box(box: prep.Box, v: Variant) -> prep.Box:
         elif v.edge == "right":
             x1 -= n_h
     return prep.Box(y0, max(y1, y0 + 1), x0, max(x1, x0 + 1))
+
+
+def variant_box(box: prep.Box, v: Variant) -> prep.Box:
+    """The region of a content box that variant ``v`` hashes (its crop, edge strip and anchor;
+    orientation is applied to the resampled region), for checks that need the same pixels."""
+    return _geometry_box(box, v)
 
 
 #: Sampled frames hashed together (~2 MB of working images); larger batches fall out of cache.

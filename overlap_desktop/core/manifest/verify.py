@@ -285,7 +285,7 @@ def _walk(root: Path) -> dict[str, tuple[Path, int]]:
 
 
 def _folder_items(m: Manifest, root: Path, delivered: dict[str, tuple[Path, int]],
-                  cancel: CancelCallback | None) -> dict[str, str]:
+                  cancel: CancelCallback | None, known: dict[str, tuple[int, str]]) -> dict[str, str]:
     """Quoted items that are folders in the delivery (a zarr buffer, an RLDS or LeRobot dataset,
     a rosbag2 recording: one item each, as indexing saw them). Each becomes one delivered
     entry with the index's folder size and hash (:func:`~overlap_desktop.core.index.walk.sha256_item`),
@@ -311,7 +311,12 @@ def _folder_items(m: Manifest, root: Path, delivered: dict[str, tuple[Path, int]
         check_cancel(cancel)
         try:
             size, _ = item_stat(folder)
-            digest = sha256_item(folder) if size == quoted[name] else ""
+            if size != quoted[name]:
+                digest = ""
+            elif known.get(name, (-1, ""))[0] == size:
+                digest = known[name][1]
+            else:
+                digest = sha256_item(folder)
         except OSError:
             continue
         prefix = name + "/"
@@ -325,7 +330,8 @@ def _folder_items(m: Manifest, root: Path, delivered: dict[str, tuple[Path, int]
 
 def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
                     threads: int = 0, progress: ProgressCallback | None = None,
-                    cancel: CancelCallback | None = None) -> VerifyResult:
+                    cancel: CancelCallback | None = None,
+                    known: dict[str, tuple[int, str]] | None = None) -> VerifyResult:
     """Check a delivery folder against the manifest that quoted it.
 
     Args:
@@ -336,6 +342,8 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
             thread (about ten times a second).
         cancel: Polled between 1 MiB chunks (from the hashing threads: it must be thread-safe,
             as :class:`~overlap_desktop.core.types.CancelToken` is).
+        known: Digests already computed for delivered items (the audit hashes while it decodes):
+            ``{relative path: (size, sha256)}``; an item whose size still matches is not read again.
 
     Returns:
         A :class:`VerifyResult`; ``result.ok`` is True for an exact delivery.
@@ -350,15 +358,17 @@ def verify_delivery(manifest: Manifest | str | os.PathLike[str], data_dir: str |
     if not root.is_dir():
         raise InputError("delivery folder not found or not a folder", path=root)
     delivered = _walk(root)
-    folder_digests = _folder_items(m, root, delivered, cancel)
+    folder_digests = _folder_items(m, root, delivered, cancel, known or {})
     quoted_sizes = {f.size for f in m.files}
     # Only files whose size some entry quotes can match anything; others are extra
     # (or altered by size) without reading a byte.
     to_hash = sorted((rel for rel, (_, size) in delivered.items() if size in quoted_sizes),
                      key=lambda rel: -delivered[rel][1])
-    to_hash = [rel for rel in to_hash if rel not in folder_digests]
+    reused = {rel: d for rel, (size, d) in (known or {}).items() if rel in delivered and delivered[rel][1] == size}
+    to_hash = [rel for rel in to_hash if rel not in folder_digests and rel not in reused]
     hashed = _hash_files(delivered, to_hash, threads=threads, progress=progress, cancel=cancel)
     hashed.digests.update(folder_digests)
+    hashed.digests.update(reused)
     unreadable_paths = {u["path"] for u in hashed.unreadable}
     entries, claimed = _match_entries(m, delivered, hashed.digests, unreadable_paths)
     extra: list[dict[str, Any]] = []
