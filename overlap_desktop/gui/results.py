@@ -298,7 +298,7 @@ class ResultsView(QWidget):
 
     def _update_legend(self) -> None:
         """A legend under the plot (inside it, it would hide dots)."""
-        from overlap_desktop.gui.plot import BAND_COLOUR, BAND_WORDS
+        from overlap_desktop.gui.plot import BAND_COLOUR, BAND_WORDS, CANT_TELL_COLOUR, CANT_TELL_WORDS
 
         parts = [f'<span style="color:{colour}; font-size:large;">{glyph}</span>&nbsp;{html.escape(text)}'
                  for colour, text, glyph in self.plot.legend_items()]
@@ -306,6 +306,10 @@ class ResultsView(QWidget):
             r, g, b, _a = BAND_COLOUR
             parts.append(f'<span style="color:rgb({r},{g},{b}); font-size:large;">&#9632;</span>&nbsp;'
                          f"{html.escape(BAND_WORDS)}")
+        if self.plot.has_cant_tell():
+            r, g, b, _a = CANT_TELL_COLOUR
+            parts.append(f'<span style="color:rgb({r},{g},{b}); font-size:large;">&#9632;</span>&nbsp;'
+                         f"{html.escape(CANT_TELL_WORDS)}")
         self.legend.setText("&nbsp;&nbsp;".join(parts))
 
     def _set_enabled(self, on: bool) -> None:
@@ -381,6 +385,8 @@ class ResultsView(QWidget):
         elif getattr(f, "repeats", None):
             self.plot_title.setText(f"“{name}”: no match with {self.words.footage}; it repeats other offered footage "
                                     "(listed below)")
+        elif getattr(f, "cant_tell", None):
+            self.plot_title.setText(f"“{name}”: can't tell whether it matches {self.words.footage} (shaded)")
         else:
             self.plot_title.setText(f"“{name}”: no match with {self.words.footage}")
 
