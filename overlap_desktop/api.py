@@ -35,6 +35,9 @@ _EXPORTS: dict[str, str] = {
     "default_index_dir": "overlap_desktop.paths",
     "atomic_write_bytes": "overlap_desktop.core.fsutil",
     "doctor": "overlap_desktop.services.doctor",
+    "missing_display_libraries": "overlap_desktop.services.display_libs",
+    "display_libraries_message": "overlap_desktop.services.display_libs",
+    "qt_uses_xcb": "overlap_desktop.services.display_libs",
     "available_readers": "overlap_desktop.core.ingest.readers",
     "episode_spans_for": "overlap_desktop.core.ingest.readers.lerobot",
     # errors and exit statuses (every error the api raises is an OverlapError)
@@ -375,6 +378,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from overlap_desktop.paths import default_index_dir, user_config_file
     from overlap_desktop.services.demo import default_demo_dir, run_demo
+    from overlap_desktop.services.display_libs import display_libraries_message, missing_display_libraries, qt_uses_xcb
     from overlap_desktop.services.doctor import doctor
     from overlap_desktop.services.preview import frame_at
     from overlap_desktop.services.workspaces import (
