@@ -38,6 +38,10 @@ _EXPORTS: dict[str, str] = {
     "missing_display_libraries": "overlap_desktop.services.display_libs",
     "display_libraries_message": "overlap_desktop.services.display_libs",
     "qt_uses_xcb": "overlap_desktop.services.display_libs",
+    "FrameRateNeed": "overlap_desktop.services.frame_rates",
+    "frame_rate_needs": "overlap_desktop.services.frame_rates",
+    "index_with_frame_rates": "overlap_desktop.services.frame_rates",
+    "needs_frame_rate": "overlap_desktop.services.frame_rates",
     "available_readers": "overlap_desktop.core.ingest.readers",
     "episode_spans_for": "overlap_desktop.core.ingest.readers.lerobot",
     # errors and exit statuses (every error the api raises is an OverlapError)
@@ -380,6 +384,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.services.demo import default_demo_dir, run_demo
     from overlap_desktop.services.display_libs import display_libraries_message, missing_display_libraries, qt_uses_xcb
     from overlap_desktop.services.doctor import doctor
+    from overlap_desktop.services.frame_rates import (
+        FrameRateNeed,
+        frame_rate_needs,
+        index_with_frame_rates,
+        needs_frame_rate,
+    )
     from overlap_desktop.services.preview import frame_at
     from overlap_desktop.services.workspaces import (
         VendorWorkspace,

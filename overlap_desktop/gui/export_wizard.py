@@ -41,6 +41,7 @@ from overlap_desktop.gui.common import (
     fmt_size,
     open_local_file,
 )
+from overlap_desktop.gui.frame_rate_ask import FrameRateAsk, LeftOutBlock
 from overlap_desktop.gui.signing import SigningBlock
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
@@ -60,7 +61,7 @@ def run_self_dedupe(index_path: Path, folders: list[str], config: Any, *, progre
 
 
 def fingerprint_offer(folders: list[str], workspace: Path, label: str, config: Any, *, progress: Any = None,
-                      cancel: Any = None) -> Any:
+                      cancel: Any = None, rates: dict[str, float] | None = None) -> Any:
     """Fingerprint the offer into its workspace (worker thread), noting the offer's name there.
 
     A workspace this run created for folders holding no footage at all is removed again: nothing
@@ -68,8 +69,9 @@ def fingerprint_offer(folders: list[str], workspace: Path, label: str, config: A
     """
     existed = workspace.exists()
     api.note_vendor_workspace(workspace, label=label, finished=False)
-    summary = api.index_paths([Path(f) for f in folders], index=workspace, config=config, progress=progress,
-                              cancel=cancel)
+    # ``rates``: the frame rate given per folder for robot datasets that store none.
+    summary = api.index_with_frame_rates(folders, rates or {}, index=workspace, config=config, progress=progress,
+                                         cancel=cancel)
     if summary.files_seen == 0 and not existed:
         api.remove_vendor_workspace(workspace)
     return summary
@@ -246,13 +248,22 @@ class _FingerprintPage(RunPage):
                          "Each video is read once and summarised as small fingerprints. Files already "
                          "fingerprinted and unchanged are skipped.")
         self.wiz = wizard
+        self.ask = FrameRateAsk()
+        self.ask.chosen.connect(self._rates_chosen)
+        self.add_body(self.ask)
 
     def running_text(self) -> str:
         return "Fingerprinting…"
 
     def make_job(self) -> Job:
+        self.ask.hide()
         return Job(fingerprint_offer, self.wiz.folders(), self.wiz.workspace(),
-                   self.wiz.folders_page.offer_name(), self.wiz.config, parent=self)
+                   self.wiz.folders_page.offer_name(), self.wiz.config, parent=self,
+                   rates=self.wiz.state.folder_frame_rates())
+
+    def _rates_chosen(self, rates: dict[str, float]) -> None:
+        self.wiz.state.set_folder_frame_rates(rates)
+        self.start()
 
     def isComplete(self) -> bool:
         # Nothing fingerprinted (no footage, or none of it readable): there is nothing to offer.
@@ -266,11 +277,14 @@ class _FingerprintPage(RunPage):
             return
         text = (f"Done: {count_of(s.files_seen, 'file')} found, {s.indexed} fingerprinted, {s.skipped} already up to "
                 f"date ({fmt_hours(s.hours_indexed * 3600.0)} of footage).")
-        if s.failed:
-            names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in list(s.failed)[:5])
-            text += (f"\n{count_of(len(s.failed), 'file')} could not be read and "
+        needs = api.frame_rate_needs(s.failed, self.wiz.folders())
+        other = [(p, why) for p, why in s.failed if not api.needs_frame_rate(str(why))]
+        if other:
+            names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in other[:5])
+            text += (f"\n{count_of(len(other), 'file')} could not be read and "
                      f"will not be in the manifest: {names}")
         self.status.setText(text)
+        self.ask.show_needs(needs, self.wiz.state.folder_frame_rates())
 
 
 class _DedupePage(RunPage):
@@ -390,9 +404,15 @@ class _OptionsPage(QWizardPage):
         # Issue 37: signed by the vendor's key (made here if there is none yet).
         self.signing = SigningBlock()
         form.addRow("Signature:", self.signing)
+        # Files the vendor added that the manifest would not hold: listed, and saved only when agreed.
+        self.left_out = LeftOutBlock()
+        self.left_out.changed.connect(self.completeChanged)
+        form.addRow("", self.left_out)
 
     def initializePage(self) -> None:
         self.signing.refresh()
+        done = self.wiz.fingerprint.result
+        self.left_out.set_files(list(getattr(done, "failed", []) or []))
         c = self.wiz.config
         folders = self.wiz.folders()
         name = self.wiz.folders_page.offer_name()
@@ -445,7 +465,7 @@ class _OptionsPage(QWizardPage):
         return p if p.suffix.lower() == ".ovlm" else p.with_name(p.name + ".ovlm")
 
     def isComplete(self) -> bool:
-        return bool(self.label.text().strip()) and bool(self.out.text().strip())
+        return bool(self.label.text().strip()) and bool(self.out.text().strip()) and self.left_out.agreed()
 
 
 class _SavePage(RunPage):
@@ -500,8 +520,12 @@ class _SavePage(RunPage):
         self.setSubTitle("Send this file to the buyer. They can check it against their own library "
                          "without receiving any footage.")
         self.status.setText(f"Saved {s.path}")
+        left = self.wiz.options_page.left_out.files
         self.summary.setText(
             f"{count_of(s.files, 'file')}, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}."
+            + (f"\nLeft out (could not be read): {count_of(len(left), 'file')}, "
+               + ", ".join(api.safe_text(Path(p).name) for p, _why in left[:5])
+               + (" …" if len(left) > 5 else "") + "." if left else "")
             + (f"\nSigned by {api.safe_text(s.signed_by)}, key {s.key_fingerprint}." if s.signed_by else
                "\nNot signed."))
         self.seal.set_seal(str(s.root))
