@@ -283,6 +283,9 @@ class _FingerprintPage(RunPage):
             names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in other[:5])
             text += (f"\n{count_of(len(other), 'file')} could not be read and "
                      f"will not be in the manifest: {names}")
+        if needs:
+            waiting = sum(len(n.files) for n in needs)
+            text += f"\n{count_of(waiting, 'file')} need{'s' if waiting == 1 else ''} a frame rate: see below."
         self.status.setText(text)
         self.ask.show_needs(needs, self.wiz.state.folder_frame_rates())
 

@@ -81,6 +81,7 @@ class FrameRateAsk(QFrame):
             rate.setSuffix(" Hz")
             rate.setValue(float(remembered.get(need.folder, need.usual_hz)))
             rate.setAccessibleName(f"Frame rate of {Path(need.folder).name}")
+            rate.setMaximumWidth(rate.fontMetrics().horizontalAdvance("1000.00 Hz") + 48)
             self.form.addRow(label, rate)
             self.fields[need.folder] = rate
         total = sum(len(n.files) for n in self.needs)
@@ -125,7 +126,7 @@ class LeftOutBlock(QWidget):
         """``(path, reason)`` of the files left out (none: the block is hidden)."""
         self.files = list(files)
         self.agree.setChecked(False)
-        lines = [f"{api.safe_text(Path(p).name)}: {api.safe_text(why, max_len=160)}" for p, why in self.files[:NAMED]]
+        lines = [f"{api.safe_text(Path(p).name)}: {self._reason(why)}" for p, why in self.files[:NAMED]]
         more = len(self.files) - NAMED
         if more > 0:
             lines.append(f"… and {count_of(more, 'more file')}")
@@ -134,6 +135,13 @@ class LeftOutBlock(QWidget):
                           "(click Back to give a frame rate or fix them):\n" + "\n".join(lines))
         self.setVisible(bool(self.files))
         self.changed.emit()
+
+    @staticmethod
+    def _reason(why: str) -> str:
+        # The readers' words point at the command line; here the rate is given one page back.
+        if api.needs_frame_rate(str(why)):
+            return "stores no frame rate (give it on the fingerprinting page)"
+        return api.safe_text(why, max_len=160)
 
     def agreed(self) -> bool:
         """True when nothing is left out, or the user agreed to leave it out."""

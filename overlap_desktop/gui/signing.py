@@ -130,6 +130,7 @@ class SigningKeyDialog(QDialog):
         self.buttons.clear()
         done = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
         done.clicked.connect(self.accept)
+        self.adjustSize()  # the fingerprint's lines must not squeeze the backup advice
         self.created.emit(key)
 
     def _failed(self, exc: BaseException) -> None:

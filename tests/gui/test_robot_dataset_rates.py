@@ -128,6 +128,7 @@ def test_a_manifest_never_leaves_out_files_silently(qtbot: Any, state: Any, offe
     assert block.isVisible()
     text = block.text.text()
     assert text.startswith("2 files you added could not be read and will not be in the manifest")
+    assert "episode_0.hdf5: stores no frame rate (give it on the fingerprinting page)" in text
     assert "episode_0.hdf5" in text and "episode_1.hdf5" in text
     assert not wiz.button(QWizard.WizardButton.NextButton).isEnabled()
     qtbot.mouseClick(block.agree, LEFT, pos=QPoint(8, block.agree.height() // 2))
