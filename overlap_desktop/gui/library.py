@@ -467,8 +467,9 @@ class LibraryPage(QWidget):
             what = "Indexing…"
         eta = self._eta.update(fraction) if p.stage != "scan" else ""
         self.overall_label.setText(what + (f" — {eta}" if eta else ""))
-        # Show finished files as they come, without re-reading the list more than every 2 s.
-        if p.message and time.monotonic() - self._last_live_refresh > max(LIVE_REFRESH_S,
+        # Show finished files as they come, without re-reading the list more than every 2 s (on any
+        # progress: the one that says a file finished may be thinned out by the job's throttle).
+        if p.stage != "scan" and time.monotonic() - self._last_live_refresh > max(LIVE_REFRESH_S,
                                                                          LIVE_REFRESH_SHARE * self._fill_cost):
             self._last_live_refresh = time.monotonic()
             self.refresh()
