@@ -23,7 +23,7 @@ from overlap_desktop.gui.common import fmt_hours
 from overlap_desktop.gui.result_parts import YOUR_WORDS, OwnerWords
 
 __all__ = ["FILE_COLUMNS", "FIT_ROWS", "WHAT_COLUMN", "Cell", "FileRows", "FileTable", "cant_tell_words",
-           "file_words", "row_seconds"]
+           "file_words", "repeat_row_words", "row_seconds"]
 
 FILE_COLUMNS = ("Offered file", "Length", "You own", "Repeated in the offer", "New for you", "Can't tell",
                 "Could not be judged", "What was done to it")
@@ -97,6 +97,28 @@ def cant_tell_words(f: Any) -> str:
         by_reason[reason] = by_reason.get(reason, 0.0) + sp.duration_s
     reasons = sorted(by_reason, key=lambda r: -by_reason[r])
     return f"can't tell: {'; '.join(reasons)} (not counted)"
+
+
+def repeat_row_words(f: Any, seg: Any) -> str:
+    """The "Counted" words of one repeat row of file ``f``, agreeing with its Repeated column: "yes"
+    only for seconds that column counts (a repeat over owned, can't-tell or unjudged time adds none)."""
+    what = "repeats itself" if seg.corpus_file == f.query_file else "repeats other offered footage"
+    taken = [(s.query_start, s.query_end) for s in f.segments]
+    taken += [(sp.start_s, sp.end_s) for sp in [*f.indeterminate, *getattr(f, "cant_tell", [])]]
+    free = _uncovered(seg.query_start, seg.query_end, taken)
+    if free > 0.5 and _seconds_of(f, "repeated_seconds") > 0.5:
+        return f"yes: {what} ({fmt_hours(free)} counted as repeated)"
+    return f"no: {what}, over time already counted as owned, can't tell or not judged"
+
+
+def _uncovered(a: float, b: float, spans: list[tuple[float, float]]) -> float:
+    """Seconds of ``[a, b]`` outside every span of ``spans``."""
+    covered, cursor = 0.0, a
+    for lo, hi in sorted((max(a, lo), min(b, hi)) for lo, hi in spans if hi > a and lo < b):
+        if hi > cursor:
+            covered += hi - max(lo, cursor)
+            cursor = hi
+    return max(0.0, (b - a) - covered)
 
 
 def row_seconds(f: Any) -> tuple[float, float, float, float, float]:

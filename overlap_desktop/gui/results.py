@@ -46,7 +46,7 @@ from overlap_desktop.gui.result_parts import (
     short_names,
     table_item,
 )
-from overlap_desktop.gui.result_table import FileTable
+from overlap_desktop.gui.result_table import FileTable, repeat_row_words
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
@@ -90,6 +90,7 @@ class ResultsView(QWidget):
         self.report: Any = None
         self._seg_rows: list[tuple[Any, str]] = []
         self.last_export: Path | None = None
+        self.last_html: Path | None = None  # "Open report" opens this one, not a CSV saved later
         self.preview_job: Job | None = None
         self._preview_seq = 0
         #: How the owned side is named: your footage, or the demo's sample library (set_report).
@@ -321,7 +322,7 @@ class ResultsView(QWidget):
     def set_report(self, report: Any) -> None:
         """Show ``report`` (a :class:`~overlap_desktop.core.report.model.Report`)."""
         self.report = report
-        self.last_export = None
+        self.last_export = self.last_html = None
         self._set_owner_words(owner_words(report))
         self.headline.setText(api.headline(report))
         self.new_footage.setText(api.new_footage_sentence(report))
@@ -435,7 +436,9 @@ class ResultsView(QWidget):
             tip = (api.describe_repeat(s) if kind == "repeat"
                    else api.describe_segment(s, ambiguous=api.ambiguous_episodes(f, s)) if kind == "ambiguous"
                    else api.describe_segment(s, below_floor=(kind == "below")))
-            st.setItem(r, 6, table_item(self.words.counted if kind == "owned" else ROW_KINDS[kind], tip=tip))
+            counted = (self.words.counted if kind == "owned" else repeat_row_words(f, s) if kind == "repeat"
+                       else ROW_KINDS[kind])
+            st.setItem(r, 6, table_item(counted, tip=tip))
         fit_columns(st)
 
     def selected_stretch(self) -> tuple[Any, str] | None:
@@ -534,13 +537,15 @@ class ResultsView(QWidget):
             show_error(self, "The report could not be saved", exc)
             return None
         self.last_export = Path(written or path)
+        if kind == "html":
+            self.last_html = self.last_export
         self.saved_note.set_saved(self.last_export, "Saved")
         self.exported.emit(str(self.last_export))
         return self.last_export
 
     def open_report(self) -> Path | None:
-        """Open the last saved report, or write an HTML copy to a temporary folder and open that."""
-        target = self.last_export
+        """Open the last saved HTML report, or write an HTML copy to a temporary folder and open that."""
+        target = self.last_html
         if target is None or not target.exists():
             import tempfile
 

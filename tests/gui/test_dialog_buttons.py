@@ -150,3 +150,21 @@ def test_results_export_buttons_open_the_save_dialog(qtbot: Any, report: Any,
         qtbot.mouseClick(b, LEFT)
     assert file_dialogs == ["Save the report"] * len(buttons)
     assert not [d for d in view.findChildren(QDialog) if d.isVisible()]  # no error box: nothing failed
+
+
+def test_open_report_opens_the_html_even_after_a_csv_was_saved(qtbot: Any, report: Any, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               _no_external_open: list[str]) -> None:
+    from overlap_desktop.gui.results import ResultsView
+
+    answers = iter([str(tmp_path / "offer-report.html"), str(tmp_path / "offer-report.csv")])
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *_a, **_k: (next(answers), "")))
+    view = ResultsView()
+    qtbot.addWidget(view)
+    view.show()
+    view.set_report(report)
+    qtbot.mouseClick(_button(view, "Save report (HTML)…"), LEFT)
+    qtbot.mouseClick(_button(view, "Save CSV…"), LEFT)
+    assert (tmp_path / "offer-report.csv").is_file() and (tmp_path / "offer-report.html").is_file()
+    qtbot.mouseClick(view.open_button, LEFT)
+    assert _no_external_open == [str(tmp_path / "offer-report.html")]
