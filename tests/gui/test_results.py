@@ -73,13 +73,13 @@ def test_results_view_table_plot_and_preview(qtbot: Any, lab_state: Any, report:
     view.colour_combo.setCurrentIndex(1)
     assert view.plot.colour_mode == "group" and view.plot.point_count == n
 
-    # Exports through the report module; "Open report" opens the last one.
+    # Exports through the report module; "Open report" opens the HTML report (not the CSV saved after it).
     for kind in ("html", "json", "csv"):
         out = view.export(kind, tmp_path / f"r.{kind}")
         assert out is not None and out.stat().st_size > 0
     assert api.load_report_json(tmp_path / "r.json").files[0].query_file == report.files[0].query_file
     opened = view.open_report()
-    assert opened == tmp_path / "r.csv" and _no_external_open[-1] == str(opened)
+    assert opened == tmp_path / "r.html" and _no_external_open[-1] == str(opened)
 
 
 def test_preview_of_a_moved_file_says_so(qtbot: Any, report: Any) -> None:
