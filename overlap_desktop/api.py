@@ -174,6 +174,7 @@ _EXPORTS: dict[str, str] = {
     "remove_vendor_workspace": "overlap_desktop.services.workspaces",
     "note_vendor_workspace": "overlap_desktop.services.workspaces",
     "folder_has_footage": "overlap_desktop.services.workspaces",
+    "folder_contents_words": "overlap_desktop.services.workspaces",
     "vendor_workspaces_root": "overlap_desktop.services.workspaces",
     # text overlap (overlapy method)
     "text_overlap": "overlap_desktop.core.text.overlap",
@@ -393,6 +394,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from overlap_desktop.services.preview import frame_at
     from overlap_desktop.services.workspaces import (
         VendorWorkspace,
+        folder_contents_words,
         folder_has_footage,
         list_vendor_workspaces,
         note_vendor_workspace,

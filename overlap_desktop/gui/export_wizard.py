@@ -77,6 +77,12 @@ def fingerprint_offer(folders: list[str], workspace: Path, label: str, config: A
     return summary
 
 
+def check_folder(folder: str) -> tuple[bool, str]:
+    """Whether ``folder`` holds footage and, when not, what it holds (worker thread)."""
+    has = api.folder_has_footage(folder)
+    return has, "" if has else api.folder_contents_words(folder)
+
+
 def save_offer(workspace: Path, out: Path, label: str, **options: Any) -> Any:
     """Write the manifest (worker thread) and note in the workspace that the offer is finished."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -105,6 +111,7 @@ class _OfferFoldersPage(FolderListPage):
         self.wiz = wizard
         self.checks: dict[str, bool | None] = {}
         self.problems: dict[str, str] = {}  # why a folder could not be checked
+        self.found: dict[str, str] = {}  # what a folder without footage holds
         self.check_jobs: list[Job] = []
         self._suggested = ""  # the name last filled in from a folder (not typed)
         form = QFormLayout()
@@ -151,8 +158,8 @@ class _OfferFoldersPage(FolderListPage):
             if f not in before:
                 self.checks[f] = None
                 self._mark(f, "checking for footage…")
-                job = Job(api.folder_has_footage, f, parent=self, with_progress=False, with_cancel=False)
-                job.succeeded.connect(lambda has, f=f: self._checked(f, bool(has), ""))
+                job = Job(check_folder, f, parent=self, with_progress=False, with_cancel=False)
+                job.succeeded.connect(lambda got, f=f: self._checked(f, bool(got[0]), "", got[1]))
                 job.failed.connect(lambda exc, f=f: self._checked(f, False, error_text(exc)[0]))
                 self.check_jobs.append(job)
                 job.start()
@@ -165,8 +172,9 @@ class _OfferFoldersPage(FolderListPage):
                 item.setText(folder + (f"  —  {note}" if note else ""))
                 item.setForeground(QColor("#b2182b") if bad else self.palette().text().color())
 
-    def _checked(self, folder: str, has_footage: bool, problem: str) -> None:
+    def _checked(self, folder: str, has_footage: bool, problem: str, found: str = "") -> None:
         self.checks[folder] = has_footage
+        self.found[folder] = found
         self.problems[folder] = problem
         if has_footage:
             self._mark(folder, "")
@@ -181,7 +189,8 @@ class _OfferFoldersPage(FolderListPage):
         empty = [f for f in bad if not self.problems.get(f)]
         lines = [self.problems[f] for f in bad if self.problems.get(f)]
         if empty:
-            names = ", ".join(Path(f).name or f for f in empty[:3]) + (", …" if len(empty) > 3 else "")
+            names = "; ".join(f"{Path(f).name or f} ({self.found[f]})" if self.found.get(f) else (Path(f).name or f)
+                              for f in empty[:3]) + ("; …" if len(empty) > 3 else "")
             lines.append(
                 f"No footage found in this folder: {names}. {_RECOGNISED} (hidden and system files are "
                 "skipped). Remove it from the list and add the folder that holds the footage.")
@@ -207,7 +216,12 @@ class _OfferFoldersPage(FolderListPage):
 
     def _name_changed(self) -> None:
         name = self.offer_name()
-        if name:
+        if name and self.wiz.workspace_for(name).is_dir():
+            # An earlier offer's workspace: said, since its fingerprints (and files) carry over.
+            self.where.setText(f"An earlier offer is named “{name}”: this one reuses its workspace, "
+                               f"{self.wiz.workspace_for(name)} (files fingerprinted there and unchanged are not "
+                               "read again). Type another name to start a separate offer.")
+        elif name:
             self.where.setText("Fingerprints of this offer are kept in its own workspace, "
                                f"{self.wiz.workspace_for(name)}. Your library is not touched.")
         else:

@@ -1,0 +1,55 @@
+"""The vendor wizard's first page says what a folder without footage holds, and that a name already
+used by an earlier offer reuses its workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+from overlap_desktop import api
+from overlap_desktop.gui import export_wizard as ew
+
+LEFT = Qt.MouseButton.LeftButton
+
+
+def _wizard(qtbot: Any, state: Any) -> ew.ExportWizard:
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    wiz.show()
+    return wiz
+
+
+def test_no_footage_found_says_what_was_found(qtbot: Any, state: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    folder = tmp_path / "not footage"
+    folder.mkdir()
+    for name in ("notes.txt", "README.md", "frame.bmp", "dump.bin"):
+        (folder / name).write_bytes(b"x" * 10)
+    (folder / ".hidden.mp4").write_bytes(b"x")  # hidden: skipped by the walk, not counted
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *_a, **_k: str(folder)))
+    wiz = _wizard(qtbot, state)
+    page = wiz.folders_page
+    with qtbot.waitSignal(page.footage_checked, timeout=60_000):
+        qtbot.mouseClick(page.add_button, LEFT)
+    note = page.empty_note.text()
+    assert ("No footage found in this folder: not footage (4 files, none of them is video or a dataset overlap "
+            "reads: .bin, .bmp, .md, .txt)") in note
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert api.folder_contents_words(empty) == "no files at all"
+    (empty / "one.txt").write_text("x")
+    assert api.folder_contents_words(empty) == "1 file, it is not video or a dataset overlap reads: .txt"
+
+
+def test_an_earlier_offers_name_is_said_to_reuse_its_workspace(qtbot: Any, state: Any) -> None:
+    wiz = _wizard(qtbot, state)
+    earlier = wiz.workspace_for("Spring offer")
+    earlier.mkdir(parents=True)
+    api.note_vendor_workspace(earlier, label="Spring offer", finished=True)
+    page = wiz.folders_page
+    qtbot.keyClicks(page.name, "Spring offer")
+    assert page.where.text().startswith("An earlier offer is named “Spring offer”: this one reuses its workspace")
+    qtbot.keyClicks(page.name, " 2")  # the look-alike: a new name is a new workspace
+    assert page.where.text().startswith("Fingerprints of this offer are kept in its own workspace")
