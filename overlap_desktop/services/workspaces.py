@@ -34,7 +34,8 @@ from overlap_desktop.core.index.schema import LOCK_NAME
 from overlap_desktop.errors import IndexBusyError, InputError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
-__all__ = ["CONTENTS_LIMIT", "VendorWorkspace", "folder_contents_words", "folder_has_footage", "list_vendor_workspaces", "name_from_label",
+__all__ = ["CONTENTS_LIMIT", "VendorWorkspace", "folder_contents_words", "folder_has_footage",
+           "list_vendor_workspaces", "name_from_label",
            "note_vendor_workspace", "remove_vendor_workspace", "vendor_workspaces_root", "workspace_folder_name"]
 
 #: Prefix of a workspace folder being removed (skipped by listings, swept by them).
@@ -168,7 +169,7 @@ def folder_contents_words(folder: str | os.PathLike[str]) -> str:
     """
     counts: dict[str, int] = {}
     seen = 0
-    for root, dirs, files in os.walk(folder):
+    for _root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in files:
             if name.startswith("."):
