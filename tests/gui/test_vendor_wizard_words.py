@@ -53,3 +53,25 @@ def test_an_earlier_offers_name_is_said_to_reuse_its_workspace(qtbot: Any, state
     assert page.where.text().startswith("An earlier offer is named “Spring offer”: this one reuses its workspace")
     qtbot.keyClicks(page.name, " 2")  # the look-alike: a new name is a new workspace
     assert page.where.text().startswith("Fingerprints of this offer are kept in its own workspace")
+
+
+def test_a_mistyped_delivery_folder_is_said_not_to_exist(qtbot: Any, state: Any, tmp_path: Path) -> None:
+    from overlap_desktop.gui import verify_wizard as vw
+
+    wiz = vw.VerifyWizard(state)
+    qtbot.addWidget(wiz)
+    wiz.show()
+    page = wiz.folder_page
+    delivered = tmp_path / "delivery"
+    delivered.mkdir()
+    qtbot.keyClicks(page.edit, str(tmp_path / "delivry"))
+    assert page.note.text() == f"The folder {tmp_path / 'delivry'} does not exist. Check the path, or choose " \
+                               "the folder with Browse…."
+    assert not page.isComplete()
+    page.edit.clear()
+    qtbot.keyClicks(page.edit, str(delivered))  # the right folder: no message, Next can be used
+    assert page.note.text() == "" and page.isComplete()
+    (tmp_path / "a-file").write_text("x")
+    page.edit.clear()
+    qtbot.keyClicks(page.edit, str(tmp_path / "a-file"))
+    assert "is a file, not a folder" in page.note.text()
