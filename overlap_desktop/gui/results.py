@@ -47,6 +47,7 @@ from overlap_desktop.gui.result_parts import (
     table_item,
 )
 from overlap_desktop.gui.result_table import FileTable, repeat_row_words
+from overlap_desktop.gui.splitters import ResultsSplit
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
@@ -126,6 +127,9 @@ class ResultsView(QWidget):
         split.setStretchFactor(1, 4)
         split.setSizes([175, 475])
         outer.addWidget(split, 1)
+        self.split = split
+        # The plot's default share of the height, and where the user drags the handles, kept.
+        self.split_memory = ResultsSplit(split, self.plot_split)
         self._update_legend()
         self._set_enabled(False)
 
@@ -194,8 +198,9 @@ class ResultsView(QWidget):
         top_row.setAlignment(grid, Qt.AlignmentFlag.AlignTop)
 
     def _build_plot_side(self, hl: QHBoxLayout) -> None:
-        """The match plot with its colour choice and legend, and the matched stretches below it."""
-        left = QWidget()
+        """The match plot with its colour choice and legend, and the matched stretches below it
+        (a splitter between them)."""
+        self.plot_box = left = QWidget()
         rl = QVBoxLayout(left)
         rl.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
@@ -249,8 +254,13 @@ class ResultsView(QWidget):
         self.seg_table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         self.seg_table.itemSelectionChanged.connect(self._on_stretch_selected)
         self.seg_table.installEventFilter(self)  # columns re-fitted to its width when it is resized
-        rl.addWidget(self.seg_table, 1)
-        hl.addWidget(left, 1)
+        self.plot_split = QSplitter(Qt.Orientation.Vertical)
+        self.plot_split.setChildrenCollapsible(False)
+        self.plot_split.addWidget(left)
+        self.plot_split.addWidget(self.seg_table)
+        self.plot_split.setStretchFactor(0, 3)
+        self.plot_split.setStretchFactor(1, 1)
+        hl.addWidget(self.plot_split, 1)
 
     def _build_preview_side(self, hl: QHBoxLayout) -> None:
         """The owned-frame preview and how to read the plot."""
@@ -284,6 +294,15 @@ class ResultsView(QWidget):
         self.hint = hint
         pv.addWidget(hint)
         hl.addWidget(right)
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self.place_splitters()
+
+    def place_splitters(self) -> None:
+        """The plot at least a third of the results' height, until the user drags a handle."""
+        self.split_memory.place(self.split.height(), self.plot_box.height() - self.plot.height(),
+                                self.seg_table.minimumHeight())
 
     def eventFilter(self, obj: Any, event: Any) -> bool:
         if obj is self.seg_table and event.type() == QEvent.Type.Resize:
