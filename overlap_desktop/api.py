@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "FrameRateNeed": "overlap_desktop.services.frame_rates",
     "frame_rate_needs": "overlap_desktop.services.frame_rates",
     "index_with_frame_rates": "overlap_desktop.services.frame_rates",
+    "self_dedupe_reused": "overlap_desktop.services.dedupe_cache",
     "needs_frame_rate": "overlap_desktop.services.frame_rates",
     "available_readers": "overlap_desktop.core.ingest.readers",
     "episode_spans_for": "overlap_desktop.core.ingest.readers.lerobot",
@@ -382,6 +383,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_failure_reason,
     )
     from overlap_desktop.paths import default_index_dir, user_config_file
+    from overlap_desktop.services.dedupe_cache import self_dedupe_reused
     from overlap_desktop.services.demo import default_demo_dir, run_demo
     from overlap_desktop.services.display_libs import display_libraries_message, missing_display_libraries, qt_uses_xcb
     from overlap_desktop.services.doctor import doctor

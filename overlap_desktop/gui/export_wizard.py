@@ -55,9 +55,9 @@ PAGE_FOLDERS, PAGE_FINGERPRINT, PAGE_DEDUPE, PAGE_OPTIONS, PAGE_SAVE = range(5)
 
 def run_self_dedupe(index_path: Path, folders: list[str], config: Any, *, progress: Any = None,
                     cancel: Any = None) -> Any:
-    """``api.self_dedupe`` restricted to the chosen folders (runs in a worker thread)."""
-    return api.self_dedupe(index_path, config=config, paths=[Path(f) for f in folders],
-                           progress=progress, cancel=cancel)
+    """``(report, reused)``: the duplicate check of the chosen folders, or its saved answer when
+    nothing changed since (runs in a worker thread)."""
+    return api.self_dedupe_reused(index_path, folders, config, progress=progress, cancel=cancel)
 
 
 def fingerprint_offer(folders: list[str], workspace: Path, label: str, config: Any, *, progress: Any = None,
@@ -289,8 +289,10 @@ class _FingerprintPage(RunPage):
             self.status.setText("No footage found in the chosen folders, so there is nothing to put in a "
                                 "manifest. Click Back and add the folder that holds the footage.")
             return
+        # The footage read in this run (none when every file was up to date: not "(0 s of footage)").
+        read = f" ({fmt_hours(s.hours_indexed * 3600.0)} of footage read)" if s.indexed else ""
         text = (f"Done: {count_of(s.files_seen, 'file')} found, {s.indexed} fingerprinted, {s.skipped} already up to "
-                f"date ({fmt_hours(s.hours_indexed * 3600.0)} of footage).")
+                f"date{read}.")
         needs = api.frame_rate_needs(s.failed, self.wiz.folders())
         other = [(p, why) for p, why in s.failed if not api.needs_frame_rate(str(why))]
         if other:
@@ -337,7 +339,9 @@ class _DedupePage(RunPage):
                 continue
         return api.safe_text(path)
 
-    def on_result(self, report: Any) -> None:
+    def on_result(self, result: Any) -> None:
+        report, reused = result
+        self.result = report
         rows: list[tuple[str, ...]] = []
         for f in report.files:
             for s in f.segments:
@@ -358,6 +362,9 @@ class _DedupePage(RunPage):
                 it.setToolTip(text)
                 self.dupes.setItem(r, c, it)
         self.dupes.resizeColumnsToContents()
+        head = self.dupes.horizontalHeader()
+        for c in range(self.dupes.columnCount()):  # a title is never cut ("epeats footage o")
+            self.dupes.setColumnWidth(c, max(self.dupes.columnWidth(c), head.sectionSizeFromContents(c).width()))
         self.dupes.setVisible(bool(rows))
         if rows:
             # The core's self-dedupe headline speaks of "this library"; here it is the offer.
@@ -374,6 +381,9 @@ class _DedupePage(RunPage):
                                 f"before quoting. {share}")
         else:
             self.status.setText("No internal duplicates: no footage appears twice in this offer.")
+        if reused:
+            self.status.setText(self.status.text() + " (The files are unchanged since the last check: its "
+                                "answer is shown again.)")
 
 
 class _OptionsPage(QWizardPage):

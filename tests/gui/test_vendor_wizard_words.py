@@ -75,3 +75,38 @@ def test_a_mistyped_delivery_folder_is_said_not_to_exist(qtbot: Any, state: Any,
     page.edit.clear()
     qtbot.keyClicks(page.edit, str(tmp_path / "a-file"))
     assert "is a file, not a folder" in page.note.text()
+
+
+def test_the_duplicate_check_is_reused_while_nothing_changed(qtbot: Any, state: Any, footage: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from tests.gui.wizard_steps import fingerprinted_wizard
+
+    offer = tmp_path / "twice"
+    offer.mkdir()
+    shutil.copy(footage["offer"] / "offer-new.mp4", offer / "take-1.mp4")
+    shutil.copy(footage["offer"] / "offer-new.mp4", offer / "take-1-again.mp4")
+
+    def dedupe_status() -> tuple[str, Any]:
+        wiz = fingerprinted_wizard(qtbot, state, offer)
+        wiz.next()
+        qtbot.waitUntil(wiz.dedupe.isComplete, timeout=120_000)
+        return wiz.dedupe.status.text(), wiz
+
+    first, wiz = dedupe_status()
+    assert "internal duplicate" in first and "unchanged since the last check" not in first
+    table = wiz.dedupe.dupes
+    head = table.horizontalHeader()
+    assert table.rowCount() >= 1
+    assert all(table.columnWidth(c) >= head.sectionSizeFromContents(c).width() for c in range(table.columnCount()))
+    assert "(0 s of footage" not in wiz.fingerprint.status.text()
+    again, wiz = dedupe_status()
+    assert "already up to date." in wiz.fingerprint.status.text()  # nothing read: no "(0 s of footage)"
+    assert again.startswith(first) and "unchanged since the last check: its answer is shown again" in again
+    assert wiz.dedupe.result.files and wiz.dedupe.dupes.rowCount() == table.rowCount()
+    # The look-alike: a file changed since, so the check runs again.
+    os.utime(offer / "take-1.mp4", ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+    changed, _wiz = dedupe_status()
+    assert "unchanged since the last check" not in changed
