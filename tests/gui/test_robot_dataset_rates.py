@@ -24,11 +24,11 @@ from tests.robotdata import write_aloha
 LEFT = Qt.MouseButton.LeftButton
 
 
-def _episode(seed: int, frames: int = 150) -> dict[str, np.ndarray]:
+def _episode(seed: int, frames: int = 700) -> dict[str, np.ndarray]:
+    """A camera panning over a random scene, a pixel a frame (never repeating itself)."""
     rng = np.random.default_rng(seed)
-    base = rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
-    shifted = np.stack([np.roll(base, 2 * i, axis=1) for i in range(frames)])
-    return {"cam_high": shifted}
+    scene = rng.integers(0, 255, (12, 16 + frames // 4, 3), dtype=np.uint8).repeat(4, axis=0).repeat(4, axis=1)
+    return {"cam_high": np.stack([scene[:, i:i + 64] for i in range(frames)])}
 
 
 @pytest.fixture()
@@ -99,7 +99,7 @@ def test_the_wizard_asks_for_the_rate_per_folder_and_remembers_it(
     info = _save(qtbot, wiz, tmp_path / "aloha.ovlm")
     assert info["files"] == 3
     assert wiz.save.summary.text().startswith("3 files") and "Left out" not in wiz.save.summary.text()
-    # 150 frames at 25 Hz: 6 s each (at 50 Hz it would read as 3 s).
+    # 700 frames at 25 Hz: 28 s each (at 50 Hz it would read as 14 s).
     episodes = [f for f in api.library_files(wiz.workspace(), config=state.config()) if f.path.endswith(".hdf5")]
     assert [f.frame_rate for f in episodes] == [25.0, 25.0]
 
@@ -176,3 +176,72 @@ def test_my_library_asks_for_the_rate_too(qtbot: Any, state: Any, offer: Path, t
     with qtbot.waitSignal(page.indexing_finished, timeout=120_000) as got:
         page.rescan_button.click()
     assert not got.args[0].failed and not page.rate_ask.isVisible()
+
+
+def test_robot_dataset_story_vendor_signs_buyer_screens(qtbot: Any, state: Any, offer: Path, tmp_path: Path,
+                                                        monkeypatch: Any) -> None:
+    """The vendor's story with a robot dataset, then the buyer's: the vendor gives the rate, makes a
+    signing key and saves a signed manifest; the buyer adds an owned copy of one episode to My
+    library (giving its rate there), screens the offer and finds that episode owned, the other new."""
+    import shutil
+
+    from overlap_desktop.gui.main_window import MainWindow
+    from overlap_desktop.gui.state import AppState
+
+    # The vendor.
+    wiz = ew.ExportWizard(state)
+    qtbot.addWidget(wiz)
+    wiz.show()
+    _add_folder_by_mouse(qtbot, wiz, offer, monkeypatch)
+    _next(qtbot, wiz)
+    qtbot.waitUntil(wiz.fingerprint.isComplete, timeout=120_000)
+    qtbot.mouseClick(wiz.fingerprint.ask.button, LEFT)  # ALOHA's 50 Hz, as suggested
+    qtbot.waitUntil(lambda: wiz.fingerprint.isComplete() and not wiz.fingerprint.result.failed, timeout=120_000)
+    _to_options(qtbot, wiz)
+    block = wiz.options_page.signing
+    qtbot.waitUntil(lambda: block.loaded and block.create_button.isVisible(), timeout=10_000)
+    qtbot.mouseClick(block.create_button, LEFT)
+    qtbot.waitUntil(lambda: block.dialog is not None and block.dialog.isVisible(), timeout=5_000)
+    qtbot.keyClicks(block.dialog.name, "Acme Robotics")
+    with qtbot.waitSignal(block.dialog.created, timeout=10_000):
+        qtbot.mouseClick(block.dialog.create_button, LEFT)
+    qtbot.waitUntil(lambda: block.sign.isVisible() and block.sign.isChecked(), timeout=10_000)
+    manifest = tmp_path / "aloha-signed.ovlm"
+    info = _save(qtbot, wiz, manifest)
+    assert info["files"] == 3 and "Signed by Acme Robotics" in wiz.save.summary.text()
+
+    # The buyer, with a library of their own holding one of the two episodes.
+    owned = tmp_path / "lab footage"
+    owned.mkdir()
+    shutil.copy(offer / "episode_0.hdf5", owned / "recorded-episode.hdf5")
+    buyer = AppState({"index.path": str(tmp_path / "buyer-index")})
+    w = MainWindow(buyer)
+    qtbot.addWidget(w)
+    w.resize(1366, 740)
+    w.show()
+    w.go("library")
+    page = w.library
+    qtbot.waitUntil(lambda: page.load_job is not None and not page.load_job.running, timeout=60_000)
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *_a, **_k: str(owned)))
+    with qtbot.waitSignal(page.indexing_finished, timeout=120_000):
+        qtbot.mouseClick(page.add_button, LEFT)
+    qtbot.waitUntil(lambda: not page.indexing and page.rate_ask.isVisible(), timeout=60_000)
+    with qtbot.waitSignal(page.indexing_finished, timeout=120_000) as got:
+        qtbot.mouseClick(page.rate_ask.button, LEFT)
+    assert got.args[0].indexed == 1 and not got.args[0].failed
+    qtbot.waitUntil(lambda: not page.indexing, timeout=60_000)
+    with qtbot.waitSignal(w.screen.inspected, timeout=120_000):
+        w.open_manifest(manifest)
+    assert w.screen.signature.text().startswith("Signed by Acme Robotics")
+    qtbot.waitUntil(w.screen.compare_button.isEnabled, timeout=60_000)
+    with qtbot.waitSignal(w.screen.compared, timeout=180_000) as done:
+        qtbot.mouseClick(w.screen.compare_button, LEFT)
+    report = done.args[0]
+    by_name = {Path(f.query_file).name: f for f in report.files}
+    assert set(by_name) == {"episode_0.hdf5", "episode_1.hdf5", "overview.mp4"}
+    ep0, ep1 = by_name["episode_0.hdf5"], by_name["episode_1.hdf5"]
+    assert ep0.matched_percent > 90 and ep1.matched_seconds == 0.0
+    ft = w.screen.results.file_table
+    rows = {ft.item(r, 0).text(): r for r in range(ft.rowCount())}
+    ep1_row = rows["episode_1.hdf5"]
+    assert ft.item(ep1_row, 2).text() == "0%"
