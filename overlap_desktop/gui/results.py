@@ -110,9 +110,10 @@ class ResultsView(QWidget):
         self.file_table.setAccessibleName("Offered files")
         # Rows one text line high plus a little air (as compact_rows does for the other tables).
         self.file_table.verticalHeader().setDefaultSectionSize(self.file_table.fontMetrics().height() + 8)
-        # Never fewer than four files in view (the laptop complaint was "3.5 rows").
+        # Never fewer than three files in view; the plot's third of the height comes first at 1366x768
+        # (it was 80 px tall), and the splitter gives the table more when dragged (remembered).
         self.file_table.setMinimumHeight(self.file_table.horizontalHeader().sizeHint().height()
-                                         + 4 * self.file_table.verticalHeader().defaultSectionSize() + 6)
+                                         + 3 * self.file_table.verticalHeader().defaultSectionSize() + 6)
         self._filling = False
         self.file_table.selectionModel().selectionChanged.connect(self._on_file_selection_changed)
         split.addWidget(self.file_table)
@@ -246,9 +247,10 @@ class ResultsView(QWidget):
         self.seg_table.horizontalHeader().setStretchLastSection(True)
         self.seg_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         compact_rows(self.seg_table)
-        # Four stretches in view at 1366x768 (it showed one or two), never a horizontal scroll bar.
+        # Two stretches in view at least (more where the height allows, after the plot's third), never
+        # a horizontal scroll bar.
         self.seg_table.setMinimumHeight(self.seg_table.horizontalHeader().sizeHint().height()
-                                        + 4 * self.seg_table.verticalHeader().defaultSectionSize() + 4)
+                                        + 2 * self.seg_table.verticalHeader().defaultSectionSize() + 4)
         self.seg_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         # Its share of the height by stretch, not by the scroll area's generous size hint.
         self.seg_table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
