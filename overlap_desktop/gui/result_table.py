@@ -22,7 +22,7 @@ from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours
 from overlap_desktop.gui.result_parts import YOUR_WORDS, OwnerWords
 
-__all__ = ["FILE_COLUMNS", "FIT_ROWS", "WHAT_COLUMN", "Cell", "FileRows", "FileTable", "cant_tell_words",
+__all__ = ["FILE_COLUMNS", "FIT_ROWS", "SHOWN_S", "WHAT_COLUMN", "Cell", "FileRows", "FileTable", "cant_tell_words",
            "file_words", "repeat_row_words", "row_seconds"]
 
 FILE_COLUMNS = ("Offered file", "Length", "You own", "Repeated in the offer", "New for you", "Can't tell",
@@ -31,6 +31,9 @@ FILE_COLUMNS = ("Offered file", "Length", "You own", "Repeated in the offer", "N
 TEXT_COLUMNS = (0, 7)
 #: The column of "What was done to it" (the last one).
 WHAT_COLUMN = 7
+#: Seconds below this read "–" (rounding noise); every amount above it is shown, so a row's seconds
+#: add up to its length as read (a hidden 0.5 s made 3.5 s + 5.6 s of a 9.6 s file).
+SHOWN_S = 0.05
 #: Rows whose text sets a column's width besides those in sight (Qt's default is 1,000: every one
 #: of them would be formatted, in Python, when the result appears).
 FIT_ROWS = 100
@@ -75,7 +78,7 @@ def file_words(f: Any) -> str:
     flags = ", ".join(api.describe_flags(f))
     if flags or f.segments:
         cant = _seconds_of(f, "cant_tell_seconds")
-        return (flags or "copied as is") + (f"; can't tell for {fmt_hours(cant)}" if cant > 0.5 else "")
+        return (flags or "copied as is") + (f"; can't tell for {fmt_hours(cant)}" if cant > SHOWN_S else "")
     ambiguous = getattr(f, "ambiguous", [])
     if ambiguous:
         n = max(api.ambiguous_episodes(f, s) for s in ambiguous)
@@ -106,7 +109,7 @@ def repeat_row_words(f: Any, seg: Any) -> str:
     taken = [(s.query_start, s.query_end) for s in f.segments]
     taken += [(sp.start_s, sp.end_s) for sp in [*f.indeterminate, *getattr(f, "cant_tell", [])]]
     free = _uncovered(seg.query_start, seg.query_end, taken)
-    if free > 0.5 and _seconds_of(f, "repeated_seconds") > 0.5:
+    if free > SHOWN_S and _seconds_of(f, "repeated_seconds") > SHOWN_S:
         return f"yes: {what} ({fmt_hours(free)} counted as repeated)"
     return f"no: {what}, over time already counted as owned, can't tell or not judged"
 
@@ -129,7 +132,7 @@ def row_seconds(f: Any) -> tuple[float, float, float, float, float]:
 
 
 def _seconds(value: float, tip: str) -> _Words:
-    return _Words(fmt_hours(value) if value > 0.5 else "–", tip, value)
+    return _Words(fmt_hours(value) if value > SHOWN_S else "–", tip, value)
 
 
 def _cells(f: Any, words: OwnerWords) -> tuple[_Words, ...]:
@@ -139,7 +142,7 @@ def _cells(f: Any, words: OwnerWords) -> tuple[_Words, ...]:
     below = len(f.below_floor)
     _, _, rep, new, cant, _ = _amounts(f)
     # The owned seconds are shown too, so the row's seconds add up to its length.
-    owned = pct + (f" ({fmt_hours(f.matched_seconds)})" if f.matched_seconds > 0.5 else "")
+    owned = pct + (f" ({fmt_hours(f.matched_seconds)})" if f.matched_seconds > SHOWN_S else "")
     what = file_words(f)
     cant_tip = ("Some evidence of being owned that does not prove it (below the evidence floor, weak, the same "
                 "motion as several owned episodes, or near-identical frames too still or too short to place "

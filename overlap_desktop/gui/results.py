@@ -303,8 +303,10 @@ class ResultsView(QWidget):
 
     def place_splitters(self) -> None:
         """The plot at least a third of the results' height, until the user drags a handle."""
+        ft = self.file_table
+        four = ft.horizontalHeader().sizeHint().height() + 4 * ft.verticalHeader().defaultSectionSize() + 6
         self.split_memory.place(self.split.height(), self.plot_box.height() - self.plot.height(),
-                                self.seg_table.minimumHeight())
+                                self.seg_table.minimumHeight(), four)
 
     def eventFilter(self, obj: Any, event: Any) -> bool:
         if obj is self.seg_table and event.type() == QEvent.Type.Resize:

@@ -46,13 +46,18 @@ class ResultsSplit:
         self.restored = True  # the user's choice from now on
         QSettings().setValue(_KEY, [self.outer.saveState(), self.inner.saveState()])
 
-    def place(self, total: int, above_plot: int, below_min: int) -> None:
+    def place(self, total: int, above_plot: int, below_min: int, files_wanted: int) -> None:
         """Default sizes for a results area ``total`` px high (unless the user chose them).
+
+        First the plot's third of ``total``, then the file table up to ``files_wanted`` (never below
+        its least height), the stretches table its least; what is left goes two thirds to the plot,
+        a third to the stretches.
 
         Args:
             total: Height of both splitters' space (the file table and everything below it).
             above_plot: Height on the plot side that is not the plot (its title, legend, margins).
             below_min: The stretches table's least height.
+            files_wanted: The file table's height when there is room (a few rows).
         """
         if self.restored or total <= 0:
             return
@@ -60,12 +65,16 @@ class ResultsSplit:
         if files is None:
             return
         files_min = max(files.minimumSizeHint().height(), files.minimumHeight())
-        plot = max(int(total * PLOT_SHARE), 1)
-        lower = max(total - files_min - self.outer.handleWidth(), plot + above_plot + below_min)
+        handles = self.outer.handleWidth() + self.inner.handleWidth()
+        plot = int(total * PLOT_SHARE)
+        room = total - handles - plot - above_plot - below_min
+        files_h = max(files_min, min(files_wanted, room))
+        extra = max(0, room - files_h)
+        plot_side = plot + above_plot + (2 * extra) // 3
+        below = total - handles - files_h - plot_side
         self._placing = True
         try:
-            self.outer.setSizes([max(total - lower - self.outer.handleWidth(), files_min), lower])
-            self.inner.setSizes([lower - below_min - self.inner.handleWidth(), below_min])
+            self.outer.setSizes([files_h, plot_side + below + self.inner.handleWidth()])
+            self.inner.setSizes([plot_side, max(below, below_min)])
         finally:
             self._placing = False
-

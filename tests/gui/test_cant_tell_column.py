@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from overlap_desktop import api
-from overlap_desktop.gui.result_table import FILE_COLUMNS, WHAT_COLUMN
+from overlap_desktop.gui.result_table import FILE_COLUMNS, SHOWN_S, WHAT_COLUMN
 from overlap_desktop.gui.results import ResultsView
 
 LEFT = Qt.MouseButton.LeftButton
@@ -61,7 +61,10 @@ def test_every_row_adds_up_to_its_length(qtbot: Any, short_report: Any) -> None:
         owned = ft.item(r, 2).data(Qt.ItemDataRole.UserRole + 1) * length / 100.0
         rest = sum(ft.item(r, c).data(Qt.ItemDataRole.UserRole + 1) for c in SECONDS.values())
         assert owned + rest == pytest.approx(length, abs=0.02), f.query_file
-        if f.matched_seconds > 0.5:
+        for c in SECONDS.values():  # every amount is shown: the row adds up as read
+            value = ft.item(r, c).data(Qt.ItemDataRole.UserRole + 1)
+            assert (ft.item(r, c).text() == "–") == (value <= SHOWN_S), (f.query_file, c, value)
+        if f.matched_seconds > SHOWN_S:
             assert f"({api.format_duration(f.matched_seconds)})" in ft.item(r, 2).text()
         if f.cant_tell_seconds > 0.5:
             with_cant_tell += 1

@@ -15,7 +15,7 @@ from PySide6.QtTest import QTest
 
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours
-from overlap_desktop.gui.result_table import file_words
+from overlap_desktop.gui.result_table import SHOWN_S, file_words
 from tests.large_report import large_report
 
 N_FILES = 10_000
@@ -67,7 +67,7 @@ def test_every_file_has_its_row_with_the_reports_words(view: Any, big_report: An
         assert text.startswith(api.format_percent(f.matched_percent))
         assert ("below floor" in text) == bool(f.below_floor)
         assert length == fmt_hours(f.duration_s)
-        assert new == (fmt_hours(f.new_seconds) if f.new_seconds > 0.5 else "–")
+        assert new == (fmt_hours(f.new_seconds) if f.new_seconds > SHOWN_S else "–")
         assert what == file_words(f)
     kinds = set(_column(view, 7))
     assert {"copied as is", "no match", "only a match below the evidence floor (not counted)"} <= kinds
