@@ -139,6 +139,10 @@ def test_a_manifest_never_leaves_out_files_silently(qtbot: Any, state: Any, offe
     assert summary.startswith("1 file,") and "Left out (could not be read): 2 files, episode_0.hdf5" in summary
 
 
+def _rows(page: Any) -> dict[str, int]:
+    return {page.table.item(r, 0).text(): r for r in range(page.table.rowCount())}
+
+
 def test_my_library_asks_for_the_rate_too(qtbot: Any, state: Any, offer: Path, tmp_path: Path,
                                           monkeypatch: Any) -> None:
     from overlap_desktop.gui.library import LibraryPage
@@ -158,6 +162,9 @@ def test_my_library_asks_for_the_rate_too(qtbot: Any, state: Any, offer: Path, t
         if folder == offer:
             assert page.rate_ask.isVisible() and list(page.rate_ask.fields) == [str(offer)]
             assert page.rate_ask.fields[str(offer)].value() == 50.0
+            qtbot.waitUntil(lambda: "episode_0.hdf5" in _rows(page), timeout=60_000)
+            rows = _rows(page)
+            assert page.table.item(rows["episode_0.hdf5"], 5).text().startswith("Stores no frame rate: give it")
         else:
             assert not page.rate_ask.isVisible()
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *_a, **_k: str(offer)))
