@@ -277,6 +277,9 @@ class _FingerprintPage(RunPage):
 
     def _rates_chosen(self, rates: dict[str, float]) -> None:
         self.wiz.state.set_folder_frame_rates(rates)
+        if self.job is not None and self.job.running:  # the run that asked is still closing its thread
+            self.job.finished.connect(self.start)
+            return
         self.start()
 
     def isComplete(self) -> bool:

@@ -502,6 +502,10 @@ class LibraryPage(QWidget):
 
     def _rates_chosen(self, rates: dict[str, float]) -> None:
         self.state.set_folder_frame_rates(rates)
+        job = self.index_job
+        if job is not None and job.running:  # the run that asked is still closing its thread
+            job.finished.connect(lambda: self.start_indexing(list(rates)))
+            return
         self.start_indexing(list(rates))
 
     def _on_cancelled(self, exc: BaseException) -> None:
