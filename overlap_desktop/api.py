@@ -35,6 +35,14 @@ _EXPORTS: dict[str, str] = {
     "default_index_dir": "overlap_desktop.paths",
     "atomic_write_bytes": "overlap_desktop.core.fsutil",
     "doctor": "overlap_desktop.services.doctor",
+    "missing_display_libraries": "overlap_desktop.services.display_libs",
+    "display_libraries_message": "overlap_desktop.services.display_libs",
+    "qt_uses_xcb": "overlap_desktop.services.display_libs",
+    "FrameRateNeed": "overlap_desktop.services.frame_rates",
+    "frame_rate_needs": "overlap_desktop.services.frame_rates",
+    "index_with_frame_rates": "overlap_desktop.services.frame_rates",
+    "self_dedupe_reused": "overlap_desktop.services.dedupe_cache",
+    "needs_frame_rate": "overlap_desktop.services.frame_rates",
     "available_readers": "overlap_desktop.core.ingest.readers",
     "episode_spans_for": "overlap_desktop.core.ingest.readers.lerobot",
     # errors and exit statuses (every error the api raises is an OverlapError)
@@ -180,6 +188,7 @@ _EXPORTS: dict[str, str] = {
     "remove_vendor_workspace": "overlap_desktop.services.workspaces",
     "note_vendor_workspace": "overlap_desktop.services.workspaces",
     "folder_has_footage": "overlap_desktop.services.workspaces",
+    "folder_contents_words": "overlap_desktop.services.workspaces",
     "vendor_workspaces_root": "overlap_desktop.services.workspaces",
     # text overlap (overlapy method)
     "text_overlap": "overlap_desktop.core.text.overlap",
@@ -404,11 +413,20 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_failure_reason,
     )
     from overlap_desktop.paths import default_index_dir, user_config_file
+    from overlap_desktop.services.dedupe_cache import self_dedupe_reused
     from overlap_desktop.services.demo import default_demo_dir, run_demo
+    from overlap_desktop.services.display_libs import display_libraries_message, missing_display_libraries, qt_uses_xcb
     from overlap_desktop.services.doctor import doctor
+    from overlap_desktop.services.frame_rates import (
+        FrameRateNeed,
+        frame_rate_needs,
+        index_with_frame_rates,
+        needs_frame_rate,
+    )
     from overlap_desktop.services.preview import frame_at
     from overlap_desktop.services.workspaces import (
         VendorWorkspace,
+        folder_contents_words,
         folder_has_footage,
         list_vendor_workspaces,
         note_vendor_workspace,

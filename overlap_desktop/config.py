@@ -330,6 +330,21 @@ class Config(Mapping[str, Any]):
     def items_with_source(self) -> list[SettingValue]:
         return [self._values[k] for k in sorted(self._values)]
 
+    def with_value(self, key: str, raw: Any, source: str) -> Config:
+        """A copy with ``key`` set to ``raw`` (parsed as the setting parses it) from ``source``.
+
+        Raises:
+            ConfigError: the key is unknown or the value unusable.
+        """
+        setting = SETTINGS.get(key)
+        if setting is None:
+            raise ConfigError(f"unknown setting {key!r}")
+        try:
+            value = setting.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{key} from {source}: {exc}") from exc
+        return Config({**self._values, key: SettingValue(key, value, source)})
+
     @property
     def index_path(self) -> Path:
         return Path(self["index.path"])

@@ -174,13 +174,16 @@ class CliContext:
         console = Console(file=self.err, stderr=True)
         if not console.is_terminal:
             # Pipelines and CI logs: a line per item instead of a redrawn bar.
+            # A count at the first item, then every 5 s, and always the last one ("Exporting: 1 file"
+            # was the only line of an 80-file export that took less than 5 s).
             last = [0.0]
 
             def plain(p: Progress) -> None:
                 now = time.monotonic()
+                final = p.total is not None and p.done >= p.total > 0
                 if p.message and p.current:
                     self.note(f"{description}: {safe_terminal(p.current)}: {safe_terminal(p.message)}")
-                elif p.done and now - last[0] > 5.0:  # "0 files" before any work says nothing
+                elif p.done and (final or now - last[0] > 5.0):  # "0 files" before any work says nothing
                     last[0] = now
                     self.note(f"{description}: {_count(p.done, p.total, p.unit)}")
 

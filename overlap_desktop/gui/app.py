@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # Qt is imported late so that --version and --help start fast
 _T0 = time.perf_counter()
 
 __all__ = ["APP_NAME", "ORG_NAME", "apply_color_scheme", "create_app", "dark_palette", "launch", "main",
-           "run"]
+           "missing_window_libraries", "run"]
 
 ORG_NAME = "overlap"
 APP_NAME = "overlap-desktop"
@@ -119,6 +119,18 @@ def create_app(argv: Sequence[str] | None = None) -> object:
     return app
 
 
+def missing_window_libraries() -> str:
+    """One line naming the system libraries Qt needs to open a window here and cannot find
+    (``""``: none missing). Qt itself would abort with a long plugin error instead, before any
+    message of ours could appear."""
+    from overlap_desktop import api
+
+    if not api.qt_uses_xcb():
+        return ""
+    missing = api.missing_display_libraries()
+    return api.display_libraries_message(missing) if missing else ""
+
+
 def launch(argv: Sequence[str] | None = None) -> object:
     """Parse arguments and open the main window, without entering the event loop.
 
@@ -138,6 +150,10 @@ def launch(argv: Sequence[str] | None = None) -> object:
     if args.self_test and not os.environ.get("QT_QPA_PLATFORM"):
         # A frozen build is smoke-tested on machines without a display.
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    missing = missing_window_libraries()
+    if missing:
+        print(missing, file=sys.stderr, flush=True)
+        return 1
     app = create_app()
     from PySide6.QtWidgets import QApplication
 

@@ -41,6 +41,7 @@ from overlap_desktop.gui.common import (
     fmt_size,
     open_local_file,
 )
+from overlap_desktop.gui.frame_rate_ask import FrameRateAsk, LeftOutBlock
 from overlap_desktop.gui.signing import SigningBlock
 from overlap_desktop.gui.state import AppState
 from overlap_desktop.gui.wizard_pages import FolderListPage, RunPage
@@ -54,13 +55,13 @@ PAGE_FOLDERS, PAGE_FINGERPRINT, PAGE_DEDUPE, PAGE_OPTIONS, PAGE_SAVE = range(5)
 
 def run_self_dedupe(index_path: Path, folders: list[str], config: Any, *, progress: Any = None,
                     cancel: Any = None) -> Any:
-    """``api.self_dedupe`` restricted to the chosen folders (runs in a worker thread)."""
-    return api.self_dedupe(index_path, config=config, paths=[Path(f) for f in folders],
-                           progress=progress, cancel=cancel)
+    """``(report, reused)``: the duplicate check of the chosen folders, or its saved answer when
+    nothing changed since (runs in a worker thread)."""
+    return api.self_dedupe_reused(index_path, folders, config, progress=progress, cancel=cancel)
 
 
 def fingerprint_offer(folders: list[str], workspace: Path, label: str, config: Any, *, progress: Any = None,
-                      cancel: Any = None) -> Any:
+                      cancel: Any = None, rates: dict[str, float] | None = None) -> Any:
     """Fingerprint the offer into its workspace (worker thread), noting the offer's name there.
 
     A workspace this run created for folders holding no footage at all is removed again: nothing
@@ -68,11 +69,18 @@ def fingerprint_offer(folders: list[str], workspace: Path, label: str, config: A
     """
     existed = workspace.exists()
     api.note_vendor_workspace(workspace, label=label, finished=False)
-    summary = api.index_paths([Path(f) for f in folders], index=workspace, config=config, progress=progress,
-                              cancel=cancel)
+    # ``rates``: the frame rate given per folder for robot datasets that store none.
+    summary = api.index_with_frame_rates(folders, rates or {}, index=workspace, config=config, progress=progress,
+                                         cancel=cancel)
     if summary.files_seen == 0 and not existed:
         api.remove_vendor_workspace(workspace)
     return summary
+
+
+def check_folder(folder: str) -> tuple[bool, str]:
+    """Whether ``folder`` holds footage and, when not, what it holds (worker thread)."""
+    has = api.folder_has_footage(folder)
+    return has, "" if has else api.folder_contents_words(folder)
 
 
 def save_offer(workspace: Path, out: Path, label: str, **options: Any) -> Any:
@@ -103,6 +111,7 @@ class _OfferFoldersPage(FolderListPage):
         self.wiz = wizard
         self.checks: dict[str, bool | None] = {}
         self.problems: dict[str, str] = {}  # why a folder could not be checked
+        self.found: dict[str, str] = {}  # what a folder without footage holds
         self.check_jobs: list[Job] = []
         self._suggested = ""  # the name last filled in from a folder (not typed)
         form = QFormLayout()
@@ -149,8 +158,8 @@ class _OfferFoldersPage(FolderListPage):
             if f not in before:
                 self.checks[f] = None
                 self._mark(f, "checking for footage…")
-                job = Job(api.folder_has_footage, f, parent=self, with_progress=False, with_cancel=False)
-                job.succeeded.connect(lambda has, f=f: self._checked(f, bool(has), ""))
+                job = Job(check_folder, f, parent=self, with_progress=False, with_cancel=False)
+                job.succeeded.connect(lambda got, f=f: self._checked(f, bool(got[0]), "", got[1]))
                 job.failed.connect(lambda exc, f=f: self._checked(f, False, error_text(exc)[0]))
                 self.check_jobs.append(job)
                 job.start()
@@ -163,8 +172,9 @@ class _OfferFoldersPage(FolderListPage):
                 item.setText(folder + (f"  —  {note}" if note else ""))
                 item.setForeground(QColor("#b2182b") if bad else self.palette().text().color())
 
-    def _checked(self, folder: str, has_footage: bool, problem: str) -> None:
+    def _checked(self, folder: str, has_footage: bool, problem: str, found: str = "") -> None:
         self.checks[folder] = has_footage
+        self.found[folder] = found
         self.problems[folder] = problem
         if has_footage:
             self._mark(folder, "")
@@ -179,7 +189,8 @@ class _OfferFoldersPage(FolderListPage):
         empty = [f for f in bad if not self.problems.get(f)]
         lines = [self.problems[f] for f in bad if self.problems.get(f)]
         if empty:
-            names = ", ".join(Path(f).name or f for f in empty[:3]) + (", …" if len(empty) > 3 else "")
+            names = "; ".join(f"{Path(f).name or f} ({self.found[f]})" if self.found.get(f) else (Path(f).name or f)
+                              for f in empty[:3]) + ("; …" if len(empty) > 3 else "")
             lines.append(
                 f"No footage found in this folder: {names}. {_RECOGNISED} (hidden and system files are "
                 "skipped). Remove it from the list and add the folder that holds the footage.")
@@ -205,7 +216,12 @@ class _OfferFoldersPage(FolderListPage):
 
     def _name_changed(self) -> None:
         name = self.offer_name()
-        if name:
+        if name and self.wiz.workspace_for(name).is_dir():
+            # An earlier offer's workspace: said, since its fingerprints (and files) carry over.
+            self.where.setText(f"An earlier offer is named “{name}”: this one reuses its workspace, "
+                               f"{self.wiz.workspace_for(name)} (files fingerprinted there and unchanged are not "
+                               "read again). Type another name to start a separate offer.")
+        elif name:
             self.where.setText("Fingerprints of this offer are kept in its own workspace, "
                                f"{self.wiz.workspace_for(name)}. Your library is not touched.")
         else:
@@ -246,13 +262,25 @@ class _FingerprintPage(RunPage):
                          "Each video is read once and summarised as small fingerprints. Files already "
                          "fingerprinted and unchanged are skipped.")
         self.wiz = wizard
+        self.ask = FrameRateAsk()
+        self.ask.chosen.connect(self._rates_chosen)
+        self.add_body(self.ask)
 
     def running_text(self) -> str:
         return "Fingerprinting…"
 
     def make_job(self) -> Job:
+        self.ask.hide()
         return Job(fingerprint_offer, self.wiz.folders(), self.wiz.workspace(),
-                   self.wiz.folders_page.offer_name(), self.wiz.config, parent=self)
+                   self.wiz.folders_page.offer_name(), self.wiz.config, parent=self,
+                   rates=self.wiz.state.folder_frame_rates())
+
+    def _rates_chosen(self, rates: dict[str, float]) -> None:
+        self.wiz.state.set_folder_frame_rates(rates)
+        if self.job is not None and self.job.running:  # the run that asked is still closing its thread
+            self.job.finished.connect(self.start)
+            return
+        self.start()
 
     def isComplete(self) -> bool:
         # Nothing fingerprinted (no footage, or none of it readable): there is nothing to offer.
@@ -264,13 +292,21 @@ class _FingerprintPage(RunPage):
             self.status.setText("No footage found in the chosen folders, so there is nothing to put in a "
                                 "manifest. Click Back and add the folder that holds the footage.")
             return
+        # The footage read in this run (none when every file was up to date: not "(0 s of footage)").
+        read = f" ({fmt_hours(s.hours_indexed * 3600.0)} of footage read)" if s.indexed else ""
         text = (f"Done: {count_of(s.files_seen, 'file')} found, {s.indexed} fingerprinted, {s.skipped} already up to "
-                f"date ({fmt_hours(s.hours_indexed * 3600.0)} of footage).")
-        if s.failed:
-            names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in list(s.failed)[:5])
-            text += (f"\n{count_of(len(s.failed), 'file')} could not be read and "
+                f"date{read}.")
+        needs = api.frame_rate_needs(s.failed, self.wiz.folders())
+        other = [(p, why) for p, why in s.failed if not api.needs_frame_rate(str(why))]
+        if other:
+            names = "; ".join(f"{Path(str(p)).name}: {why}" for p, why in other[:5])
+            text += (f"\n{count_of(len(other), 'file')} could not be read and "
                      f"will not be in the manifest: {names}")
+        if needs:
+            waiting = sum(len(n.files) for n in needs)
+            text += f"\n{count_of(waiting, 'file')} need{'s' if waiting == 1 else ''} a frame rate: see below."
         self.status.setText(text)
+        self.ask.show_needs(needs, self.wiz.state.folder_frame_rates())
 
 
 class _DedupePage(RunPage):
@@ -306,7 +342,9 @@ class _DedupePage(RunPage):
                 continue
         return api.safe_text(path)
 
-    def on_result(self, report: Any) -> None:
+    def on_result(self, result: Any) -> None:
+        report, reused = result
+        self.result = report
         rows: list[tuple[str, ...]] = []
         for f in report.files:
             for s in f.segments:
@@ -327,6 +365,9 @@ class _DedupePage(RunPage):
                 it.setToolTip(text)
                 self.dupes.setItem(r, c, it)
         self.dupes.resizeColumnsToContents()
+        head = self.dupes.horizontalHeader()
+        for c in range(self.dupes.columnCount()):  # a title is never cut ("epeats footage o")
+            self.dupes.setColumnWidth(c, max(self.dupes.columnWidth(c), head.sectionSizeFromContents(c).width()))
         self.dupes.setVisible(bool(rows))
         if rows:
             # The core's self-dedupe headline speaks of "this library"; here it is the offer.
@@ -343,6 +384,9 @@ class _DedupePage(RunPage):
                                 f"before quoting. {share}")
         else:
             self.status.setText("No internal duplicates: no footage appears twice in this offer.")
+        if reused:
+            self.status.setText(self.status.text() + " (The files are unchanged since the last check: its "
+                                "answer is shown again.)")
 
 
 class _OptionsPage(QWizardPage):
@@ -390,9 +434,15 @@ class _OptionsPage(QWizardPage):
         # Issue 37: signed by the vendor's key (made here if there is none yet).
         self.signing = SigningBlock()
         form.addRow("Signature:", self.signing)
+        # Files the vendor added that the manifest would not hold: listed, and saved only when agreed.
+        self.left_out = LeftOutBlock()
+        self.left_out.changed.connect(self.completeChanged)
+        form.addRow("", self.left_out)
 
     def initializePage(self) -> None:
         self.signing.refresh()
+        done = self.wiz.fingerprint.result
+        self.left_out.set_files(list(getattr(done, "failed", []) or []))
         c = self.wiz.config
         folders = self.wiz.folders()
         name = self.wiz.folders_page.offer_name()
@@ -445,7 +495,7 @@ class _OptionsPage(QWizardPage):
         return p if p.suffix.lower() == ".ovlm" else p.with_name(p.name + ".ovlm")
 
     def isComplete(self) -> bool:
-        return bool(self.label.text().strip()) and bool(self.out.text().strip())
+        return bool(self.label.text().strip()) and bool(self.out.text().strip()) and self.left_out.agreed()
 
 
 class _SavePage(RunPage):
@@ -500,8 +550,12 @@ class _SavePage(RunPage):
         self.setSubTitle("Send this file to the buyer. They can check it against their own library "
                          "without receiving any footage.")
         self.status.setText(f"Saved {s.path}")
+        left = self.wiz.options_page.left_out.files
         self.summary.setText(
             f"{count_of(s.files, 'file')}, {fmt_hours(s.hours * 3600.0)} of footage; manifest size {fmt_size(s.bytes)}."
+            + (f"\nLeft out (could not be read): {count_of(len(left), 'file')}, "
+               + ", ".join(api.safe_text(Path(p).name) for p, _why in left[:5])
+               + (" …" if len(left) > 5 else "") + "." if left else "")
             + (f"\nSigned by {api.safe_text(s.signed_by)}, key {s.key_fingerprint}." if s.signed_by else
                "\nNot signed."))
         self.seal.set_seal(str(s.root))

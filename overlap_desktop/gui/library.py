@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from overlap_desktop import api
 from overlap_desktop.gui.common import count_of, fmt_hours, fmt_size, headline_label, show_error, start_folder
+from overlap_desktop.gui.frame_rate_ask import FrameRateAsk
 from overlap_desktop.gui.library_data import forget_files, load_library, plain_problem
 from overlap_desktop.gui.library_words import INDEXING_TEXT, done_words, resume_text, status_cell, summary_text
 from overlap_desktop.gui.shard_upgrade import ShardUpgradeBanner
@@ -187,6 +188,9 @@ class LibraryPage(QWidget):
         pl.addWidget(self.file_bar)
         self.progress_frame.hide()
         lay.addWidget(self.progress_frame)
+        self.rate_ask = FrameRateAsk()
+        self.rate_ask.chosen.connect(self._rates_chosen)
+        lay.addWidget(self.rate_ask)
         for label in (self.overall_label, self.file_label, self.resume_label):
             label.setTextFormat(Qt.TextFormat.PlainText)  # file names and error text
 
@@ -397,8 +401,11 @@ class LibraryPage(QWidget):
         self.state.set_unfinished_job(self._job_paths)
         self.state.set_unfinished_left(None)
         self.state.set_resume_quiet(False)  # a crash in this job is asked about at the next start
-        job = Job(api.index_paths, [Path(p) for p in paths], parent=self, index=self.state.index_path,
-                  config=config, forget_missing=forget_missing)
+        self.rate_ask.hide()
+        rates = self.state.folder_frame_rates()  # given for robot datasets that store none
+        run, extra = (api.index_with_frame_rates, (rates,)) if rates else (api.index_paths, ())
+        job = Job(run, [Path(p) for p in paths], *extra, parent=self, index=self.state.index_path, config=config,
+                  forget_missing=forget_missing)
         job.progress.connect(self._on_progress)
         job.succeeded.connect(self._on_indexed)
         job.cancelled.connect(self._on_cancelled)
@@ -460,8 +467,9 @@ class LibraryPage(QWidget):
             what = "Indexing…"
         eta = self._eta.update(fraction) if p.stage != "scan" else ""
         self.overall_label.setText(what + (f" — {eta}" if eta else ""))
-        # Show finished files as they come, without re-reading the list more than every 2 s.
-        if p.message and time.monotonic() - self._last_live_refresh > max(LIVE_REFRESH_S,
+        # Show finished files as they come, without re-reading the list more than every 2 s (on any
+        # progress: the one that says a file finished may be thinned out by the job's throttle).
+        if p.stage != "scan" and time.monotonic() - self._last_live_refresh > max(LIVE_REFRESH_S,
                                                                          LIVE_REFRESH_SHARE * self._fill_cost):
             self._last_live_refresh = time.monotonic()
             self.refresh()
@@ -489,7 +497,16 @@ class LibraryPage(QWidget):
         self.overall_label.setText(text)
         self.overall_label.setWordWrap(True)
         self.done_note = done_words(summary)
+        self.rate_ask.show_needs(api.frame_rate_needs(failed, self._job_paths), self.state.folder_frame_rates())
         self.indexing_finished.emit(summary)
+
+    def _rates_chosen(self, rates: dict[str, float]) -> None:
+        self.state.set_folder_frame_rates(rates)
+        job = self.index_job
+        if job is not None and job.running:  # the run that asked is still closing its thread
+            job.finished.connect(lambda: self.start_indexing(list(rates)))
+            return
+        self.start_indexing(list(rates))
 
     def _on_cancelled(self, exc: BaseException) -> None:
         self.overall_label.setText("Indexing stopped. Files already finished are kept; "

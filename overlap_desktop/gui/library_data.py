@@ -81,4 +81,7 @@ def plain_problem(reason: str) -> str:
     if any(h in low for h in _DAMAGED_HINTS):
         return ("Damaged or incomplete file: check that it plays, or copy it again from the original. "
                 "(Hover for details.)")
+    if api.needs_frame_rate(reason):
+        # The reader's words name the command line; in the app the rate is asked above the list.
+        return "Stores no frame rate: give it in the box above the list (Read them at these rates)."
     return reason

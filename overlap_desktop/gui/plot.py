@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from overlap_desktop import api
 from overlap_desktop.gui.result_parts import YOUR_WORDS, OwnerWords, short_names
 
-__all__ = ["BAND_COLOUR", "BAND_WORDS", "MAX_POINTS", "MatchPlot"]
+__all__ = ["BAND_COLOUR", "BAND_WORDS", "CANT_TELL_COLOUR", "CANT_TELL_WORDS", "MAX_POINTS", "MatchPlot"]
 
 #: Dots drawn per file; larger sets are thinned in numpy first (ScatterPlotItem has no downsampling).
 MAX_POINTS = 20_000
@@ -45,6 +45,10 @@ _GROUP_SIZES = (10, 8, 7, 7, 6, 6, 6, 6)
 #: The shading of offered time that could not be judged (plot and legend).
 BAND_COLOUR = (128, 128, 128, 50)
 BAND_WORDS = "could not be judged (static or featureless): counted neither way"
+#: The shading of offered time that can't be told: some evidence of being owned, not enough (the
+#: report keeps the offered span of such evidence, not where in the owned footage it lies).
+CANT_TELL_COLOUR = (230, 150, 0, 70)
+CANT_TELL_WORDS = "can't tell: some evidence of being owned, not enough to prove it (counted neither way)"
 
 
 def _brushes(colours: tuple[str, ...]) -> list[Any]:
@@ -113,6 +117,7 @@ class MatchPlot(QWidget):
         self.plot.addItem(self.marker)
         self.selected_point: tuple[float, float] | None = None
         self._regions: list[Any] = []
+        self.cant_tell_regions: list[Any] = []
         self.segments: list[tuple[Any, bool]] = []
         self.colour_mode = "distance"
         self._file: Any = None
@@ -168,7 +173,7 @@ class MatchPlot(QWidget):
         self._file = file_result
         for r in self._regions:
             self.plot.removeItem(r)
-        self._regions = []
+        self._regions, self.cant_tell_regions = [], []
         self.no_match.hide()
         self.set_highlight(None)
         self.set_selected_point(None)
@@ -190,9 +195,11 @@ class MatchPlot(QWidget):
         self._update_lines()
         self._label_axes()
         duration = max(1.0, float(file_result.duration_s or 1.0))
+        cant_tell = list(getattr(file_result, "cant_tell", []) or [])
         if not self.segments:
-            # Nothing matched: say so on this file's own axes, never the previous file's.
-            self.no_match.setText(self.words.no_match)
+            # Nothing counted: say so on this file's own axes, never the previous file's; with
+            # "can't tell" time it is not "no match" (that time is shaded below).
+            self.no_match.setText(self._nothing_counted_words(cant_tell))
             self.no_match.setPos(duration / 2.0, duration / 2.0)
             self.no_match.show()
             self.plot.setXRange(0, duration, padding=0.02)
@@ -205,9 +212,26 @@ class MatchPlot(QWidget):
                               f"{api.format_clock(span.start_s)}–{api.format_clock(span.end_s)}")
             self.plot.addItem(region)
             self._regions.append(region)
+        for span in cant_tell:
+            region = pg.LinearRegionItem(values=(span.start_s, span.end_s), movable=False,
+                                         brush=pg.mkBrush(*CANT_TELL_COLOUR), pen=pg.mkPen(None))
+            region.setZValue(-9)
+            region.setToolTip(f"Can't tell ({span.reason or 'some evidence of ownership'}): "
+                              f"{api.format_clock(span.start_s)}–{api.format_clock(span.end_s)}, not counted")
+            self.plot.addItem(region)
+            self.cant_tell_regions.append(region)
+        self._regions.extend(self.cant_tell_regions)
         self.plot.setXRange(0, duration, padding=0.02)
         if self.segments:
             self.plot.enableAutoRange(axis="y")
+
+    def _nothing_counted_words(self, cant_tell: list[Any]) -> str:
+        seconds = sum(sp.duration_s for sp in cant_tell)
+        if seconds <= 0:
+            return self.words.no_match
+        return (f"Can't tell: {api.format_duration(seconds)} of this file has some evidence of matching "
+                f"{self.words.footage}\n(near-identical frames that cannot be placed in time, or too little "
+                "to prove it), shaded; counted neither way")
 
     def set_colour_mode(self, mode: str) -> None:
         """``"distance"`` (how close each frame match is) or ``"group"`` (owned file and transformation)."""
@@ -286,7 +310,11 @@ class MatchPlot(QWidget):
 
     def has_bands(self) -> bool:
         """True when the shown file has time that could not be judged (grey bands)."""
-        return bool(self._regions)
+        return len(self._regions) > len(self.cant_tell_regions)
+
+    def has_cant_tell(self) -> bool:
+        """True when the shown file has "can't tell" time (amber bands)."""
+        return bool(self.cant_tell_regions)
 
     def legend_entries(self) -> list[tuple[str, str]]:
         """``(colour, words)`` for the current colouring (shown under the plot by the results view)."""

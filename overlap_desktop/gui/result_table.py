@@ -22,12 +22,18 @@ from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours
 from overlap_desktop.gui.result_parts import YOUR_WORDS, OwnerWords
 
-__all__ = ["FILE_COLUMNS", "FIT_ROWS", "Cell", "FileRows", "FileTable", "file_words"]
+__all__ = ["FILE_COLUMNS", "FIT_ROWS", "SHOWN_S", "WHAT_COLUMN", "Cell", "FileRows", "FileTable", "cant_tell_words",
+           "file_words", "repeat_row_words", "row_seconds"]
 
-FILE_COLUMNS = ("Offered file", "Length", "You own", "Repeated in the offer", "New for you",
+FILE_COLUMNS = ("Offered file", "Length", "You own", "Repeated in the offer", "New for you", "Can't tell",
                 "Could not be judged", "What was done to it")
 #: Columns ordered by their words; the others by the number behind them (seconds, percent).
-TEXT_COLUMNS = (0, 6)
+TEXT_COLUMNS = (0, 7)
+#: The column of "What was done to it" (the last one).
+WHAT_COLUMN = 7
+#: Seconds below this read "–" (rounding noise); every amount above it is shown, so a row's seconds
+#: add up to its length as read (a hidden 0.5 s made 3.5 s + 5.6 s of a 9.6 s file).
+SHOWN_S = 0.05
 #: Rows whose text sets a column's width besides those in sight (Qt's default is 1,000: every one
 #: of them would be formatted, in Python, when the result appears).
 FIT_ROWS = 100
@@ -71,36 +77,84 @@ def file_words(f: Any) -> str:
     # episodes, is not "no match" (its stretches are listed).
     flags = ", ".join(api.describe_flags(f))
     if flags or f.segments:
-        return flags or "copied as is"
+        cant = _seconds_of(f, "cant_tell_seconds")
+        return (flags or "copied as is") + (f"; can't tell for {fmt_hours(cant)}" if cant > SHOWN_S else "")
     ambiguous = getattr(f, "ambiguous", [])
     if ambiguous:
         n = max(api.ambiguous_episodes(f, s) for s in ambiguous)
         return f"the same motion as {n} owned episodes: can't tell which, if any, was copied (not counted)"
-    return "only a match below the evidence floor (not counted)" if f.below_floor else "no match"
+    if f.below_floor:
+        return "only a match below the evidence floor (not counted)"
+    # Evidence of ownership that proves nothing either way is never "no match".
+    return cant_tell_words(f) or "no match"
+
+
+def cant_tell_words(f: Any) -> str:
+    """``"can't tell: <why>"`` for a file with "can't tell" time (its longest reason first), else ``""``."""
+    spans = list(getattr(f, "cant_tell", []) or [])
+    if _seconds_of(f, "cant_tell_seconds") <= 0.0 or not spans:
+        return ""
+    by_reason: dict[str, float] = {}
+    for sp in spans:
+        reason = sp.reason or "some evidence of ownership"
+        by_reason[reason] = by_reason.get(reason, 0.0) + sp.duration_s
+    reasons = sorted(by_reason, key=lambda r: -by_reason[r])
+    return f"can't tell: {'; '.join(reasons)} (not counted)"
+
+
+def repeat_row_words(f: Any, seg: Any) -> str:
+    """The "Counted" words of one repeat row of file ``f``, agreeing with its Repeated column: "yes"
+    only for seconds that column counts (a repeat over owned, can't-tell or unjudged time adds none)."""
+    what = "repeats itself" if seg.corpus_file == f.query_file else "repeats other offered footage"
+    taken = [(s.query_start, s.query_end) for s in f.segments]
+    taken += [(sp.start_s, sp.end_s) for sp in [*f.indeterminate, *getattr(f, "cant_tell", [])]]
+    free = _uncovered(seg.query_start, seg.query_end, taken)
+    if free > SHOWN_S and _seconds_of(f, "repeated_seconds") > SHOWN_S:
+        return f"yes: {what} ({fmt_hours(free)} counted as repeated)"
+    return f"no: {what}, over time already counted as owned, can't tell or not judged"
+
+
+def _uncovered(a: float, b: float, spans: list[tuple[float, float]]) -> float:
+    """Seconds of ``[a, b]`` outside every span of ``spans``."""
+    covered, cursor = 0.0, a
+    for lo, hi in sorted((max(a, lo), min(b, hi)) for lo, hi in spans if hi > a and lo < b):
+        if hi > cursor:
+            covered += hi - max(lo, cursor)
+            cursor = hi
+    return max(0.0, (b - a) - covered)
+
+
+def row_seconds(f: Any) -> tuple[float, float, float, float, float]:
+    """``(owned, repeated, new, can't tell, not judged)`` seconds of one row: together they are the
+    file's length (the columns a buyer adds up)."""
+    return (float(f.matched_seconds), _seconds_of(f, "repeated_seconds"), _seconds_of(f, "new_seconds"),
+            _seconds_of(f, "cant_tell_seconds"), float(f.indeterminate_seconds))
 
 
 def _seconds(value: float, tip: str) -> _Words:
-    return _Words(fmt_hours(value) if value > 0.5 else "–", tip, value)
+    return _Words(fmt_hours(value) if value > SHOWN_S else "–", tip, value)
 
 
 def _cells(f: Any, words: OwnerWords) -> tuple[_Words, ...]:
-    """The seven cells of one offered file's row."""
+    """The eight cells of one offered file's row."""
     name = api.safe_text(f.query_file)
     pct = api.format_percent(f.matched_percent)
     below = len(f.below_floor)
-    _, _, rep, new, _ = _amounts(f)
-    cant = _seconds_of(f, "cant_tell_seconds")
-    # Issue 33: "new" only where shown not owned; evidence that proves neither way is named.
-    new_tip = "Judged time shown not to be owned, and not repeated inside the offer"
-    if cant > 0.5:
-        new_tip += f". Can't tell for {fmt_hours(cant)} (some evidence of ownership, not enough): not counted"
+    _, _, rep, new, cant, _ = _amounts(f)
+    # The owned seconds are shown too, so the row's seconds add up to its length.
+    owned = pct + (f" ({fmt_hours(f.matched_seconds)})" if f.matched_seconds > SHOWN_S else "")
     what = file_words(f)
+    cant_tip = ("Some evidence of being owned that does not prove it (below the evidence floor, weak, the same "
+                "motion as several owned episodes, or near-identical frames too still or too short to place "
+                "in time): counted neither owned nor new")
+    reasons = cant_tell_words(f)
     return (_Words(name, name, None),
             _Words(fmt_hours(f.duration_s), "", f.duration_s),
-            _Words(pct + (f" (+{below} below floor)" if below else ""),
-                 f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} {words.owns}", f.matched_percent),
+            _Words(owned + (f" (+{below} below floor)" if below else ""),
+                   f"{fmt_hours(f.matched_seconds)} of {fmt_hours(f.duration_s)} {words.owns}", f.matched_percent),
             _seconds(rep, "Offered time that repeats other footage of the same offer (you would pay for it twice)"),
-            _seconds(new, new_tip),
+            _seconds(new, "Judged time shown not to be owned, and not repeated inside the offer"),
+            _seconds(cant, cant_tip + (f".\n{reasons[0].upper()}{reasons[1:]}" if reasons else "")),
             _seconds(f.indeterminate_seconds, "Static or featureless time: counted neither way"),
             _Words(what, what, None))
 
@@ -109,7 +163,7 @@ def _sort_key(f: Any, column: int) -> Any:
     """What column ``column`` sorts ``f`` by, without making its cells."""
     if column == 0:
         return api.safe_text(f.query_file)
-    if column == 6:
+    if column == WHAT_COLUMN:
         return file_words(f)
     return _amounts(f)[column - 1]
 
@@ -119,11 +173,11 @@ def _seconds_of(f: Any, name: str) -> float:
     return float(getattr(f, name, 0.0) or 0.0)
 
 
-def _amounts(f: Any) -> tuple[float, float, float, float, float]:
-    """The numbers behind columns 1-5 (length, percent owned, repeated, new, not judged): what
-    their cells show and what they sort by."""
+def _amounts(f: Any) -> tuple[float, float, float, float, float, float]:
+    """The numbers behind columns 1-6 (length, percent owned, repeated, new, can't tell, not judged):
+    what their cells show and what they sort by."""
     return (f.duration_s, f.matched_percent, _seconds_of(f, "repeated_seconds"), _seconds_of(f, "new_seconds"),
-            f.indeterminate_seconds)
+            _seconds_of(f, "cant_tell_seconds"), f.indeterminate_seconds)
 
 
 class FileRows(QAbstractTableModel):

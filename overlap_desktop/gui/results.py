@@ -46,7 +46,8 @@ from overlap_desktop.gui.result_parts import (
     short_names,
     table_item,
 )
-from overlap_desktop.gui.result_table import FileTable
+from overlap_desktop.gui.result_table import FileTable, repeat_row_words
+from overlap_desktop.gui.splitters import ResultsSplit
 from overlap_desktop.gui.workers import Job
 
 __all__ = ["ResultsView", "rgb_to_pixmap"]
@@ -90,6 +91,7 @@ class ResultsView(QWidget):
         self.report: Any = None
         self._seg_rows: list[tuple[Any, str]] = []
         self.last_export: Path | None = None
+        self.last_html: Path | None = None  # "Open report" opens this one, not a CSV saved later
         self.preview_job: Job | None = None
         self._preview_seq = 0
         #: How the owned side is named: your footage, or the demo's sample library (set_report).
@@ -108,9 +110,10 @@ class ResultsView(QWidget):
         self.file_table.setAccessibleName("Offered files")
         # Rows one text line high plus a little air (as compact_rows does for the other tables).
         self.file_table.verticalHeader().setDefaultSectionSize(self.file_table.fontMetrics().height() + 8)
-        # Never fewer than four files in view (the laptop complaint was "3.5 rows").
+        # Never fewer than three files in view; the plot's third of the height comes first at 1366x768
+        # (it was 80 px tall), and the splitter gives the table more when dragged (remembered).
         self.file_table.setMinimumHeight(self.file_table.horizontalHeader().sizeHint().height()
-                                         + 4 * self.file_table.verticalHeader().defaultSectionSize() + 6)
+                                         + 3 * self.file_table.verticalHeader().defaultSectionSize() + 6)
         self._filling = False
         self.file_table.selectionModel().selectionChanged.connect(self._on_file_selection_changed)
         split.addWidget(self.file_table)
@@ -125,6 +128,9 @@ class ResultsView(QWidget):
         split.setStretchFactor(1, 4)
         split.setSizes([175, 475])
         outer.addWidget(split, 1)
+        self.split = split
+        # The plot's default share of the height, and where the user drags the handles, kept.
+        self.split_memory = ResultsSplit(split, self.plot_split)
         self._update_legend()
         self._set_enabled(False)
 
@@ -193,8 +199,9 @@ class ResultsView(QWidget):
         top_row.setAlignment(grid, Qt.AlignmentFlag.AlignTop)
 
     def _build_plot_side(self, hl: QHBoxLayout) -> None:
-        """The match plot with its colour choice and legend, and the matched stretches below it."""
-        left = QWidget()
+        """The match plot with its colour choice and legend, and the matched stretches below it
+        (a splitter between them)."""
+        self.plot_box = left = QWidget()
         rl = QVBoxLayout(left)
         rl.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
@@ -240,16 +247,22 @@ class ResultsView(QWidget):
         self.seg_table.horizontalHeader().setStretchLastSection(True)
         self.seg_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         compact_rows(self.seg_table)
-        # Four stretches in view at 1366x768 (it showed one or two), never a horizontal scroll bar.
+        # Two stretches in view at least (more where the height allows, after the plot's third), never
+        # a horizontal scroll bar.
         self.seg_table.setMinimumHeight(self.seg_table.horizontalHeader().sizeHint().height()
-                                        + 4 * self.seg_table.verticalHeader().defaultSectionSize() + 4)
+                                        + 2 * self.seg_table.verticalHeader().defaultSectionSize() + 4)
         self.seg_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         # Its share of the height by stretch, not by the scroll area's generous size hint.
         self.seg_table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         self.seg_table.itemSelectionChanged.connect(self._on_stretch_selected)
         self.seg_table.installEventFilter(self)  # columns re-fitted to its width when it is resized
-        rl.addWidget(self.seg_table, 1)
-        hl.addWidget(left, 1)
+        self.plot_split = QSplitter(Qt.Orientation.Vertical)
+        self.plot_split.setChildrenCollapsible(False)
+        self.plot_split.addWidget(left)
+        self.plot_split.addWidget(self.seg_table)
+        self.plot_split.setStretchFactor(0, 3)
+        self.plot_split.setStretchFactor(1, 1)
+        hl.addWidget(self.plot_split, 1)
 
     def _build_preview_side(self, hl: QHBoxLayout) -> None:
         """The owned-frame preview and how to read the plot."""
@@ -284,6 +297,17 @@ class ResultsView(QWidget):
         pv.addWidget(hint)
         hl.addWidget(right)
 
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self.place_splitters()
+
+    def place_splitters(self) -> None:
+        """The plot at least a third of the results' height, until the user drags a handle."""
+        ft = self.file_table
+        four = ft.horizontalHeader().sizeHint().height() + 4 * ft.verticalHeader().defaultSectionSize() + 6
+        self.split_memory.place(self.split.height(), self.plot_box.height() - self.plot.height(),
+                                self.seg_table.minimumHeight(), four)
+
     def eventFilter(self, obj: Any, event: Any) -> bool:
         if obj is self.seg_table and event.type() == QEvent.Type.Resize:
             fit_columns(self.seg_table)
@@ -298,7 +322,7 @@ class ResultsView(QWidget):
 
     def _update_legend(self) -> None:
         """A legend under the plot (inside it, it would hide dots)."""
-        from overlap_desktop.gui.plot import BAND_COLOUR, BAND_WORDS
+        from overlap_desktop.gui.plot import BAND_COLOUR, BAND_WORDS, CANT_TELL_COLOUR, CANT_TELL_WORDS
 
         parts = [f'<span style="color:{colour}; font-size:large;">{glyph}</span>&nbsp;{html.escape(text)}'
                  for colour, text, glyph in self.plot.legend_items()]
@@ -306,6 +330,10 @@ class ResultsView(QWidget):
             r, g, b, _a = BAND_COLOUR
             parts.append(f'<span style="color:rgb({r},{g},{b}); font-size:large;">&#9632;</span>&nbsp;'
                          f"{html.escape(BAND_WORDS)}")
+        if self.plot.has_cant_tell():
+            r, g, b, _a = CANT_TELL_COLOUR
+            parts.append(f'<span style="color:rgb({r},{g},{b}); font-size:large;">&#9632;</span>&nbsp;'
+                         f"{html.escape(CANT_TELL_WORDS)}")
         self.legend.setText("&nbsp;&nbsp;".join(parts))
 
     def _set_enabled(self, on: bool) -> None:
@@ -317,7 +345,7 @@ class ResultsView(QWidget):
     def set_report(self, report: Any) -> None:
         """Show ``report`` (a :class:`~overlap_desktop.core.report.model.Report`)."""
         self.report = report
-        self.last_export = None
+        self.last_export = self.last_html = None
         self._set_owner_words(owner_words(report))
         self.headline.setText(api.headline(report))
         self.new_footage.setText(api.new_footage_sentence(report))
@@ -381,6 +409,8 @@ class ResultsView(QWidget):
         elif getattr(f, "repeats", None):
             self.plot_title.setText(f"“{name}”: no match with {self.words.footage}; it repeats other offered footage "
                                     "(listed below)")
+        elif getattr(f, "cant_tell", None):
+            self.plot_title.setText(f"“{name}”: can't tell whether it matches {self.words.footage} (shaded)")
         else:
             self.plot_title.setText(f"“{name}”: no match with {self.words.footage}")
 
@@ -429,7 +459,9 @@ class ResultsView(QWidget):
             tip = (api.describe_repeat(s) if kind == "repeat"
                    else api.describe_segment(s, ambiguous=api.ambiguous_episodes(f, s)) if kind == "ambiguous"
                    else api.describe_segment(s, below_floor=(kind == "below")))
-            st.setItem(r, 6, table_item(self.words.counted if kind == "owned" else ROW_KINDS[kind], tip=tip))
+            counted = (self.words.counted if kind == "owned" else repeat_row_words(f, s) if kind == "repeat"
+                       else ROW_KINDS[kind])
+            st.setItem(r, 6, table_item(counted, tip=tip))
         fit_columns(st)
 
     def selected_stretch(self) -> tuple[Any, str] | None:
@@ -528,13 +560,15 @@ class ResultsView(QWidget):
             show_error(self, "The report could not be saved", exc)
             return None
         self.last_export = Path(written or path)
+        if kind == "html":
+            self.last_html = self.last_export
         self.saved_note.set_saved(self.last_export, "Saved")
         self.exported.emit(str(self.last_export))
         return self.last_export
 
     def open_report(self) -> Path | None:
-        """Open the last saved report, or write an HTML copy to a temporary folder and open that."""
-        target = self.last_export
+        """Open the last saved HTML report, or write an HTML copy to a temporary folder and open that."""
+        target = self.last_html
         if target is None or not target.exists():
             import tempfile
 

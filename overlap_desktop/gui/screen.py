@@ -352,6 +352,9 @@ class ScreenOfferPage(QWidget):
         made = []
         if _first(info, "created"):
             made.append(api.format_date(str(info["created"])))
+        else:
+            # The CLI leaves the date out unless asked (--stamp-time): say so rather than nothing.
+            made.append("date not recorded (exported without --stamp-time)")
         if _first(info, "creator"):
             made.append(f"with {info['creator']}")
         self.fields["made"].setText(api.safe_text(" ".join(made)) if made else "–")

@@ -130,6 +130,7 @@ class SigningKeyDialog(QDialog):
         self.buttons.clear()
         done = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
         done.clicked.connect(self.accept)
+        self.adjustSize()  # the fingerprint's lines must not squeeze the backup advice
         self.created.emit(key)
 
     def _failed(self, exc: BaseException) -> None:
@@ -158,7 +159,8 @@ class SigningBlock(QWidget):
         self.passphrase.setPlaceholderText("passphrase of your key")
         self.create_button = QPushButton("Create a signing key…")
         self.create_button.setAccessibleName("Create a signing key")
-        self.create_button.clicked.connect(self.open_create_dialog)
+        # Not connected to the method itself: Qt would hand clicked's ``checked`` (a bool) in as the name.
+        self.create_button.clicked.connect(lambda: self.open_create_dialog())
         row.addWidget(self.sign)
         row.addWidget(self.passphrase, 1)
         row.addWidget(self.create_button)
@@ -193,6 +195,7 @@ class SigningBlock(QWidget):
             self.state.setText(f"Signed by {api.safe_text(info[0].name)}, key {info[0].fingerprint}.")
 
     def open_create_dialog(self, name: str = "") -> SigningKeyDialog:
+        """Open the dialog that makes the key, its name field filled with ``name``."""
         dialog = SigningKeyDialog(self, name)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.created.connect(lambda key: self._show((key, False)))

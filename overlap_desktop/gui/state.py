@@ -99,6 +99,26 @@ class AppState(QObject):
         items = [x for x in self.library_folders() if x != folder]
         self.settings().setValue("library/folders", items)
 
+    def folder_frame_rates(self) -> dict[str, float]:
+        """Folder -> the frame rate given for its robot datasets that store none."""
+        import json
+
+        raw = self.settings().value("frameRates/byFolder")
+        try:
+            data = json.loads(str(raw)) if raw else {}
+        except ValueError:
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float)) and v > 0}
+
+    def set_folder_frame_rates(self, rates: dict[str, float]) -> None:
+        """Remember ``rates`` (folder -> Hz) beside those given before."""
+        import json
+
+        kept = {**self.folder_frame_rates(), **{str(k): float(v) for k, v in rates.items()}}
+        self.settings().setValue("frameRates/byFolder", json.dumps(kept, sort_keys=True))
+
     def unfinished_job(self) -> list[str]:
         """Paths of an indexing job that did not finish (crash, quit, cancel)."""
         return _as_list(self.settings().value("library/unfinished"))

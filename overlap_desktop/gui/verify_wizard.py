@@ -92,7 +92,18 @@ class _PathPage(QWizardPage):
             self.edit.setText(p)
 
     def _changed(self) -> None:
+        if self.folder:
+            self.note.setText(self.folder_problem())
         self.completeChanged.emit()
+
+    def folder_problem(self) -> str:
+        """Why a typed folder path cannot be used (Next stays grey), or ``""``."""
+        p = self.path()
+        if not self.edit.text().strip() or p.is_dir():
+            return ""
+        if p.exists():
+            return f"{p} is a file, not a folder: choose the folder the footage was delivered in."
+        return f"The folder {p} does not exist. Check the path, or choose the folder with Browse…."
 
     def path(self) -> Path:
         return Path(self.edit.text().strip()).expanduser()

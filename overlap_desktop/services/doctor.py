@@ -150,6 +150,23 @@ def _qt_check() -> DoctorCheck:
     return DoctorCheck("Qt (PySide6)", graph is not None, pyside, detail, False)
 
 
+def _display_libraries_check() -> DoctorCheck | None:
+    """On Linux: the X11 libraries Qt's window needs (the GUI cannot start without them)."""
+    from overlap_desktop.services.display_libs import (
+        XCB_LIBRARIES,
+        display_libraries_message,
+        missing_display_libraries,
+    )
+
+    if not sys.platform.startswith("linux"):
+        return None
+    missing = missing_display_libraries()
+    if not missing:
+        return DoctorCheck("window libraries (X11)", True, "found", ", ".join(p for _s, p in XCB_LIBRARIES), False)
+    return DoctorCheck("window libraries (X11)", False, "missing: " + ", ".join(missing),
+                       display_libraries_message(missing), False)
+
+
 def _readers_checks() -> list[DoctorCheck]:
     from overlap_desktop.core.ingest.readers import available_readers
 
@@ -262,6 +279,9 @@ def doctor(config: Config | None = None) -> DoctorReport:
     checks.append(_module_check("numpy", "numpy", ("numpy",)))
     checks.append(_module_check("zstandard", "zstandard", ("zstandard",)))
     checks.append(_qt_check())
+    display = _display_libraries_check()
+    if display is not None:
+        checks.append(display)
     ros = _dist_version("rosbags")
     checks.append(DoctorCheck("rosbags (ros extra)", ros is not None, ros or "not installed",
                               "" if ros else "ROS1 .bag and rosbag2 need: pip install 'overlap-desktop[ros]'",

@@ -34,7 +34,8 @@ from overlap_desktop.core.index.schema import LOCK_NAME
 from overlap_desktop.errors import IndexBusyError, InputError, UsageError
 from overlap_desktop.paths import APP_AUTHOR, APP_NAME
 
-__all__ = ["VendorWorkspace", "folder_has_footage", "list_vendor_workspaces", "name_from_label",
+__all__ = ["CONTENTS_LIMIT", "VendorWorkspace", "folder_contents_words", "folder_has_footage",
+           "list_vendor_workspaces", "name_from_label",
            "note_vendor_workspace", "remove_vendor_workspace", "vendor_workspaces_root", "workspace_folder_name"]
 
 #: Prefix of a workspace folder being removed (skipped by listings, swept by them).
@@ -153,6 +154,41 @@ def folder_has_footage(folder: str | os.PathLike[str]) -> bool:
         raise InputError(f"{why.split(';')[0]}, so it is not known whether it holds footage; check that "
                          "you may open it (and that its drive is connected), then add it again", path=where)
     return False
+
+
+#: Entries looked at by :func:`folder_contents_words` before it stops counting (a huge folder).
+CONTENTS_LIMIT = 100_000
+
+
+def folder_contents_words(folder: str | os.PathLike[str]) -> str:
+    """What a folder without footage holds, for the "no footage found" message: ``"4 files, none of
+    them video or a dataset overlap reads: .txt, .md, .bmp, .bin"``, or ``"no files at all"``.
+
+    Hidden entries are skipped as the walk for footage skips them; at most :data:`CONTENTS_LIMIT`
+    entries are looked at ("more than N files" then).
+    """
+    counts: dict[str, int] = {}
+    seen = 0
+    for _root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            if name.startswith("."):
+                continue
+            seen += 1
+            ext = Path(name).suffix.lower() or "no extension"
+            counts[ext] = counts.get(ext, 0) + 1
+            if seen >= CONTENTS_LIMIT:
+                break
+        if seen >= CONTENTS_LIMIT:
+            break
+    if not seen:
+        return "no files at all"
+    kinds = sorted(counts, key=lambda e: (-counts[e], e))
+    shown = ", ".join(kinds[:8]) + (", …" if len(kinds) > 8 else "")
+    many = f"more than {seen:,}" if seen >= CONTENTS_LIMIT else f"{seen:,}"
+    noun = "file" if seen == 1 else "files"
+    none = "it is not" if seen == 1 else "none of them is"
+    return f"{many} {noun}, {none} video or a dataset overlap reads: {shown}"
 
 
 def vendor_workspaces_root() -> Path:

@@ -61,9 +61,9 @@ def test_the_same_motion_as_several_owned_episodes_is_shown_not_counted(qtbot: A
     view.set_report(twin_report)
     names = [view.file_table.item(r, 0).text() for r in range(view.file_table.rowCount())]
     row = names.index(repeat.query_file)
-    assert view.file_table.item(row, 6).text() == ("the same motion as 2 owned episodes: can't tell which, "
+    assert view.file_table.item(row, 7).text() == ("the same motion as 2 owned episodes: can't tell which, "
                                                    "if any, was copied (not counted)")
-    assert view.file_table.item(names.index(copy.query_file), 6).text() != "no match"
+    assert view.file_table.item(names.index(copy.query_file), 7).text() != "no match"
 
     view.file_table.selectRow(row)
     assert view.selected_file() is repeat

@@ -155,3 +155,37 @@ def test_a_manifest_argument_opens_screen_an_offer(qtbot: Any, tmp_path: Path, o
     assert w.isVisible() and w.current_page_key() == "screen"
     assert w.screen.manifest_path == offer_manifest
     qtbot.waitUntil(lambda: w.screen.summary is not None, timeout=120_000)
+
+
+def test_without_the_x11_libraries_the_app_says_so_in_one_line(monkeypatch: Any, capsys: Any) -> None:
+    """A Linux machine whose dynamic linker cannot find libxcb-cursor0, libxcb-icccm4 and
+    libxcb-keysyms1: one line naming them and the apt command, exit 1, no Qt abort."""
+    import ctypes
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    from overlap_desktop.gui import app
+    from overlap_desktop.services import display_libs
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the xcb plugin is Linux's")
+    real_cdll = ctypes.CDLL
+    absent = {s for s, _p in display_libs.XCB_LIBRARIES}
+
+    def cdll(name: str, *a: Any, **k: Any) -> Any:
+        if Path(name).name in absent:
+            raise OSError(f"{name}: cannot open shared object file")
+        return real_cdll(name, *a, **k)
+
+    monkeypatch.setattr(display_libs.ctypes, "CDLL", cdll)
+    monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")
+    assert app.main([]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "libxcb-cursor0, libxcb-icccm4 and libxcb-keysyms1" in err
+    assert "sudo apt install libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1" in err
+    # With them (this machine's own search) the same check says nothing.
+    monkeypatch.setattr(display_libs.ctypes, "CDLL", real_cdll)
+    assert app.missing_window_libraries() == ""

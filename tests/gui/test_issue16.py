@@ -165,7 +165,7 @@ def test_results_show_repeats_new_footage_chance_and_weak_evidence(qtbot: Any) -
     ft.selectRow(row["slow.mp4"])
     st = view.seg_table
     assert st.rowCount() == 1
-    assert st.item(0, 6).text() == ROW_KINDS["repeat"]
+    assert st.item(0, 6).text().startswith("yes: repeats other offered footage (")
     assert st.item(0, 1).text() == "offered fast.mp4"
     assert st.item(0, 3).text().startswith("0.5x")
     assert "repeats offered fast.mp4" in st.item(0, 6).toolTip()

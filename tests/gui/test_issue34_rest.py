@@ -116,7 +116,7 @@ def test_a_file_matched_only_below_the_floor_is_not_called_no_match(qtbot: Any, 
     short = dataclasses.replace(f, segments=[], below_floor=list(f.segments), matched_seconds=0.0, flags=[])
     view = _view(qtbot)
     view.set_report(dataclasses.replace(report, files=[short]))
-    words = view.file_table.item(0, 6).text()
+    words = view.file_table.item(0, 7).text()
     assert words != "no match" and "below the evidence floor" in words
 
 

@@ -55,7 +55,7 @@ def test_results_view_table_plot_and_preview(qtbot: Any, lab_state: Any, report:
     row = names.index(matched.query_file)
     assert view.file_table.item(row, 2).text().startswith(api.format_percent(matched.matched_percent))
     unmatched_row = next(r for r, n in enumerate(names) if n != matched.query_file)
-    assert view.file_table.item(unmatched_row, 6).text() == "no match"
+    assert view.file_table.item(unmatched_row, 7).text() == "no match"
 
     # Hover text names both times; a click decodes the owned frame from the lab's own file.
     seg = f.segments[0]
@@ -73,13 +73,13 @@ def test_results_view_table_plot_and_preview(qtbot: Any, lab_state: Any, report:
     view.colour_combo.setCurrentIndex(1)
     assert view.plot.colour_mode == "group" and view.plot.point_count == n
 
-    # Exports through the report module; "Open report" opens the last one.
+    # Exports through the report module; "Open report" opens the HTML report (not the CSV saved after it).
     for kind in ("html", "json", "csv"):
         out = view.export(kind, tmp_path / f"r.{kind}")
         assert out is not None and out.stat().st_size > 0
     assert api.load_report_json(tmp_path / "r.json").files[0].query_file == report.files[0].query_file
     opened = view.open_report()
-    assert opened == tmp_path / "r.csv" and _no_external_open[-1] == str(opened)
+    assert opened == tmp_path / "r.html" and _no_external_open[-1] == str(opened)
 
 
 def test_preview_of_a_moved_file_says_so(qtbot: Any, report: Any) -> None:
@@ -159,4 +159,6 @@ def test_results_table_says_cant_tell_apart_from_new(qtbot: Any) -> None:
     qtbot.addWidget(view)
     view.set_report(Report("compare", 60.0, 0.0, 0.0, files=[f], new_seconds=20.0, cant_tell_seconds=40.0))
     item = view.file_table.item(0, 4)
-    assert "Can't tell for" in item.toolTip() and "shown not to be owned" in item.toolTip()
+    assert item.text() == "20 s" and "shown not to be owned" in item.toolTip()
+    cant = view.file_table.item(0, 5)
+    assert cant.text() == "40 s" and "weak evidence" in cant.toolTip() and "counted neither" in cant.toolTip()

@@ -15,7 +15,7 @@ from PySide6.QtTest import QTest
 
 from overlap_desktop import api
 from overlap_desktop.gui.common import fmt_hours
-from overlap_desktop.gui.result_table import file_words
+from overlap_desktop.gui.result_table import SHOWN_S, file_words
 from tests.large_report import large_report
 
 N_FILES = 10_000
@@ -63,13 +63,13 @@ def test_every_file_has_its_row_with_the_reports_words(view: Any, big_report: An
     assert _column(view, 0) == [api.safe_text(f.query_file) for f in big_report.files]
     owned = _column(view, 2)
     for f, text, length, new, what in zip(big_report.files, owned, _column(view, 1), _column(view, 4),
-                                          _column(view, 6), strict=True):
+                                          _column(view, 7), strict=True):
         assert text.startswith(api.format_percent(f.matched_percent))
         assert ("below floor" in text) == bool(f.below_floor)
         assert length == fmt_hours(f.duration_s)
-        assert new == (fmt_hours(f.new_seconds) if f.new_seconds > 0.5 else "–")
+        assert new == (fmt_hours(f.new_seconds) if f.new_seconds > SHOWN_S else "–")
         assert what == file_words(f)
-    kinds = set(_column(view, 6))
+    kinds = set(_column(view, 7))
     assert {"copied as is", "no match", "only a match below the evidence floor (not counted)"} <= kinds
     assert any(w.startswith("repeats another offered file") for w in kinds)
     assert ft.horizontalHeaderItem(2).text() == "You own"
@@ -105,8 +105,8 @@ def test_clicking_a_title_sorts_every_row_and_keeps_the_selection(view: Any, big
     assert keys == sorted(keys)
     _click_title(view, 0)  # names A to Z
     assert _column(view, 0) == sorted(api.safe_text(f.query_file) for f in big_report.files)
-    _click_title(view, 6)
-    assert _column(view, 6) == sorted(file_words(f) for f in big_report.files)
+    _click_title(view, 7)
+    assert _column(view, 7) == sorted(file_words(f) for f in big_report.files)
     assert view.selected_file() is chosen
 
 

@@ -148,7 +148,7 @@ def test_a_short_result_sits_under_the_progress_row_and_a_table_takes_the_page(q
     qtbot.addWidget(page)
     page.resize(900, 600)
     page.show()
-    page.on_result(NS(files=[], overlap_percent=0.0, matched_seconds=0.0, offered_seconds=10.0))
+    page.on_result((NS(files=[], overlap_percent=0.0, matched_seconds=0.0, offered_seconds=10.0), False))
     qtbot.waitUntil(lambda: not page.dupes.isVisible())
     page.lay.activate()  # the layout as the event loop lays it out next
     assert "No internal duplicates" in page.status.text()
@@ -156,8 +156,8 @@ def test_a_short_result_sits_under_the_progress_row_and_a_table_takes_the_page(q
 
     seg = NS(query_start=1.0, query_end=12.0, corpus_start=3.0, corpus_end=14.0, speed=1.0, speed_low=1.0,
              speed_high=1.0, corpus_file="b.mp4", variant=NS(describe=lambda: ""))
-    page.on_result(NS(files=[NS(query_file="a.mp4", segments=[seg])], overlap_percent=50.0,
-                      matched_seconds=11.0, offered_seconds=22.0))
+    page.on_result((NS(files=[NS(query_file="a.mp4", segments=[seg])], overlap_percent=50.0,
+                       matched_seconds=11.0, offered_seconds=22.0), False))
     qtbot.waitUntil(page.dupes.isVisible)
     page.lay.activate()
     assert page.dupes.geometry().bottom() > page.height() - 40  # the table, not empty space, fills the page

@@ -134,6 +134,8 @@ def index_paths(paths: Iterable[str | os.PathLike[str]], *, index: Index | Path 
             idx.begin_run(req.roots)
             _index_locked(idx, req, summary)
             idx.end_run(req.roots)
+            # Pages of replaced fingerprints back to the disk, when there are many.
+            idx.reclaim_free_space()
     except (Cancelled, KeyboardInterrupt) as exc:
         summary.cancelled = True
         summary.elapsed_s = time.monotonic() - started

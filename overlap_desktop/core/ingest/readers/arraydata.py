@@ -47,6 +47,7 @@ __all__ = [
     "ROBOTDATA_HINT",
     "ArrayReaderBase",
     "FrameLayout",
+    "NO_FRAME_RATE",
     "configured_frame_rate",
     "encoded_frame",
     "episode_extra",
@@ -91,6 +92,9 @@ def require(module: str, *, what: str, path: Path, package: str | None = None) -
 
 # --------------------------------------------------------------------------- rates
 
+#: How the error of an item with no frame rate begins (the app finds such items by it and asks).
+NO_FRAME_RATE = "this dataset does not store its frame rate"
+
 
 def configured_frame_rate(config: Any | None) -> float | None:
     """``index.frame_rate`` from a configuration (``None`` when unset, 0, or absent)."""
@@ -122,7 +126,7 @@ def frame_rate(stored: float | None, configured: float | None, *, path: Path,
         return float(stored), f"stored ({stored_from})"
     if configured is not None:
         return float(configured), "--frame-rate (index.frame_rate)"
-    raise MediaError("this dataset does not store its frame rate, and a guessed one would read as a speed "
+    raise MediaError(f"{NO_FRAME_RATE}, and a guessed one would read as a speed "
                      "change; give it with `overlap index --frame-rate HZ` (or index.frame_rate in overlap.toml),"
                      " e.g. --frame-rate 50 for ALOHA", path=path)
 
