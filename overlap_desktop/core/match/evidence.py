@@ -58,7 +58,7 @@ import numpy as np
 
 from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.geometry import line_neighbours
-from overlap_desktop.core.match.stillmatch import into_owned_still, still_pieces
+from overlap_desktop.core.match.stillmatch import into_owned_still, still_pieces, unseen_pieces
 from overlap_desktop.core.match.student_t import log10_t_sf
 from overlap_desktop.core.types import StreamFingerprints
 
@@ -588,7 +588,8 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
         out.append((piece, Assessment(pr, ps, pj, chance, z, lo, hi)))
     # Near-identical frames no listed piece holds (too still, too few, chance explains it): "can't tell".
     spans = [(p.query_start, p.query_end) for p, a in out if a.chance <= params.list_chance]
-    for still in still_pieces(query, corpus, seg, rows, spans) + into_owned_still(query, corpus, seg):
+    unseen = unseen_pieces(query, corpus, seg, params.accept_distance)
+    for still in still_pieces(query, corpus, seg, rows, spans) + into_owned_still(query, corpus, seg) + unseen:
         idle = np.zeros(0, np.int64)
         out.append((still, Assessment(idle, np.zeros(0), np.zeros(0, bool), math.inf, 0.0, seg.speed, seg.speed)))
     if (not any(not p.unjudged for p, _ in out) and int(judged.sum()) >= params.min_frames
