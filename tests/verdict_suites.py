@@ -23,6 +23,8 @@ their source only) and look-alikes (must never be owned). Three classes:
   them 12 s reversed and 9.6 s mirrored pieces, issue 33 item 6) and later moments of the same camera.
   A copy the comparison is measured to miss carries its reason in ``Offer.gap``: asserted as a gap
   (never owned elsewhere, mostly "can't tell"), not counted as found.
+- **periodic** — a looping pattern (synthetic): pieces of it match every repetition, owned either way;
+  the loop re-recorded with more discs and another loop are not owned.
 - **nearstatic** — copies of near-static stretches of real fixed cameras (a person standing still in
   the room, the car park between cars), rescaled, sped up, slowed, re-encoded: never new.
 
@@ -328,8 +330,51 @@ def nearstatic() -> Suite:
     return Suite("nearstatic", lib, offers)
 
 
+@dataclass(frozen=True)
+class Loop:
+    """A scene that repeats itself every ``period`` seconds (a looping test pattern)."""
+
+    scene: Any
+    period: float
+
+    def frame(self, t: float, size: tuple[int, int]) -> np.ndarray:
+        return np.asarray(self.scene.frame(t % self.period, size))
+
+
+#: Measured (issue 49): a copy cut a tenth of a second between the owned samples of this pan (25
+#: canvas pixels a second, 4 owned samples a second) sits 12-24 bits from the owned frames, as far
+#: as a re-recording of the loop with one or two more discs (18-23 bits): neither is counted.
+LOOP_OFF_GRID_GAP = "cut between the owned samples of a fast loop: as far from them as a re-recorded loop"
+
+
+def periodic() -> Suite:
+    """A looping pattern the lab owns 90 s of (15 repetitions of a 6 s loop) and pieces of it: each
+    matches every repetition, so which moment was copied is ambiguous, but all are owned. The same
+    loop re-recorded with more discs, and another loop, are not owned. Synthetic (tests/footage.py)."""
+    from tests.footage import Scene
+
+    def loop(seed: int, objects: int = 4) -> Loop:
+        return Loop(Scene(seed, canvas_hw=(720, 2400), velocity=(25.0, 0.0), objects=objects), 6.0)
+
+    own, size, fps = loop(31), (192, 144), 12.0
+    lib = {"loop-owned": (own, 0.0, 90.0, size, fps)}
+    offers = {
+        "ctl-loop-a": Offer([Piece(own, 3.25, 12.0, master_fps=fps)], size, fps, copy_of="loop-owned", owned_share=0.8),
+        "ctl-loop-b": Offer([Piece(own, 20.0, 12.0, master_fps=fps)], size, fps, copy_of="loop-owned", owned_share=0.8),
+        "ctl-loop-long": Offer([Piece(own, 10.0, 40.0, master_fps=fps)], size, fps, copy_of="loop-owned",
+                               owned_share=0.8),
+        "ctl-loop-off-grid": Offer([Piece(own, 10.4, 12.0, master_fps=fps)], size, fps, copy_of="loop-owned",
+                                   gap=LOOP_OFF_GRID_GAP, gap_new_s=5.0),
+        # The same loop re-recorded with one or two more discs, and another loop: never owned.
+        "neg-loop-more-discs": Offer([Piece(loop(31, 6), 3.3, 12.0, master_fps=fps)], size, fps),
+        "neg-loop-one-more-disc": Offer([Piece(loop(31, 5), 10.1, 12.0, master_fps=fps)], size, fps),
+        "neg-other-loop": Offer([Piece(loop(32), 0.0, 24.0, master_fps=fps)], size, fps),
+    }
+    return Suite("periodic", lib, offers)
+
+
 SUITES: dict[str, Callable[[], Suite]] = {"scripted": scripted, "mujoco": mujoco, "short": short,
-                                          "heldout": heldout, "nearstatic": nearstatic}
+                                          "heldout": heldout, "nearstatic": nearstatic, "periodic": periodic}
 
 
 def build(suite: Suite, root: Path) -> Path:

@@ -113,6 +113,25 @@ def test_scripted_twins_are_said_to_be_ambiguous(suite_report: tuple[Any, Any]) 
     assert "owned episodes; can't tell which, if any, was copied" in text
 
 
+def test_a_copy_of_a_loop_is_owned_and_said_to_be_ambiguous_in_time(suite_report: tuple[Any, Any],
+                                                                     tmp_path: Path) -> None:
+    """A piece of owned footage that repeats itself matches every repetition: owned, and the words
+    say which moment was copied can't be told (the report's JSON and CSV)."""
+    suite, report = suite_report
+    if suite.name != "periodic":
+        pytest.skip("periodic footage only")
+    from overlap_desktop.core.report.csv_io import write_report_csv
+    from overlap_desktop.core.report.json_io import report_to_dict
+
+    f = next(f for f in report.files if Path(f.query_file).stem == "ctl-loop-a")
+    assert f.matched_seconds == pytest.approx(f.duration_s) and len(f.segments) >= 2
+    assert {Path(s.corpus_file).stem for s in f.segments} == {"loop-owned"}
+    d = next(fd for fd in report_to_dict(report)["files"] if fd["query_file"] == f.query_file)
+    words = f"matches {len(f.segments)} moments of it equally; which moment was copied can't be told"
+    assert all(words in sd["description"] for sd in d["segments"])
+    assert words in write_report_csv(report, tmp_path / "r.csv").read_text("utf-8")
+
+
 def test_the_floor_a_user_sets_still_decides_short_matches(suite_report: tuple[Any, Any]) -> None:
     """The 9.6 s mirrored copies count at the default 10 s floor on overwhelming evidence; with the
     floor raised to 13 s they are below it (listed, "can't tell"), and the 12-15 s copies still
