@@ -465,7 +465,7 @@ def _check_detected(rid: str, result: Any, recipe: Recipe, row: dict[str, Any]) 
         master = f"master_{exp.master}.mp4"
         cands = [s for s in segs if Path(s.corpus_file).name == master]
         assert cands, f"{rid}: no segment against {master}; got {[Path(s.corpus_file).name for s in segs]}"
-        def shift(s: Any) -> float:
+        def shift(s: Any, exp: Expect = exp) -> float:
             """Whole periods between the segment's owned span and the expected one (a loop)."""
             return round((s.corpus_start - exp.c0) / exp.period) * exp.period if exp.period else 0.0
 
