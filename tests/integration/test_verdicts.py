@@ -72,6 +72,22 @@ def test_no_second_of_a_copy_near_identical_to_owned_footage_is_new(suite_report
     assert not {n: v for n, v in near.items() if suite.offers[n].copy_of is not None}, near
 
 
+def test_every_speed_interval_holds_the_true_speed(suite_report: tuple[Any, Any]) -> None:
+    """A counted copy's speed interval (which decides "slowed"/"sped up") holds the speed it was
+    made at: a 12 s re-encode of NASA footage read 1.044x with an interval of 1.021-1.067, "sped up"."""
+    suite, report = suite_report
+    wrong = []
+    for f in report.files:
+        o = suite.offers[Path(f.query_file).stem]
+        if o.copy_of is None or len(o.pieces) != 1:
+            continue
+        for s in f.segments:
+            lo, hi = sorted((s.speed_low, s.speed_high))
+            if not lo - 1e-3 <= o.pieces[0].speed <= hi + 1e-3:
+                wrong.append((Path(f.query_file).stem, o.pieces[0].speed, s.speed, lo, hi))
+    assert not wrong, wrong
+
+
 def _gaps(suite: Any, report: Any) -> dict[str, Any]:
     """The suite's measured gaps (``Offer.gap``) and their verdicts; skips a suite without any."""
     gaps = {n: x for n, x in vs.verdicts(suite, report).items() if suite.offers[n].gap is not None}
