@@ -101,13 +101,18 @@ def _stream(name: str, codes: np.ndarray) -> QueryStream:
     return QueryStream(name, float(n), "v:0", fp)
 
 
-def test_two_files_with_nothing_new_are_not_checked_against_each_other() -> None:
-    """A repeat between two offered files whose time is all owned (or can't tell) changes no figure,
-    so the pair is not matched (a looping pattern cut into 80 owned pieces: 139 s of 245 s); a file
-    with new time is still checked against them."""
+def test_files_with_nothing_new_are_checked_against_each_other_within_a_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeat between two offered files whose time is all owned (or can't tell) changes no figure:
+    such pairs are matched up to a budget (a looping pattern cut into 80 owned pieces: 200 of 243 s),
+    and a file with new time is always checked against them."""
+    import overlap_desktop.core.match.repeats as repeats
+
     codes = np.random.default_rng(3).integers(0, 256, (30, 32), dtype=np.uint8)
     qs = [_stream("a.mp4", codes), _stream("b.mp4", codes.copy())]
     params = MatchParams()
-    assert any(f.segments for f in find_repeats(qs, params))
-    assert not any(f.segments for f in find_repeats(qs, params, settled={"a.mp4", "b.mp4"}))
+    both = {"a.mp4", "b.mp4"}
+    assert any(f.segments for f in find_repeats(qs, params, settled=both))  # within the budget: listed
+    monkeypatch.setattr(repeats, "SETTLED_PAIRS", 0)
+    assert not any(f.segments for f in find_repeats(qs, params, settled=both))
     assert any(f.segments for f in find_repeats(qs, params, settled={"a.mp4"}))
