@@ -147,8 +147,8 @@ new, copies of repeating owned footage are owned; figures in brackets from just 
 | mujoco | 5 | **0.0 s** | 3 of 3 | 0.0 s | 14.0 / 45.5 s (same) |
 | short | 8 | **0.0 s** | 9 of 10 | 0.0 s (1.5 s) | 48.7 / 22.5 s (same) |
 | heldout | 4 | **0.0 s** | 6 of 7 | 0.5 s (2.5 s) | 26.2 / 4.0 s (27.2 / 3.0) |
-| nearstatic | 5 | **0.0 s** | 3 of 7 (4 too still to place: "can't tell", measured gaps) | 0.0 s (0.2 s) | 29.9 / 2.0 s (30.9 / 1.0) |
-| periodic | 3 | **0.0 s** | 3 of 4 (0 of 4) | 4.5 s, the copy cut between owned samples (32.0 s) | 30.5 / 6.0 s (45.5 / 2.5) |
+| nearstatic | 5 | **0.0 s** | 3 of 7 (4 too still to place: gaps) | 0.0 s (0.2 s) | 29.9 / 2.0 s (30.9 / 1.0) |
+| periodic | 3 | **0.0 s** | 3 of 4 (0 of 4) | 4.5 s, a copy cut between samples (32.0 s) | 30.5 / 6.0 s (45.5 / 2.5) |
 
 The near-frame rule moves look-alike seconds from new to "can't tell" where their frames sit within
 16 bits of owned footage (a rendered rig's other episodes share its background and resting pose: the
