@@ -272,7 +272,7 @@ RECIPES: dict[str, Recipe] = {
                                      not_owned=("data/chunk-000/file-000.parquet/episode_1/observation.images.top",)),
     "same-rig-new-episode-aloha": Recipe(_repack("aloha-new")),
     # As the speed-2x row, on the same master: the container, not the footage, changed the speed.
-    # Issue 49: near-static real footage, rescaled and sped up, and later moments of it; a piece of a
+    # Near-static real footage, rescaled and sped up, and later moments of it; a piece of a
     # looping pattern (every repetition owned), the loop re-recorded with two more discs, another loop.
     "near-static-rescaled": Recipe(edit([Piece(CAR, 1.0, 13.0, master_fps=12.5)],
                                         transform=lambda img: m.resize(img, 160, 120)),

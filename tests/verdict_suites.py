@@ -285,7 +285,7 @@ def mujoco() -> Suite:
     return Suite("mujoco", lib, offers)
 
 
-#: Measured (issue 49): a person standing still at the room's table changes under 2% of the
+#: Measured: a person standing still at the room's table changes under 2% of the
 #: pixels a second, so every moment of the stretch looks like every other (the ingest marks most
 #: of the offered copy static); what it does hold near-identical is "can't tell", none of it new.
 STILL_GAP = "too still to place in time: near-identical to owned footage, can't tell (never new)"
@@ -295,7 +295,7 @@ CARPARK_FAST_GAP = "a 1.25x line over near-static asphalt reads weak evidence (c
 
 
 def nearstatic() -> Suite:
-    """Copies of near-static stretches of real fixed cameras (issue 49): rescaled, sped up, slowed,
+    """Copies of near-static stretches of real fixed cameras: rescaled, sped up, slowed,
     re-encoded. Most of their time is too still to place in time, so they may read
     "can't tell"; none of it may read new. The room is tuning footage; the car park's offers were
     made after the rule was written (the rule itself was drawn from the held-out suite's reversed
@@ -341,7 +341,7 @@ class Loop:
         return np.asarray(self.scene.frame(t % self.period, size))
 
 
-#: Measured (issue 49): a copy cut a tenth of a second between the owned samples of this pan (25
+#: Measured: a copy cut a tenth of a second between the owned samples of this pan (25
 #: canvas pixels a second, 4 owned samples a second) sits 12-24 bits from the owned frames, as far
 #: as a re-recording of the loop with one or two more discs (18-23 bits): neither is counted.
 LOOP_OFF_GRID_GAP = "cut between the owned samples of a fast loop: as far from them as a re-recorded loop"
