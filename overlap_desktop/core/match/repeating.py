@@ -7,15 +7,17 @@ and it "cannot be judged", like a still shot. So 80 byte-identical pieces of an 
 test pattern read "can't tell" or, where the search found no seed, "new".
 
 Which repetition was copied cannot be told, but each candidate is owned footage: the stretch
-is owned either way. The rule here: a verified line whose frames are near-identical to the
-owned frames on it (at most :data:`REPEAT_BITS` on average, as close as one footage held twice)
-through at least :data:`REPEAT_STATES` distinct moments on both sides (it moves; a still shot
-is one moment), most of which cannot be judged because the owned footage shows them again
-elsewhere, is a copy of owned footage. It is counted without a chance count (none can be
-computed: the decoys land on the repeats), and the report says which moment is ambiguous.
-A new recording of another episode of a scripted motion sits 9.5 bits and more from its owned
-twins (docs/architecture.md, "Several owned episodes"); it is not near-identical, and the rule
-of several owned episodes still applies to lines to several owned streams.
+is owned either way. The rule here: a verified line the ordinary evidence does not count, whose
+frames are each near-identical to the owned frames on it (within 16 bits, and on average within
+:data:`REPEAT_BITS`, as close as one footage held twice) through at least :data:`REPEAT_STATES`
+distinct moments on both sides (it moves; a still shot is one moment), and at least half of whose
+owned frames the owned stream shows again elsewhere (within :data:`REPEAT_BITS`), is a copy of
+owned footage. It is counted without a chance count (none can be computed: the decoys land on
+the repeats), and the report says which moment is ambiguous. The same loop re-recorded with one
+or two more moving discs sits 18-23 bits from the owned frames and is not counted; a new
+recording of another episode of a scripted motion sits 9.5 bits and more from its owned twins
+(docs/architecture.md, "Several owned episodes"), and the rule of several owned episodes still
+applies to lines to several owned streams.
 """
 
 from __future__ import annotations
