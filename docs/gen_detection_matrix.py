@@ -130,20 +130,25 @@ repeated and new add up to each file's duration):
   the same length with the same manipulation (reversed, reassembled, rescaled, mirrored);
 - **heldout**: footage nobody tuned on: an overhead car park (tests/data/heldout, near-static) and NASA
   footage: re-encoded, rescaled, reversed (12 s) and mirrored (9.6 s) copies; later moments as
-  look-alikes, reversed and mirrored ones among them.
+  look-alikes, reversed and mirrored ones among them;
+- **nearstatic** (issue 49): copies of near-static stretches of the real room and car park, rescaled,
+  sped up 1.25x, slowed 0.5x, re-encoded, with later moments of the same cameras as look-alikes: most of
+  their time is too still to place in time ("can't tell"), none of it may be new;
+- **periodic** (issue 49): pieces of an owned looping pattern (every repetition owned), the loop
+  re-recorded with more discs and another loop as look-alikes.
 
-Measured with `python bench/bench_verdicts.py` on 2026-12-07 (seeds at turning phases and twins looked
-up from the owned side, docs/architecture.md; figures in brackets from before issue 33 item 6, when the
-floor became a floor of evidence and offered frames near-identical to owned footage that no line holds
-became "can't tell"):
+Measured with `python bench/bench_verdicts.py` on 2026-12-08 (issue 49: near-identical time is never
+new, copies of repeating owned footage are owned; figures in brackets from just before it):
 
 | suite | look-alikes | falsely owned | true copies found | new seconds left on copies | look-alikes: new / can't tell |
 |---|---|---|---|---|---|
-| same-rig | 22 | **0.0 s** | 7 of 7 | 0.5 s (1.0 s before) | 254.8 / 102.0 s (315.6 / 41.2 before) |
-| scripted | 6 | **0.0 s** | 5 of 6 (the saturation-boosted copy a measured gap) | 0.0 s | 18.0 / 78.0 s (26.0 / 70.0) |
-| mujoco | 5 | **0.0 s** | 3 of 3 | 0.0 s (1.0 s) | 14.0 / 45.5 s (28.5 / 19.5) |
-| short | 8 | **0.0 s** | 9 of 10 (6 of 10 before item 6) | 1.5 s (6.5 s) | 48.7 / 22.5 s (64.7 / 6.0) |
-| heldout | 4 | **0.0 s** | 6 of 7 (4 of 7 before item 6) | 2.5 s (4.5 s) | 27.2 / 3.0 s (30.2 / 0.0) |
+| same-rig | 22 | **0.0 s** | 7 of 7 | 0.5 s (0.5 s) | 246.8 / 110.0 s (254.8 / 102.0) |
+| scripted | 6 | **0.0 s** | 5 of 6 (the saturation-boosted copy a measured gap) | 0.0 s | 18.0 / 78.0 s (same) |
+| mujoco | 5 | **0.0 s** | 3 of 3 | 0.0 s | 14.0 / 45.5 s (same) |
+| short | 8 | **0.0 s** | 9 of 10 | 0.0 s (1.5 s) | 48.7 / 22.5 s (same) |
+| heldout | 4 | **0.0 s** | 6 of 7 | 0.5 s (2.5 s) | 26.2 / 4.0 s (27.2 / 3.0) |
+| nearstatic | 5 | **0.0 s** | 3 of 7 (4 too still to place: gaps) | 0.0 s (0.2 s) | 29.9 / 2.0 s (30.9 / 1.0) |
+| periodic | 3 | **0.0 s** | 3 of 4 (0 of 4) | 4.5 s, a copy cut between samples (32.0 s) | 30.5 / 6.0 s (45.5 / 2.5) |
 
 The near-frame rule moves look-alike seconds from new to "can't tell" where their frames sit within
 16 bits of owned footage (a rendered rig's other episodes share its background and resting pose: the

@@ -34,6 +34,7 @@ from tests import manipulations as m
 from tests.footage import Scene
 from tests.manipulations import Piece
 from tests.rig import HandheldStill, RigEpisode
+from tests.verdict_suites import DATA, Loop, RealClip
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -65,6 +66,17 @@ R, R_NEW, R_NOISY = RigEpisode(7, 1), RigEpisode(7, 2), RigEpisode(7, 3, arm_sca
 F = RigEpisode(9, 1)
 S, S_AGAIN = HandheldStill(3, 1), HandheldStill(3, 2)
 RIG_MASTERS = ("R", "F", "S")
+# Real near-static footage (a car park, cars pass twice in its first 15 s, tests/data/hard) and a
+# looping pattern (15 repetitions of a 6 s loop), owned; only the default settings group indexes them.
+CAR = RealClip(str(DATA / "hard" / "car-park-overhead.mp4"))
+
+
+def _loop(seed: int, objects: int = 4) -> Loop:
+    return Loop(scene(seed, objects=objects), 6.0)
+
+
+LOOP, LOOP_OTHER, LOOP_MORE_DISCS = _loop(41), _loop(42), _loop(41, objects=6)
+DEFAULT_ONLY_MASTERS = (*RIG_MASTERS, "C", "L")
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -85,6 +97,8 @@ class Expect:
     q1: float
     c0: float
     c1: float
+    #: The owned master repeats itself with this period (s): the span may be any repetition.
+    period: float = 0.0
 
 
 @dataclass
@@ -258,6 +272,19 @@ RECIPES: dict[str, Recipe] = {
                                      not_owned=("data/chunk-000/file-000.parquet/episode_1/observation.images.top",)),
     "same-rig-new-episode-aloha": Recipe(_repack("aloha-new")),
     # As the speed-2x row, on the same master: the container, not the footage, changed the speed.
+    # Near-static real footage, rescaled and sped up, and later moments of it; a piece of a
+    # looping pattern (every repetition owned), the loop re-recorded with two more discs, another loop.
+    "near-static-rescaled": Recipe(edit([Piece(CAR, 1.0, 13.0, master_fps=12.5)],
+                                        transform=lambda img: m.resize(img, 160, 120)),
+                                   [Expect("C", 0, 13, 1, 14)]),
+    "near-static-sped-up": Recipe(edit([Piece(CAR, 1.0, 11.2, speed=1.25, master_fps=12.5)]),
+                                  [Expect("C", 0, 11.2, 1, 15)]),
+    "near-static-later": Recipe(edit([Piece(CAR, 16.0, 14.0, master_fps=12.5)],
+                                     transform=lambda img: m.resize(img, 160, 120))),
+    "near-static-later-sped-up": Recipe(edit([Piece(CAR, 16.0, 11.2, speed=1.25, master_fps=12.5)])),
+    "periodic-piece": Recipe(edit([Piece(LOOP, 3.25, 12.0)]), [Expect("L", 0, 12, 3.25, 15.25, period=6.0)]),
+    "periodic-more-discs": Recipe(edit([Piece(LOOP_MORE_DISCS, 3.25, 12.0)])),
+    "periodic-other-loop": Recipe(edit([Piece(LOOP_OTHER, 0.0, 12.0)])),
     "frame-rate-wrong-2x": Recipe(_repack("robomimic", stated_rate=2 * FPS, source=A, start=2.0, seconds=30.0),
                                   [Expect("A", 0, 15, 2, 32)],
                                   not_owned=("data/demo_1/obs/agentview_image",)),
@@ -282,7 +309,9 @@ _PART_B = {rid for rid, row in ROWS.items() if row["settings"] != "default"} | {
     "splice-15s-plus-other", "merge-owned-plus-new", "merge-two-masters", "unrelated-footage", "fps-60-to-24",
     "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct",
     # Same copy as crop-bottom-15 (part "b"), so it is made once (see _part_reports).
-    "crop-bottom-default-config"}
+    "crop-bottom-default-config",
+    "near-static-rescaled", "near-static-sped-up", "near-static-later", "near-static-later-sped-up",
+    "periodic-piece", "periodic-more-discs", "periodic-other-loop"}
 PARTS: dict[str, list[str]] = {
     "a": [rid for rid in ROWS if rid not in _PART_B],
     "b": [rid for rid in ROWS if rid in _PART_B],
@@ -333,14 +362,15 @@ def _shared(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], N
 
 def _write_masters(root: Path) -> None:
     for name, sc, dur, fps in (("A", A, 40.0, FPS), ("B", B, 40.0, FPS), ("D", D, 30.0, 60.0),
-                               ("R", R, 30.0, FPS), ("F", F, 30.0, FPS), ("S", S, 20.0, FPS)):
+                               ("R", R, 30.0, FPS), ("F", F, 30.0, FPS), ("S", S, 20.0, FPS),
+                               ("C", CAR, 15.0, 12.5), ("L", LOOP, 90.0, FPS)):
         m.write_edit(root / f"master_{name}.mp4", [Piece(sc, 0.0, dur, master_fps=fps)], out_fps=fps, size=SIZE)
 
 
 def _masters(factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The owned master files (built once per run, shared by the workers)."""
     root = _shared(factory, "matrix-owned", _write_masters)
-    return {name: root / f"master_{name}.mp4" for name in ("A", "B", "D", "R", "F", "S")}
+    return {name: root / f"master_{name}.mp4" for name in ("A", "B", "D", "R", "F", "S", "C", "L")}
 
 
 def _lab_index(factory: pytest.TempPathFactory, masters: dict[str, Path], settings: str) -> Path:
@@ -349,7 +379,7 @@ def _lab_index(factory: pytest.TempPathFactory, masters: dict[str, Path], settin
     def make(work: Path) -> None:
         lab = work / "lab-index"
         cfg = api.load_config({"index.path": str(lab), **SETTINGS[settings]})
-        owned = [p for k, p in masters.items() if settings == "default" or k not in RIG_MASTERS]
+        owned = [p for k, p in masters.items() if settings == "default" or k not in DEFAULT_ONLY_MASTERS]
         summary = api.index_paths(owned, index=lab, config=cfg)
         assert not summary.failed, summary.failed
 
@@ -435,9 +465,13 @@ def _check_detected(rid: str, result: Any, recipe: Recipe, row: dict[str, Any]) 
         master = f"master_{exp.master}.mp4"
         cands = [s for s in segs if Path(s.corpus_file).name == master]
         assert cands, f"{rid}: no segment against {master}; got {[Path(s.corpus_file).name for s in segs]}"
+        def shift(s: Any, exp: Expect = exp) -> float:
+            """Whole periods between the segment's owned span and the expected one (a loop)."""
+            return round((s.corpus_start - exp.c0) / exp.period) * exp.period if exp.period else 0.0
+
         best = min(cands, key=lambda s: abs(s.query_start - exp.q0) + abs(s.query_end - exp.q1)
-                   + abs(s.corpus_start - exp.c0) + abs(s.corpus_end - exp.c1))
-        got = (best.query_start, best.query_end, best.corpus_start, best.corpus_end)
+                   + abs(s.corpus_start - shift(s) - exp.c0) + abs(s.corpus_end - shift(s) - exp.c1))
+        got = (best.query_start, best.query_end, best.corpus_start - shift(best), best.corpus_end - shift(best))
         want = (exp.q0, exp.q1, exp.c0, exp.c1)
         assert all(abs(g - w) <= 1.0 for g, w in zip(got, want)), f"{rid}: span {got} != {want} (±1 s)"
         if "expect_speed" in row:

@@ -23,6 +23,10 @@ their source only) and look-alikes (must never be owned). Three classes:
   them 12 s reversed and 9.6 s mirrored pieces, issue 33 item 6) and later moments of the same camera.
   A copy the comparison is measured to miss carries its reason in ``Offer.gap``: asserted as a gap
   (never owned elsewhere, mostly "can't tell"), not counted as found.
+- **periodic** — a looping pattern (synthetic): pieces of it match every repetition, owned either way;
+  the loop re-recorded with more discs and another loop are not owned.
+- **nearstatic** — copies of near-static stretches of real fixed cameras (a person standing still in
+  the room, the car park between cars), rescaled, sped up, slowed, re-encoded: never new.
 
 Used by tests/integration/test_verdicts.py (asserts) and bench/bench_verdicts.py (prints).
 """
@@ -98,7 +102,8 @@ class Offer:
     enc: dict[str, Any] = field(default_factory=lambda: dict(COPY_ENC))
     #: A true copy the comparison is measured to miss, and why (asserted as a gap, not hidden) ...
     gap: str | None = None
-    #: ... and the seconds of it measured new then (a gap may not leave more).
+    #: ... and the seconds of it measured new then (a gap may not leave more; none is left new
+    #: since near-identical frames and frames between owned samples that changed are "can't tell").
     gap_new_s: float = 0.0
 
     @property
@@ -159,6 +164,8 @@ def scripted() -> Suite:
 #: 10 s of empty room. Shards keep one seed per second, so 2 of them seed; the dense expansion finds all
 #: 4 (0-6 bits), but the two in the owned pause share their vote among 3 and 5 equally close owned
 #: frames, so the line gets 2.5 of the 3 votes a line needs (core/match/lines.py) and is never drawn.
+#: None of it is new: its one sample of motion no search hit held near-identical (6 bits from its
+#: source) was 1.2 s new until offered frames were compared with every owned stream a search hit.
 ROOM_REVERSED_PHASE_GAP = "a reversed line into an owned pause gets 2.5 of the 3 votes a line needs"
 
 
@@ -190,7 +197,7 @@ def short() -> Suite:
         "ctl-table-mirrored-9.6s-phase": Offer([Piece(table, 6.5, 9.6, master_fps=15.0)], ts, 15.0,
                                                copy_of="table-owned", transform=m.hflip),
         "ctl-room-reversed-15s-phase": Offer([Piece(room, 35.5, 15.0, speed=-1.0, master_fps=10.0)], rs, 10.0,
-                                             copy_of="room-owned", gap=ROOM_REVERSED_PHASE_GAP, gap_new_s=4.8),
+                                             copy_of="room-owned", gap=ROOM_REVERSED_PHASE_GAP),
         # Later moments of the same fixed cameras: never owned.
         "neg-room-later": Offer([Piece(room, 44.0, 17.0, master_fps=10.0)], rs, 10.0),
         "neg-table-later": Offer([Piece(table, 24.0, 15.0, master_fps=15.0)], ts, 15.0),
@@ -209,7 +216,9 @@ def short() -> Suite:
 #: Measured on the held-out car park (issue 33, item 6): 8 of the reversed copy's 10 samples sit
 #: within 14 bits of their source, but a car crossing between two owned samples puts 2 at 54-58
 #: bits (100-150 from every neighbour), so the line's mean, 18 bits, reads "merely alike"; as a
-#: reversed line of 6 moments it then reads chance 2.7. Its near-identical frames are "can't tell".
+#: reversed line of 6 moments it then reads chance 2.7. Its near-identical frames are "can't tell",
+#: and so are the two over the car (2 s new before): the owned samples either side of their place on
+#: the line differ by 134-138 bits, so what was filmed between them was never fingerprinted.
 CARPARK_REVERSED_GAP = "a reversed line over a fast-moving car reads 'merely alike' (chance 2.7)"
 
 
@@ -227,7 +236,7 @@ def heldout() -> Suite:
         "ctl-nasa-reencode-12s": Offer([Piece(nasa, 0.5, 12.0, master_fps=25.0)], ns, 25.0, copy_of="nasa-owned"),
         # Pieces just above and a little below the floor (issue 33, item 6), held out as well.
         "ctl-carpark-reversed-12s": Offer([Piece(car, 14.0, 12.0, speed=-1.0, master_fps=12.5)], cs, 12.5,
-                                          copy_of="carpark-owned", gap=CARPARK_REVERSED_GAP, gap_new_s=2.5),
+                                          copy_of="carpark-owned", gap=CARPARK_REVERSED_GAP),
         "ctl-carpark-mirrored-9.6s": Offer([Piece(car, 3.0, 9.6, master_fps=12.5)], cs, 12.5,
                                            copy_of="carpark-owned", transform=m.hflip),
         "ctl-nasa-mirrored-9.6s": Offer([Piece(nasa, 2.0, 9.6, master_fps=25.0)], ns, 25.0, copy_of="nasa-owned",
@@ -276,8 +285,96 @@ def mujoco() -> Suite:
     return Suite("mujoco", lib, offers)
 
 
+#: Measured: a person standing still at the room's table changes under 2% of the
+#: pixels a second, so every moment of the stretch looks like every other (the ingest marks most
+#: of the offered copy static); what it does hold near-identical is "can't tell", none of it new.
+STILL_GAP = "too still to place in time: near-identical to owned footage, can't tell (never new)"
+#: Measured: the 1.25x copy of the car park's first 14 s (two cars pass, the rest still asphalt)
+#: draws its line, but as an odd-speed line over few moments it reads weak evidence.
+CARPARK_FAST_GAP = "a 1.25x line over near-static asphalt reads weak evidence (can't tell, never new)"
+
+
+def nearstatic() -> Suite:
+    """Copies of near-static stretches of real fixed cameras: rescaled, sped up, slowed,
+    re-encoded. Most of their time is too still to place in time, so they may read
+    "can't tell"; none of it may read new. The room is tuning footage; the car park's offers were
+    made after the rule was written (the rule itself was drawn from the held-out suite's reversed
+    car-park gap, so they are not held out from it)."""
+    room = RealClip(str(DATA / "fixedcam" / "room-people.mp4"))
+    car = RealClip(str(DATA / "heldout" / "carpark.mp4"))
+    rs, small = (384, 216), (256, 144)
+    lib = {"room-owned": (room, 0.0, 50.0, (640, 360), 10.0), "carpark-owned": (car, 0.0, 15.0, (768, 432), 12.5)}
+    offers = {
+        # A person standing still at the table (26-41 s: under 2% of pixels change a second).
+        "ctl-room-still-rescaled": Offer([Piece(room, 26.0, 15.0, master_fps=10.0)], small, 25.0,
+                                         copy_of="room-owned", gap=STILL_GAP),
+        "ctl-room-still-fast": Offer([Piece(room, 26.0, 12.0, speed=1.25, master_fps=10.0)], rs, 10.0,
+                                     copy_of="room-owned", gap=STILL_GAP),
+        # The last seconds are the empty room after the person left.
+        "ctl-room-empty-slow": Offer([Piece(room, 40.0, 16.0, speed=0.5, master_fps=10.0)], rs, 10.0,
+                                     copy_of="room-owned", owned_share=0.2),
+        "ctl-room-still-reencode": Offer([Piece(room, 28.0, 13.0, master_fps=10.0)], rs, 10.0,
+                                         copy_of="room-owned", gap=STILL_GAP),
+        "ctl-carpark-rescaled": Offer([Piece(car, 1.0, 13.0, master_fps=12.5)], small, 25.0, copy_of="carpark-owned"),
+        "ctl-carpark-fast": Offer([Piece(car, 1.0, 11.2, speed=1.25, master_fps=12.5)], rs, 12.5,
+                                  copy_of="carpark-owned", gap=CARPARK_FAST_GAP),
+        "ctl-carpark-slow": Offer([Piece(car, 8.5, 12.0, speed=0.5, master_fps=12.5)], rs, 12.5,
+                                  copy_of="carpark-owned", owned_share=0.2),
+        # Later moments of the same cameras, with the same manipulations: never owned.
+        "neg-room-still-rescaled": Offer([Piece(room, 52.5, 9.5, master_fps=10.0)], small, 25.0),
+        "neg-room-later-fast": Offer([Piece(room, 51.0, 8.8, speed=1.25, master_fps=10.0)], rs, 10.0),
+        "neg-carpark-rescaled": Offer([Piece(car, 16.0, 14.0, master_fps=12.5)], small, 25.0),
+        "neg-carpark-fast": Offer([Piece(car, 16.0, 11.2, speed=1.25, master_fps=12.5)], rs, 12.5),
+        "neg-carpark-slow": Offer([Piece(car, 19.0, 12.0, speed=0.5, master_fps=12.5)], rs, 12.5),
+    }
+    return Suite("nearstatic", lib, offers)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A scene that repeats itself every ``period`` seconds (a looping test pattern)."""
+
+    scene: Any
+    period: float
+
+    def frame(self, t: float, size: tuple[int, int]) -> np.ndarray:
+        return np.asarray(self.scene.frame(t % self.period, size))
+
+
+#: Measured: a copy cut a tenth of a second between the owned samples of this pan (25
+#: canvas pixels a second, 4 owned samples a second) sits 12-24 bits from the owned frames, as far
+#: as a re-recording of the loop with one or two more discs (18-23 bits): neither is counted.
+LOOP_OFF_GRID_GAP = "cut between the owned samples of a fast loop: as far from them as a re-recorded loop"
+
+
+def periodic() -> Suite:
+    """A looping pattern the lab owns 90 s of (15 repetitions of a 6 s loop) and pieces of it: each
+    matches every repetition, so which moment was copied is ambiguous, but all are owned. The same
+    loop re-recorded with more discs, and another loop, are not owned. Synthetic (tests/footage.py)."""
+    from tests.footage import Scene
+
+    def loop(seed: int, objects: int = 4) -> Loop:
+        return Loop(Scene(seed, canvas_hw=(720, 2400), velocity=(25.0, 0.0), objects=objects), 6.0)
+
+    own, size, fps = loop(31), (192, 144), 12.0
+    lib = {"loop-owned": (own, 0.0, 90.0, size, fps)}
+    offers = {
+        "ctl-loop-a": Offer([Piece(own, 3.25, 12.0, master_fps=fps)], size, fps, copy_of="loop-owned", owned_share=0.8),
+        "ctl-loop-b": Offer([Piece(own, 20.0, 12.0, master_fps=fps)], size, fps, copy_of="loop-owned", owned_share=0.8),
+        "ctl-loop-long": Offer([Piece(own, 10.0, 40.0, master_fps=fps)], size, fps, copy_of="loop-owned",
+                               owned_share=0.8),
+        "ctl-loop-off-grid": Offer([Piece(own, 10.4, 12.0, master_fps=fps)], size, fps, copy_of="loop-owned",
+                                   gap=LOOP_OFF_GRID_GAP, gap_new_s=5.0),
+        # The same loop re-recorded with one or two more discs, and another loop: never owned.
+        "neg-loop-more-discs": Offer([Piece(loop(31, 6), 3.3, 12.0, master_fps=fps)], size, fps),
+        "neg-loop-one-more-disc": Offer([Piece(loop(31, 5), 10.1, 12.0, master_fps=fps)], size, fps),
+        "neg-other-loop": Offer([Piece(loop(32), 0.0, 24.0, master_fps=fps)], size, fps),
+    }
+    return Suite("periodic", lib, offers)
+
+
 SUITES: dict[str, Callable[[], Suite]] = {"scripted": scripted, "mujoco": mujoco, "short": short,
-                                          "heldout": heldout}
+                                          "heldout": heldout, "nearstatic": nearstatic, "periodic": periodic}
 
 
 def build(suite: Suite, root: Path) -> Path:
@@ -296,6 +393,41 @@ def build(suite: Suite, root: Path) -> Path:
     with api.open_index(root / "vendor-index") as v:
         api.export_manifest(v, manifest, label=f"{suite.name} offer")
     return manifest
+
+
+def new_but_near(root: Path, report: Any, bits: int = 16) -> dict[str, list[tuple[float, int]]]:
+    """Per offered file of a suite built under ``root``: its samples inside time the report calls
+    new that sit within ``bits`` of some owned frame (any stream, any variant, still time included),
+    as (offered second, distance). The rule says there are none: near-identical is never new."""
+    from overlap_desktop.core.index.arrays import popcount_xor
+    from overlap_desktop.core.index.store import open_index
+    from overlap_desktop.core.manifest.parse import read_manifest
+    from overlap_desktop.core.match.accounting import union_seconds
+    from overlap_desktop.core.match.corpora import IndexCorpus
+    from overlap_desktop.core.match.offer import manifest_queries
+
+    queries = manifest_queries(read_manifest(root / "offer.ovlm"))
+    with open_index(root / "lab-index", create=False) as idx:
+        corpus = IndexCorpus(idx)
+        owned = [c.codes.reshape(-1, c.codes.shape[-1]) for sid, _, _ in idx.stream_ids()
+                 for c in [corpus.fingerprints(sid)]]
+    codes = np.concatenate(owned)
+    out: dict[str, list[tuple[float, int]]] = {}
+    for f in report.files:
+        if f.new_seconds <= 0:
+            continue
+        taken = [(s.query_start, s.query_end) for s in f.segments]
+        taken += [(sp.start_s, sp.end_s) for sp in [*f.indeterminate, *f.cant_tell, *getattr(f, "repeats", [])]
+                  if hasattr(sp, "start_s")]
+        for q in (q for q in queries if q.file == f.query_file):
+            t = q.fp.times_ns / 1e9
+            for i, ti in enumerate(t.tolist()):
+                if union_seconds([(a, b) for a, b in taken if a - 1e-6 <= ti <= b + 1e-6]) > 0:
+                    continue
+                d = int(popcount_xor(q.fp.codes[i, 0][None, :], codes).min())
+                if d <= bits:
+                    out.setdefault(Path(f.query_file).stem, []).append((ti, d))
+    return out
 
 
 def run(suite: Suite, root: Path, **compare_kw: Any) -> Any:

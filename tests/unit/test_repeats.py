@@ -10,12 +10,14 @@ from overlap_desktop.core.match.repeats import (
     _overlaps_itself,
     _repeat_on_query_side,
     _swap,
+    find_repeats,
     new_and_repeated_seconds,
 )
 from overlap_desktop.core.match.results import _flags
-from overlap_desktop.core.match.segments import RawSegment
+from overlap_desktop.core.match.segments import MatchParams, RawSegment
+from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.report.model import FileResult
-from overlap_desktop.core.types import Segment, Span, Variant
+from overlap_desktop.core.types import Segment, Span, StreamFingerprints, Variant
 
 
 def raw(q0: float, q1: float, c0: float, speed: float) -> RawSegment:
@@ -90,3 +92,27 @@ def test_splice_flag_only_for_pieces_in_offered_time() -> None:
     copies = [seg(0, 30, "own/a.mp4"), seg(0.5, 29.5, "own/a_copy.mp4")]
     assert "splice" not in _flags(copies)
     assert "splice" in _flags([seg(0, 20, "own/a.mp4"), seg(20, 40, "own/b.mp4")])
+
+
+def _stream(name: str, codes: np.ndarray) -> QueryStream:
+    n = codes.shape[0]
+    fp = StreamFingerprints((np.arange(n) * 1_000_000_000).astype(np.int64), np.full(n, 90, np.uint8),
+                            codes[:, None, :], (Variant(),), np.ones(n, bool), [], 1.0, float(n))
+    return QueryStream(name, float(n), "v:0", fp)
+
+
+def test_files_with_nothing_new_are_checked_against_each_other_within_a_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeat between two offered files whose time is all owned (or can't tell) changes no figure:
+    such pairs are matched up to a budget (a looping pattern cut into 80 owned pieces: 200 of 243 s),
+    and a file with new time is always checked against them."""
+    import overlap_desktop.core.match.repeats as repeats
+
+    codes = np.random.default_rng(3).integers(0, 256, (30, 32), dtype=np.uint8)
+    qs = [_stream("a.mp4", codes), _stream("b.mp4", codes.copy())]
+    params = MatchParams()
+    both = {"a.mp4", "b.mp4"}
+    assert any(f.segments for f in find_repeats(qs, params, settled=both))  # within the budget: listed
+    monkeypatch.setattr(repeats, "SETTLED_PAIRS", 0)
+    assert not any(f.segments for f in find_repeats(qs, params, settled=both))
+    assert any(f.segments for f in find_repeats(qs, params, settled={"a.mp4"}))

@@ -12,6 +12,7 @@ from overlap_desktop.core.match.stillmatch import (
     near_rows,
     row_spans,
     still_pieces,
+    unseen_pieces,
 )
 from overlap_desktop.core.types import Span, StreamFingerprints, Variant
 
@@ -114,3 +115,46 @@ def test_a_still_piece_at_the_last_sample_reaches_the_end_of_the_stream() -> Non
     offered.duration_s = 20.4
     [piece] = still_pieces(offered, owned, seg(0.0, 20.4, 0.0), np.arange(20), [(0.0, 12.0)])
     assert piece.query_end == 20.4
+
+
+def test_a_line_followed_through_searched_owned_time_is_near_not_evidence() -> None:
+    """Past a line's end, offered frames near-identical to the owned frames the line would reach are
+    "can't tell" (never new) even where the owned side was searched; they speak for no line's length."""
+    owned = fp(OWNED)
+    offered = fp(OWNED[0:20].copy())
+    [piece] = into_owned_still(offered, owned, seg(0.0, 9.5, 0.0))
+    assert piece.near and piece.query_start >= 9.5 and piece.query_end >= 19.0
+
+
+def _between(owned_rows: np.ndarray, row: np.ndarray) -> list[RawSegment]:
+    offered = owned_rows[0:20].copy()
+    offered[10] = row
+    return unseen_pieces(fp(offered), fp(owned_rows), seg(0.0, 19.5, 0.0), 64)
+
+
+def test_a_frame_where_the_owned_footage_changed_between_samples_is_not_shown_new() -> None:
+    """The owned samples either side of the offered frame's place on the line differ by ~128 bits
+    (random codes): the moment between them was never fingerprinted. A frame 40 bits from one of them,
+    on a line that holds near-identical frames either side, is "can't tell"."""
+    [piece] = _between(OWNED, flip_bits(OWNED[10], 40, 1))
+    assert piece.near and piece.unjudged and piece.query_start <= 10.0 <= piece.query_end
+
+
+def test_an_unrelated_frame_between_changing_samples_is_still_new() -> None:
+    assert _between(OWNED, RNG.integers(0, 256, 32, dtype=np.uint8)) == []
+
+
+def test_a_frame_unlike_owned_samples_that_did_not_change_is_still_new() -> None:
+    """Where the owned footage hardly changed between its samples they saw that moment: an offered
+    frame 40 bits from them differs from it."""
+    slow = OWNED.copy()
+    slow[9] = flip_bits(OWNED[10], 4, 2)
+    slow[11] = flip_bits(OWNED[10], 4, 3)
+    assert _between(slow, flip_bits(OWNED[10], 40, 1)) == []
+
+
+def test_a_sample_after_still_time_reaches_back_to_its_edge() -> None:
+    """Still time is marked at the ingest's finer rate: the first sample after it stands for the
+    time back to its edge (a quarter second was left new between them)."""
+    offered = fp(OWNED[0:20].copy(), [Span(0.0, 10.25, "static")])
+    assert row_spans(offered, np.array([11, 12])) == [(10.25, 12.5)]

@@ -57,8 +57,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from overlap_desktop.core.index.arrays import popcount_xor
-from overlap_desktop.core.match.geometry import line_neighbours
-from overlap_desktop.core.match.stillmatch import into_owned_still, still_pieces
+from overlap_desktop.core.match.geometry import line_neighbours, profile_speed_interval
+from overlap_desktop.core.match.repeating import mark_repeated, repeated_rows
+from overlap_desktop.core.match.stillmatch import into_owned_still, still_pieces, unseen_pieces
 from overlap_desktop.core.match.student_t import log10_t_sf
 from overlap_desktop.core.types import StreamFingerprints
 
@@ -585,10 +586,19 @@ def assess_segment(query: StreamFingerprints, corpus: StreamFingerprints, seg: R
                       + math.log10(penalty) + math.log10(few_states_penalty(n_states, piece.mean_distance))
                       + math.log10(distance_penalty(piece.mean_distance)))
         chance = float(10.0 ** min(12.0, max(math.log10(MIN_CHANCE), log_chance)))
-        out.append((piece, Assessment(pr, ps, pj, chance, z, lo, hi)))
+        # The speed reported (and "slowed"/"sped up") spans every speed the frames fit as well.
+        p_lo, p_hi = profile_speed_interval(query, corpus, pr[pj], slope, offset, pair.fam, params.accept_distance)
+        out.append((piece, Assessment(pr, ps, pj, chance, z, min(lo, p_lo), max(hi, p_hi))))
+    rep = repeated_rows(pair, query.codes, seg, rows, STATE_BITS, CLOSE_BITS, EXCLUSION_S) if not out else rows[:0]
+    if rep.size:  # owned footage that repeats itself: a copy, whichever repetition it is
+        every = np.ones(rep.size, bool)
+        lo, hi = profile_speed_interval(query, corpus, rep, seg.speed, seg.offset, pair.fam, params.accept_distance)
+        piece = replace(mark_repeated(_piece(pair, seg, rep, every, 0.0, params)), speed_low=lo, speed_high=hi)
+        out.append((piece, Assessment(rep, np.zeros(rep.size), every, 0.0, 0.0, lo, hi)))
     # Near-identical frames no listed piece holds (too still, too few, chance explains it): "can't tell".
     spans = [(p.query_start, p.query_end) for p, a in out if a.chance <= params.list_chance]
-    for still in still_pieces(query, corpus, seg, rows, spans) + into_owned_still(query, corpus, seg):
+    unseen = unseen_pieces(query, corpus, seg, params.accept_distance)
+    for still in still_pieces(query, corpus, seg, rows, spans) + into_owned_still(query, corpus, seg) + unseen:
         idle = np.zeros(0, np.int64)
         out.append((still, Assessment(idle, np.zeros(0), np.zeros(0, bool), math.inf, 0.0, seg.speed, seg.speed)))
     if (not any(not p.unjudged for p, _ in out) and int(judged.sum()) >= params.min_frames

@@ -37,7 +37,7 @@ def _slope_grid(min_speed: float, max_speed: float, step: float = 0.025) -> np.n
 
 def find_lines(q: np.ndarray, c: np.ndarray, *, min_speed: float = 0.2, max_speed: float = 5.0,
                min_votes: float = 2.0, bin_seconds: float = 0.6, tol_seconds: float = 0.75,
-               max_lines: int = 32) -> list[tuple[float, float, np.ndarray]]:
+               max_lines: int = 32, weights: np.ndarray | None = None) -> list[tuple[float, float, np.ndarray]]:
     """Find lines through a noisy point set by Hough voting plus least squares.
 
     Points are (query second, corpus second). Each query time distributes one vote
@@ -53,6 +53,8 @@ def find_lines(q: np.ndarray, c: np.ndarray, *, min_speed: float = 0.2, max_spee
         tol_seconds: Inlier distance from the line in corpus seconds (scaled up for
             |slope| > 1, where corpus time moves faster than the query grid).
         max_lines: Stop after this many lines.
+        weights: Each point's vote (default: one vote per distinct query time, shared among
+            its points).
 
     Returns:
         ``[(slope, offset, inlier_mask), ...]`` strongest first; masks index the input.
@@ -67,7 +69,7 @@ def find_lines(q: np.ndarray, c: np.ndarray, *, min_speed: float = 0.2, max_spee
     alive = np.ones(n, bool)
     # One vote per distinct query time, shared among its points.
     _, inv, counts = np.unique(np.round(q, 3), return_inverse=True, return_counts=True)
-    weight = 1.0 / counts[inv]
+    weight = 1.0 / counts[inv] if weights is None else np.asarray(weights, float)
     while len(out) < max_lines:
         idx = np.flatnonzero(alive)
         if idx.size < 2:

@@ -23,6 +23,7 @@ import numpy as np
 from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.evidence import Seeds, assess_segment
 from overlap_desktop.core.match.lines import find_lines
+from overlap_desktop.core.match.repeating import repeat_weights
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.match.verify import verify_line
 from overlap_desktop.core.types import StreamFingerprints
@@ -113,12 +114,29 @@ def _thin(q_rows: np.ndarray, c_rows: np.ndarray, v_idx: np.ndarray, d: np.ndarr
 
 def _lines_to_segments(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: np.ndarray,
                        c_rows: np.ndarray, v_idx: np.ndarray, params: MatchParams,
-                       found: list[RawSegment], dist: np.ndarray | None = None) -> list[RawSegment]:
+                       found: list[RawSegment], dist: np.ndarray | None = None, *,
+                       repeats: bool = False) -> list[RawSegment]:
+    """Lines through the points no ``found`` segment explains, verified. ``repeats``: vote with
+    :func:`~.repeating.repeat_weights` (each repetition of owned footage a whole vote) instead."""
     keep = _thin(q_rows, c_rows, v_idx, dist)
     qs = query.times_ns[q_rows[keep]] / 1e9
     cs = corpus.times_ns[c_rows[keep]] / 1e9
-    new: list[RawSegment] = []
     alive = ~_explained(found, qs, cs, tol=2.0) if found else np.ones(qs.size, bool)
+    if not repeats:
+        return _vote_rounds(query, corpus, qs, cs, alive, params, None)
+    weights = repeat_weights(qs[alive], cs[alive]) if alive.any() else None
+    if weights is None:
+        return []
+    w = np.zeros(qs.size)
+    w[alive] = weights
+    return _vote_rounds(query, corpus, qs, cs, alive, params, w)
+
+
+def _vote_rounds(query: StreamFingerprints, corpus: StreamFingerprints, qs: np.ndarray, cs: np.ndarray,
+                 alive: np.ndarray, params: MatchParams, weights: np.ndarray | None) -> list[RawSegment]:
+    """Lines voted one at a time through the ``alive`` points (cleared as they are explained),
+    each verified; ``weights``: the points' votes (default: one per offered frame, shared)."""
+    new: list[RawSegment] = []
     # One line at a time: verify it, then drop every point the verified segments
     # explain, so the next vote runs on what is left.
     for _ in range(params.max_lines):
@@ -126,7 +144,8 @@ def _lines_to_segments(query: StreamFingerprints, corpus: StreamFingerprints, q_
         if idx.size < 2:
             break
         lines = find_lines(qs[idx], cs[idx], min_speed=params.min_speed, max_speed=params.max_speed,
-                           min_votes=3.0, max_lines=1)
+                           min_votes=3.0, max_lines=1,
+                           weights=None if weights is None else weights[idx])
         if not lines:
             break
         slope, offset, inl = lines[0]
@@ -135,7 +154,8 @@ def _lines_to_segments(query: StreamFingerprints, corpus: StreamFingerprints, q_
             # Normal speed, the commonest copy, is tried too: in near-still footage an offered
             # frame seeds several owned frames that all look alike, their shared votes can favour a
             # line of another speed, and that line's verification then takes the real line's seeds.
-            unit = find_lines(qs[idx], cs[idx], min_speed=1.0, max_speed=1.0, min_votes=3.0, max_lines=1)
+            unit = find_lines(qs[idx], cs[idx], min_speed=1.0, max_speed=1.0, min_votes=3.0, max_lines=1,
+                              weights=None if weights is None else weights[idx])
             if unit:
                 segs = segs + verify_line(query, corpus, unit[0][0], unit[0][1], params)
         new.extend(segs)
@@ -265,11 +285,25 @@ def match_streams(query: StreamFingerprints, corpus: StreamFingerprints, q_rows:
         extra = (eq, ec, ev, ed)
         if eq.size:
             found = _dedupe(found + _lines_to_segments(query, corpus, eq, ec, ev, params, found, ed))
+    revoted = not found
+    if revoted:
+        # No line at all: where owned footage repeats itself, a frame's vote was split among the
+        # repetitions, so every point votes again, giving each repetition a whole vote.
+        pts = [(q_rows, c_rows, v_idx, dist)] + ([extra] if extra is not None and extra[0].size else [])
+        aq, ac, av = (np.concatenate([x[k] for x in pts]) for k in range(3))
+        ad = None if any(x[3] is None for x in pts) else np.concatenate([x[3] for x in pts])
+        found = _dedupe(_lines_to_segments(query, corpus, aq, ac, av, params, [], ad, repeats=True))
     if exclude_diagonal:
         found = [s for s in found if not (abs(s.speed - 1.0) < 0.05 and abs(s.offset) < 2.0)]
     searched = corpus.duration_s if searched_seconds is None else searched_seconds
     seeds = _seed_pairs(query, corpus, q_rows, c_rows, dist, extra)
     found = _dedupe(_assess(query, corpus, found, params, searched, exclude_diagonal, seeds))
+    if revoted:
+        # Such a line is kept only as a copy of repeating owned footage, and its near-identical
+        # frames as "can't tell" (near: no line's evidence); anything else the ordinary vote would
+        # not have drawn is dropped, as before (kept as a rival, it hid the line to a scripted
+        # twin that the twin lookup finds, and a new repeat of that motion was owned 8 s).
+        found = [x if x.repeated or x.near else replace(x, near=True) for x in found if x.repeated or x.unjudged]
     found.sort(key=lambda s: (s.query_start, s.corpus_start))
     return found
 
@@ -298,8 +332,9 @@ def _assess(query: StreamFingerprints, corpus: StreamFingerprints, segs: list[Ra
         for piece, a in assess_segment(query, corpus, seg, seg.family, params,
                                        searched_seconds=searched_seconds, exclude_identity=identity,
                                        seeds=seeds):
-            if piece.unjudged or piece.rival:
-                out.append(piece)  # too still to judge, or a twin's motion: chance not computed
+            if piece.unjudged or piece.rival or piece.repeated:
+                # Too still to judge, a twin's motion, or owned footage that repeats: no chance count.
+                out.append(piece)
                 continue
             if a.chance > params.list_chance:
                 continue

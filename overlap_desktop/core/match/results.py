@@ -124,16 +124,16 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
     rivals_of: dict[int, list[Segment]] = {}
     still_of: dict[int, list[tuple[float, float]]] = {}
     near_of: dict[int, list[tuple[float, float]]] = {}
-    related: dict[int, list[int]] = {}  # per offered stream: owned streams it has any line to
+    related: dict[int, list[int]] = {}  # per offered stream: owned streams it has a line or a near hit to
     names: dict[int, tuple[str, str]] = {}
     sid_of: dict[tuple[str, str], int] = {}
     for qi, sid, s in found:
+        if sid not in related.setdefault(qi, []):
+            related[qi].append(sid)
         if s.near:
             # Near-identical to owned frames, on no line: "can't tell", and no line's evidence.
             near_of.setdefault(qi, []).append((s.query_start, s.query_end))
             continue
-        if sid not in related.setdefault(qi, []):
-            related[qi].append(sid)
         if s.unjudged:
             # A line over footage too still to place in time: "can't tell", never new.
             still_of.setdefault(qi, []).append((s.query_start, s.query_end))
@@ -212,7 +212,8 @@ def _near_related(fp: StreamFingerprints, f: FileResult, owned: Iterator[StreamF
     if len(fp) == 0:
         return []
     t = fp.times_ns / 1e9
-    free = fp.usable.copy()
+    # Still (unusable) samples too: their half-sample spans can reach past the still time.
+    free = np.ones(len(fp), bool)
     for a, b in [(s.query_start, s.query_end) for s in f.segments] + [
             (sp.start_s, sp.end_s) for sp in [*f.indeterminate, *f.cant_tell]]:
         free &= ~((t >= a - 1e-6) & (t <= b + 1e-6))

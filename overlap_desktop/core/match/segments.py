@@ -101,6 +101,10 @@ class RawSegment:
     #: :data:`~overlap_desktop.core.match.stillmatch.STILL_MATCH_BITS`) that no verified line
     #: explains. Not evidence of a copy, but not shown to be new either ("can't tell").
     near: bool = False
+    #: A copy of owned footage that repeats itself (a loop): every frame near-identical to its
+    #: owned frame, through many distinct moments, but equally to the owned footage's repeats,
+    #: so no chance count is computed (:mod:`.repeating`). Counted: every candidate is owned.
+    repeated: bool = False
 
     @property
     def query_duration(self) -> float:

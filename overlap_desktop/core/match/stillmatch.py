@@ -30,8 +30,8 @@ from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.segments import RawSegment
 from overlap_desktop.core.types import StreamFingerprints
 
-__all__ = ["NEAR_BUDGET", "STILL_MATCH_BITS", "into_owned_still", "near_pieces", "near_rows", "row_spans",
-           "still_pieces"]
+__all__ = ["NEAR_BUDGET", "STILL_MATCH_BITS", "UNSEEN_CHANGE_BITS", "into_owned_still", "near_pieces", "near_rows",
+           "row_spans", "still_pieces", "unseen_pieces"]
 
 #: Frames this close to their owned match (re-encodes and grades of one recording sit 0-10 bits
 #: apart) are a still match. Coincidences of one rig's look-alike frames sit 20-50 bits apart.
@@ -75,6 +75,13 @@ def _sample_span(query: StreamFingerprints, first: int, last: int) -> tuple[floa
         q1 = max(q1, query.duration_s)
     if query.duration_s > 0:
         q1 = min(q1, query.duration_s)
+    # Still time is marked at the ingest's finer rate: a sample's span reaches the edge of still
+    # time less than a sample away, so no sliver between the two is left "new".
+    for sp in query.indeterminate:
+        if q0 - 2 * half - 1e-6 <= sp.end_s < q0:
+            q0 = sp.end_s
+        if q1 < sp.start_s <= q1 + 2 * half + 1e-6:
+            q1 = sp.start_s
     return q0, q1
 
 
@@ -109,10 +116,12 @@ def still_pieces(query: StreamFingerprints, corpus: StreamFingerprints, seg: Raw
 
 def into_owned_still(query: StreamFingerprints, corpus: StreamFingerprints, seg: RawSegment) -> list[RawSegment]:
     """The segment's line followed past its ends while offered frames stay near-identical to owned
-    frames, through owned time marked static or featureless (where the search cannot see)."""
+    frames: through owned time marked static or featureless (where the search cannot see; such
+    pieces speak for the line's length), or through searched owned time (``near`` pieces: not
+    shown new, but speaking for no line's length)."""
     spans = [(sp.start_s, sp.end_s) for sp in corpus.indeterminate]
     qt, ct = _times(query), _times(corpus)
-    if not spans or ct.size == 0 or qt.size == 0:
+    if ct.size == 0 or qt.size == 0:
         return []
     c_end = _end(corpus, ct)
     first = int(np.searchsorted(qt, seg.query_start - 1e-6))
@@ -135,9 +144,13 @@ def into_owned_still(query: StreamFingerprints, corpus: StreamFingerprints, seg:
             else:
                 misses += 1
             r += step
-        if not hit or not inside:  # the line goes on: even one near-identical sample is evidence
+        if not hit:
             continue
         piece = _piece(query, seg, float(qt[min(hit)]), float(qt[max(hit)]), len(hit), float(np.mean(dist)))
+        if not inside:
+            # The line goes on through searched owned time whose frames it holds near-identical:
+            # not shown new, but the search saw this time, so it speaks for no line's length.
+            piece = replace(piece, near=True)
         if step > 0:
             piece = replace(piece, query_start=max(piece.query_start, seg.query_end))
         else:
@@ -214,3 +227,48 @@ def near_pieces(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: n
                        variant_idx=0, frames=0, judged=0, mean_distance=mean_d, score=0.0, weak=True,
                        unjudged=True, near=True)
             for q0, q1 in row_spans(query, np.asarray(q_rows)[close])]
+
+
+#: Owned samples this far apart (bits) show footage that changed between them faster than the
+#: index sampled it: what was filmed between them was never fingerprinted. Unrelated frames sit
+#: 98-130 bits apart; a car filling a car park's frame changes 110-140 bits in a quarter second.
+UNSEEN_CHANGE_BITS = 64
+#: Offered seconds past a line's ends over which :func:`unseen_pieces` follows it.
+_REACH_S = 1.5
+
+
+def unseen_pieces(query: StreamFingerprints, corpus: StreamFingerprints, seg: RawSegment,
+                  accept: int) -> list[RawSegment]:
+    """Offered frames on the segment's line (and up to :data:`_REACH_S` past its ends) that the
+    owned samples cannot show new: the line holds near-identical frames on both sides of them
+    (or on one side, at the offered stream's edge), and at their place on the line the owned
+    footage changed by at least :data:`UNSEEN_CHANGE_BITS` between two consecutive samples,
+    while the offered frame is within ``accept`` bits (the verifier's) of one of the two. A car
+    crossing a car park between two owned samples shows in the offered frame at a place neither
+    sample shows. Returned as ``near`` pieces: "can't tell", speaking for no line's length."""
+    qt, ct = _times(query), _times(corpus)
+    if qt.size < 2 or ct.size < 2:
+        return []
+    variant = int(seg.variant_idx) if 0 <= seg.variant_idx < corpus.codes.shape[1] else 0
+    lo, hi = seg.query_start - _REACH_S, seg.query_end + _REACH_S
+    rows = np.flatnonzero((qt >= lo - 1e-6) & (qt <= hi + 1e-6) & query.usable)
+    c = seg.speed * qt[rows] + seg.offset
+    ok = (c >= ct[0] - 1e-6) & (c <= ct[-1] + 1e-6)
+    rows, c = rows[ok], c[ok]
+    if rows.size == 0:
+        return []
+    j = np.clip(np.searchsorted(ct, c), 1, ct.size - 1)  # owned samples j-1, j bracket c
+    a, b = corpus.codes[j - 1, variant], corpus.codes[j, variant]
+    q = query.codes[rows, 0]
+    da, db = popcount_xor(q, a).astype(np.int64), popcount_xor(q, b).astype(np.int64)
+    near = np.minimum(da, db) <= STILL_MATCH_BITS
+    unseen = ~near & (np.minimum(da, db) <= accept) & (popcount_xor(a, b) >= UNSEEN_CHANGE_BITS)
+    out: list[RawSegment] = []
+    for k in np.flatnonzero(unseen).tolist():
+        before = k > 0 and rows[k - 1] == rows[k] - 1 and near[k - 1]
+        after = k + 1 < rows.size and rows[k + 1] == rows[k] + 1 and near[k + 1]
+        edge_before, edge_after = rows[k] == 0, rows[k] == qt.size - 1
+        if (before or edge_before) and (after or edge_after) and (before or after):
+            piece = _piece(query, seg, float(qt[rows[k]]), float(qt[rows[k]]), 1, float(min(da[k], db[k])))
+            out.append(replace(piece, near=True))
+    return out

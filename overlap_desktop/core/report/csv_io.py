@@ -15,7 +15,12 @@ from pathlib import Path
 from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.model import FileResult, Report
 from overlap_desktop.core.report.output import write_atomically
-from overlap_desktop.core.report.segment_words import ambiguous_episodes, describe_repeat, describe_segment
+from overlap_desktop.core.report.segment_words import (
+    ambiguous_episodes,
+    describe_repeat,
+    describe_segment,
+    owned_moments,
+)
 from overlap_desktop.core.report.signing import report_signature_lines
 from overlap_desktop.core.report.wording import evidence_floor, headline, new_footage_sentence
 from overlap_desktop.core.types import Segment
@@ -85,7 +90,8 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
         else:
             desc = describe_segment(s, below_floor=kind == "below-floor", floor_seconds=fl,
                                     weak=kind == "weak",
-                                    ambiguous=ambiguous_episodes(f, s) if kind == "ambiguous" else 0)
+                                    ambiguous=ambiguous_episodes(f, s) if kind == "ambiguous" else 0,
+                                    moments=owned_moments(f, s) if kind == "segment" else 0)
         return [kind, _csv_text(s.query_file or ""), _csv_text(s.query_stream), f"{s.query_start:.3f}",
                 f"{s.query_end:.3f}", _csv_text(s.corpus_file), _csv_text(s.corpus_stream),
                 f"{s.corpus_start:.3f}", f"{s.corpus_end:.3f}", f"{s.speed:.4f}", int(v.mirrored),

@@ -26,6 +26,7 @@ from overlap_desktop.core.report.segment_words import (
     describe_flags,
     describe_repeat,
     describe_segment,
+    owned_moments,
 )
 from overlap_desktop.core.report.signing import report_signature_lines
 from overlap_desktop.core.report.wording import evidence_floor, headline, headline_details, new_footage_sentence
@@ -121,10 +122,10 @@ def _opt(x: float | None, nd: int) -> float | None:
 
 def _segment_to_dict(seg: Segment, *, below_floor: bool, floor_seconds: float | None,
                      max_pairs: int = MAX_PAIRS_PER_SEGMENT, weak: bool = False,
-                     repeat: bool = False, ambiguous: int = 0) -> dict[str, Any]:
+                     repeat: bool = False, ambiguous: int = 0, moments: int = 0) -> dict[str, Any]:
     pairs = thin_pairs(seg.pairs, max_pairs)
     description = describe_repeat(seg) if repeat else describe_segment(
-        seg, below_floor=below_floor, floor_seconds=floor_seconds, weak=weak, ambiguous=ambiguous)
+        seg, below_floor=below_floor, floor_seconds=floor_seconds, weak=weak, ambiguous=ambiguous, moments=moments)
     return {
         "query_file": seg.query_file,
         "query_stream": seg.query_stream,
@@ -158,7 +159,7 @@ def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int) ->
         "flags": list(f.flags),
         "flags_text": describe_flags(f),
         "segments": [_segment_to_dict(s, below_floor=False, floor_seconds=floor_seconds,
-                                      max_pairs=max_pairs) for s in f.segments],
+                                      max_pairs=max_pairs, moments=owned_moments(f, s)) for s in f.segments],
         "below_floor": [_segment_to_dict(s, below_floor=True, floor_seconds=floor_seconds,
                                          max_pairs=max_pairs) for s in f.below_floor],
         "weak": [_segment_to_dict(s, below_floor=False, floor_seconds=floor_seconds, max_pairs=max_pairs,

@@ -11,7 +11,7 @@ from overlap_desktop.core.report.model import FileResult, judged_unmatched_secon
 from overlap_desktop.core.types import Segment, Variant
 
 __all__ = ["SPEED_TOLERANCE", "ambiguous_episodes", "chance_words", "describe_flags", "describe_repeat",
-           "describe_segment", "manipulation_words", "speed_cell", "speed_text", "speed_words"]
+           "describe_segment", "manipulation_words", "owned_moments", "speed_cell", "speed_text", "speed_words"]
 
 #: Speeds within this distance of 1.0 count as "normal speed" in plain-word flags.
 SPEED_TOLERANCE = 0.08
@@ -250,8 +250,18 @@ def ambiguous_episodes(file_result: FileResult, seg: Segment) -> int:
     return max(2, len(names))
 
 
+def owned_moments(file_result: FileResult, seg: Segment) -> int:
+    """How many moments of one owned stream a counted ``seg``'s offered stretch matches (owned
+    footage that repeats itself, a loop: every one is owned, which was copied is ambiguous)."""
+    return sum(1 for s in file_result.segments
+               if (s.corpus_file, s.corpus_stream, s.query_stream) == (seg.corpus_file, seg.corpus_stream,
+                                                                      seg.query_stream)
+               and min(s.query_end, seg.query_end) - max(s.query_start, seg.query_start)
+               >= 0.5 * min(s.query_duration, seg.query_duration))
+
+
 def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: float | None = None,
-                     weak: bool = False, ambiguous: int = 0) -> str:
+                     weak: bool = False, ambiguous: int = 0, moments: int = 0) -> str:
     """One matched stretch in plain words.
 
     Example: ``"offered 0:10.0–0:30.0 matches owned kitchen/a.mp4 1:00.0–1:10.0,
@@ -264,6 +274,8 @@ def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: 
         floor_seconds: The floor, named when ``below_floor``.
         weak: Say that the stretch is weak evidence (too likely a coincidence to count).
         ambiguous: The stretch matches this many owned episodes about equally (0: it does not).
+        moments: The stretch matches this many moments of the same owned footage equally (the
+            owned footage repeats itself; below 2: it does not).
     """
     parts = [
         f"offered {format_clock(seg.query_start)}–{format_clock(seg.query_end)} matches owned "
@@ -282,6 +294,9 @@ def describe_segment(seg: Segment, *, below_floor: bool = False, floor_seconds: 
     if ambiguous:
         text += (f" (the same motion as {ambiguous} owned episodes; can't tell which, if any, was copied: "
                  "not counted as owned, not counted as new)")
+    if moments >= 2:
+        text += (f" (the owned footage repeats itself: this stretch matches {moments} moments of it equally; "
+                 "which moment was copied can't be told, but every one is owned)")
     return text
 
 
