@@ -17,9 +17,10 @@ from overlap_desktop.errors import ManifestError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.store import Index
-    from overlap_desktop.core.manifest.format import Manifest
+    from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream
 
-__all__ = ["check_ids", "index_queries", "load_manifest", "manifest_facts", "manifest_queries"]
+__all__ = ["check_ids", "episode_seconds", "index_queries", "load_manifest", "manifest_facts", "manifest_queries",
+           "stream_episode"]
 
 
 def load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
@@ -40,13 +41,29 @@ def check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None)
             f"normalisation", path=path)
 
 
+def stream_episode(s: ManifestStream) -> int | None:
+    """The one episode a stream is a camera of (its only episode span), else ``None``."""
+    return int(s.episodes[0][0]) if len(s.episodes) == 1 else None
+
+
+def episode_seconds(f: ManifestFile) -> float:
+    """A file's offered time counted as episode time: the sum over its episodes of each
+    episode's longest camera (its stated duration when its streams are one episode)."""
+    longest: dict[int | None, float] = {}
+    for s in f.streams:
+        e = stream_episode(s)
+        longest[e] = max(longest.get(e, 0.0), float(s.fingerprints.duration_s))
+    if len(longest) > 1:
+        return sum(longest.values())
+    return float(f.duration_s) if f.duration_s is not None else max(longest.values(), default=0.0)
+
+
 def manifest_queries(m: Manifest) -> list[QueryStream]:
     out: list[QueryStream] = []
     for f in m.files:
-        dur = float(f.duration_s) if f.duration_s is not None else max(
-            (s.fingerprints.duration_s for s in f.streams), default=0.0)
+        dur = episode_seconds(f)
         for s in f.streams:
-            out.append(QueryStream(f.name, dur, s.key, s.fingerprints))
+            out.append(QueryStream(f.name, dur, s.key, s.fingerprints, episode=stream_episode(s)))
         if not f.streams:
             empty = StreamFingerprints(np.zeros(0, np.int64), np.zeros(0, np.uint8),
                                        np.zeros((0, 1, 32), np.uint8), (Variant(),), np.zeros(0, bool),
@@ -56,7 +73,7 @@ def manifest_queries(m: Manifest) -> list[QueryStream]:
 
 
 def manifest_facts(m: Manifest) -> dict[str, Any]:
-    secs = sum(float(f.duration_s or 0.0) for f in m.files)
+    secs = sum(episode_seconds(f) for f in m.files)
     return {
         "label": getattr(m, "label", None),
         "root": getattr(m, "root", None),
