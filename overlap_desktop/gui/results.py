@@ -46,6 +46,7 @@ from overlap_desktop.gui.result_parts import (
     short_names,
     table_item,
 )
+from overlap_desktop.gui.result_streams import StreamBreakdown
 from overlap_desktop.gui.result_table import FileTable
 from overlap_desktop.gui.workers import Job
 
@@ -249,6 +250,8 @@ class ResultsView(QWidget):
         self.seg_table.itemSelectionChanged.connect(self._on_stretch_selected)
         self.seg_table.installEventFilter(self)  # columns re-fitted to its width when it is resized
         rl.addWidget(self.seg_table, 1)
+        self.streams_view = StreamBreakdown()  # each camera of each episode of the selected file
+        rl.addWidget(self.streams_view)
         hl.addWidget(left, 1)
 
     def _build_preview_side(self, hl: QHBoxLayout) -> None:
@@ -372,6 +375,7 @@ class ResultsView(QWidget):
         self.plot.set_file(f)
         self._update_legend()
         self._fill_segments(f)
+        self.streams_view.set_file(f)
         if f is None:
             self.plot_title.setText(f"Select a file to see where it matches {self.words.footage}.")
             return

@@ -131,3 +131,12 @@ def test_reports_carry_the_per_stream_breakdown(world: dict[str, Any], tmp_path:
     assert "new camera view of owned episodes: cam_right_wrist" in html
     csv_text = (tmp_path / "r.csv").read_text(encoding="utf-8-sig")
     assert "stream" in csv_text and "data/demo_1/obs/agentview_image" in csv_text
+
+
+def test_the_cli_names_the_unowned_camera(world: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    root = world["root"]
+    code = main(["compare", str(root / "offer.ovlm"), "--index", str(root / "idx_own")])
+    assert code in (0, 3), code
+    out = capsys.readouterr().out
+    assert "new camera view of owned episodes: cam_right_wrist, 1" in out
+    assert "cam_low" not in out  # the still camera is no news without -v
