@@ -106,7 +106,8 @@ class ZarrReader(ArrayReaderBase):
             except ImportError as exc:
                 raise MediaError(f"the cameras are compressed with {codec}, which needs the imagecodecs library; "
                                  f"install it with {IMAGECODECS_HINT}", path=folder) from exc
-            register_codecs()
+            # Quietly: each call names every codec already registered (hundreds of lines per run).
+            register_codecs(verbose=False)
         try:
             return zarr.open_group(os.fspath(folder), mode="r")
         except Exception as exc:  # zarr raises many kinds for unreadable metadata
