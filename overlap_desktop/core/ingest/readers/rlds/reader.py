@@ -117,8 +117,16 @@ class RldsReader(ArrayReaderBase):
     def _max_record(self) -> int:
         return int(self.limits().max_chunk_bytes)
 
-    def _spans(self, shard: Path) -> list[RecordSpan]:
-        return list(scan_records(shard, self._max_record(), max_records=MAX_EPISODES))
+    def _spans(self, shard: Path) -> tuple[list[RecordSpan], MediaError | None]:
+        """The shard's records up to the first damaged header (a truncated shard keeps the
+        episodes before its damage), and that damage."""
+        spans: list[RecordSpan] = []
+        try:
+            for span in scan_records(shard, self._max_record(), max_records=MAX_EPISODES):
+                spans.append(span)
+        except MediaError as exc:
+            return spans, exc
+        return spans, None
 
     def _record(self, shard: Path, span: RecordSpan) -> bytes:
         key = (str(shard), span.offset)
@@ -139,34 +147,66 @@ class RldsReader(ArrayReaderBase):
         rate, source = self.rate(None, folder)
         limits = self.limits()
         out: list[StreamInfo] = []
+        damage: list[MediaError] = []
         for split, files in shards(folder).items():
             episode = 0
             for shard in files:
-                for span in self._spans(shard):
-                    data = self._record(shard, span)
+                spans, broken = self._spans(shard)
+                for span in spans:
                     try:
-                        feats = parse_example(data, want=set(cams))
-                    except ExampleError as exc:
-                        raise MediaError(f"record {span.index} of {shard.name}: not a valid episode: {exc}",
-                                         path=folder) from exc
-                    for cam in cams:
-                        feat = feats.get(cam)
-                        if feat is None or feat.kind != "bytes" or not feat.count:
-                            continue
-                        first = feat.values[0] if isinstance(feat.values, list) else b""
-                        try:
-                            fmt, size = image_size(first, limits)
-                        except ImageError as exc:
-                            raise MediaError(f"record {span.index} of {shard.name}, {cam} step 0: {exc}",
-                                             path=folder) from exc
-                        out.append(self.stream(
-                            f"{split}/episode_{episode}/{cam}", size or (None, None), feat.count, fmt, rate,
-                            episode_extra(camera=cam.rsplit("/", 1)[-1], episode=episode, frames=feat.count,
-                                          rate=rate, rate_source=source, feature=cam, split=split,
-                                          shard=shard.name, record=span.index)))
+                        feats = self._episode(folder, shard, span, cams)
+                    except MediaError as exc:
+                        # A damaged record is listed and skipped; it keeps its episode number, so
+                        # the episodes after it are numbered as in an intact copy.
+                        damage.append(exc)
+                        episode += 1
+                        continue
+                    out.extend(self._episode_streams(folder, shard, span, feats, cams, split, episode,
+                                                     rate, source, limits))
                     episode += 1
+                if broken is not None:
+                    damage.append(broken)
         if not out:
+            if damage:
+                raise damage[0]
             raise MediaError("no episode holds camera images", path=folder)
+        if damage:
+            out[0].extra["reader_notes"] = [f"{Path(e.path or folder).name}: {e.message} (skipped; the intact "
+                                       "episodes were read)" for e in damage]
+        return out
+
+    def _episode(self, folder: Path, shard: Path, span: RecordSpan, cams: list[str]) -> dict[str, Any]:
+        """One record's camera features.
+
+        Raises:
+            MediaError: the record is damaged or not an episode.
+        """
+        data = self._record(shard, span)
+        try:
+            return parse_example(data, want=set(cams))
+        except ExampleError as exc:
+            raise MediaError(f"record {span.index} of {shard.name}: not a valid episode: {exc}",
+                             path=folder) from exc
+
+    def _episode_streams(self, folder: Path, shard: Path, span: RecordSpan, feats: dict[str, Any],
+                         cams: list[str], split: str, episode: int, rate: float, source: str,
+                         limits: Any) -> list[StreamInfo]:
+        out: list[StreamInfo] = []
+        for cam in cams:
+            feat = feats.get(cam)
+            if feat is None or feat.kind != "bytes" or not feat.count:
+                continue
+            first = feat.values[0] if isinstance(feat.values, list) else b""
+            try:
+                fmt, size = image_size(first, limits)
+            except ImageError as exc:
+                raise MediaError(f"record {span.index} of {shard.name}, {cam} step 0: {exc}",
+                                 path=folder) from exc
+            out.append(self.stream(
+                f"{split}/episode_{episode}/{cam}", size or (None, None), feat.count, fmt, rate,
+                episode_extra(camera=cam.rsplit("/", 1)[-1], episode=episode, frames=feat.count,
+                              rate=rate, rate_source=source, feature=cam, split=split,
+                              shard=shard.name, record=span.index)))
         return out
 
     def frames(self, path: Path, stream: StreamInfo, *,
@@ -182,7 +222,7 @@ class RldsReader(ArrayReaderBase):
             raise MediaError(f"{shard_name} is missing", path=folder)
         rate, _ = self.rate(None, folder)
         limits = self.limits()
-        span = next((s for s in self._spans(shard) if s.index == record), None)
+        span = next((s for s in self._spans(shard)[0] if s.index == record), None)
         if span is None:
             raise MediaError(f"record {record} is gone from {shard_name}", path=folder)
         cam = m.group("feature")
