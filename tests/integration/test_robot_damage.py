@@ -82,3 +82,35 @@ def test_a_depth_camera_in_a_compressed_aloha_file_is_skipped_with_a_word(tmp_pa
     with api.open_index(tmp_path / "ix") as idx:
         keys = sorted(key for _f, key, _fp in idx.streams(None))
     assert keys == ["observations/images/cam_high", "observations/images/cam_low"]
+
+
+def _faststart(video: Path) -> None:
+    """Remux with the index (moov) first, as LeRobot's encoder writes its videos: cut short, such a
+    file still opens and decodes up to the cut."""
+    import av
+
+    tmp = video.with_name("faststart.mp4")
+    with av.open(str(video)) as src, av.open(str(tmp), "w", options={"movflags": "faststart"}) as dst:
+        out = dst.add_stream_from_template(src.streams.video[0])
+        for pkt in src.demux(src.streams.video[0]):
+            if pkt.dts is not None:
+                pkt.stream = out
+                dst.mux(pkt)
+    tmp.replace(video)
+
+
+def test_a_half_truncated_lerobot_video_is_named_against_its_metadata(tmp_path: Path) -> None:
+    from tests.fixtures_recordings import write_lerobot
+
+    root = write_lerobot(tmp_path / "ds", episodes=((0, 4.0), (1, 4.0)), cameras=("observation.images.top",))
+    video = root / "videos" / "observation.images.top" / "chunk-000" / "file-000.mp4"
+    _faststart(video)
+    whole = api.index_paths([root], index=tmp_path / "ix_whole", config=_config())
+    assert not whole.failed and not [w for w in whole.warnings if "metadata" in w], whole.warnings
+    data = video.read_bytes()
+    video.write_bytes(data[: len(data) // 2])
+    summary = api.index_paths([root], index=tmp_path / "ix", config=_config())
+    assert not summary.failed, summary.failed
+    notes = [w for w in summary.warnings if "the dataset's metadata gives" in w]
+    assert notes and "of the 8.0 s" in notes[0], notes
+    assert "episode 1 " in notes[0] or "episodes 0, 1 " in notes[0], notes
