@@ -76,6 +76,7 @@ class AlohaReader(ArrayReaderBase):
     name = "aloha"
     description = "ALOHA / ACT episode HDF5 (/observations/images/<camera>, raw or JPEG): one stream per camera"
     extensions: tuple[str, ...] = SUFFIXES
+    rate_example = "e.g. --frame-rate 50 for ALOHA (its recorder runs at 50 Hz)"
 
     def can_open(self, path: Path) -> bool:
         return probe(path, _is_aloha)

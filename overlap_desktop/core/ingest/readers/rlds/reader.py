@@ -102,6 +102,7 @@ class RldsReader(ArrayReaderBase):
     name = "rlds"
     description = "RLDS / TFDS dataset folders (features.json + *.tfrecord-*): one stream per episode and camera"
     extensions: tuple[str, ...] = ()
+    rate_example = "the control rate on the dataset's card (Open X-Embodiment lists one per dataset)"
 
     def __init__(self, *, config: Any | None = None) -> None:
         super().__init__(config=config)

@@ -60,6 +60,7 @@ class ZarrReader(ArrayReaderBase):
     name = "zarr"
     description = "zarr ReplayBuffers (data/<camera> + meta/episode_ends; v2 and v3): one stream per episode and camera"
     extensions: tuple[str, ...] = ()
+    rate_example = "e.g. --frame-rate 10 for push-T, 60 for UMI"
 
     def can_open(self, path: Path) -> bool:
         path = Path(path)
