@@ -114,3 +114,19 @@ def test_a_half_truncated_lerobot_video_is_named_against_its_metadata(tmp_path: 
     notes = [w for w in summary.warnings if "the dataset's metadata gives" in w]
     assert notes and "of the 8.0 s" in notes[0], notes
     assert "episode 1 " in notes[0] or "episodes 0, 1 " in notes[0], notes
+
+
+def test_rlds_episodes_keep_the_dataset_numbers_and_the_dataset_its_name(tmp_path: Path) -> None:
+    eps = [{"image": _frames(e, 12)} for e in range(4)]
+    folder = write_rlds(tmp_path / "robot_dataset" / "1.0.0", eps, shards=2)
+    first = folder / "robot_dataset-train.tfrecord-00000-of-00002"
+    first.write_bytes(first.read_bytes()[:-50])  # shard 0 loses its second episode
+    summary = api.index_paths([folder], index=tmp_path / "ix", config=_config())
+    assert not summary.failed, summary.failed
+    with api.open_index(tmp_path / "ix") as idx:
+        keys = sorted(key for _f, key, _fp in idx.streams(None))
+    # The second shard's episodes are the dataset's episodes 2 and 3 (shard lengths), not 1 and 2.
+    assert keys == [f"train/episode_{e}/steps/observation/image" for e in (0, 2, 3)]
+    api.export_manifest(tmp_path / "ix", tmp_path / "offer.ovlm", config=_config())
+    names = [f.name for f in api.read_manifest(tmp_path / "offer.ovlm").files]
+    assert names == ["robot_dataset/1.0.0"], names

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -178,8 +179,22 @@ def _anon_ext(name: str) -> str:
     return f".{ext}" if EXT_RE.fullmatch(ext) else ""
 
 
+#: A dataset version folder (TFDS / RLDS ``robot_dataset/1.0.0``): named with its dataset folder.
+_VERSION_FOLDER = re.compile(r"\d+(\.\d+)+")
+
+
+def _parent(path: str) -> str:
+    """The folder an item is named from: its parent, or for a dataset version folder its
+    grandparent, so an RLDS dataset is named ``robot_dataset/1.0.0``, never just ``1.0.0``."""
+    full = os.path.abspath(path)
+    up = os.path.dirname(full)
+    if _VERSION_FOLDER.fullmatch(os.path.basename(full)) and os.path.isdir(full) and os.path.dirname(up) != up:
+        return os.path.dirname(up)
+    return up
+
+
 def _common_base(paths: Sequence[str]) -> str:
-    parents = [os.path.dirname(os.path.abspath(p)) for p in paths]
+    parents = [_parent(p) for p in paths]
     try:
         return os.path.commonpath(parents) if parents else ""
     except ValueError:  # different drives on Windows

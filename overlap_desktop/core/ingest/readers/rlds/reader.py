@@ -96,6 +96,28 @@ def _load_json(path: Path, name: str) -> Any:
         raise MediaError(f"{name} is not valid JSON: {exc}", path=path) from exc
 
 
+def _shard_starts(info: Any, split: str, files: list[Path]) -> dict[str, int]:
+    """``shard name -> number of its first episode`` from ``dataset_info.json``'s shard lengths
+    (TFDS's own episode order), or empty when they are absent or do not fit the shards."""
+    splits = info.get("splits") if isinstance(info, dict) else None
+    entry = next((x for x in splits if isinstance(x, dict) and x.get("name") == split), None) \
+        if isinstance(splits, list) else None
+    lengths = entry.get("shardLengths") if entry is not None else None
+    if not isinstance(lengths, list) or len(lengths) > MAX_EPISODES:
+        return {}
+    try:
+        counts = [int(x) for x in lengths]
+    except (TypeError, ValueError):
+        return {}
+    out: dict[str, int] = {}
+    for shard in files:
+        m = _SHARD.match(shard.name)
+        if m is None or int(m.group("n")) != len(counts) or int(m.group("i")) >= len(counts) or min(counts) < 0:
+            return {}
+        out[shard.name] = sum(counts[: int(m.group("i"))])
+    return out
+
+
 class RldsReader(ArrayReaderBase):
     """Reader for RLDS / TFDS dataset folders (no TensorFlow needed)."""
 
@@ -142,7 +164,7 @@ class RldsReader(ArrayReaderBase):
     def streams(self, path: Path) -> list[StreamInfo]:
         folder = Path(path)
         cams = image_features(_load_json(folder, "features.json"))
-        _load_json(folder, "dataset_info.json")  # present and readable: this is a TFDS folder
+        info = _load_json(folder, "dataset_info.json")  # present and readable: this is a TFDS folder
         if not cams:
             raise MediaError("features.json declares no Image feature (no camera to fingerprint)", path=folder)
         rate, source = self.rate(None, folder)
@@ -151,7 +173,10 @@ class RldsReader(ArrayReaderBase):
         damage: list[MediaError] = []
         for split, files in shards(folder).items():
             episode = 0
+            starts = _shard_starts(info, split, files)
             for shard in files:
+                # Numbered as the dataset's own order (its shard lengths), whatever is missing before.
+                episode = starts.get(shard.name, episode)
                 spans, broken = self._spans(shard)
                 for span in spans:
                     try:
