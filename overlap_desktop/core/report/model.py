@@ -14,6 +14,7 @@ because it is data that must round-trip.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -242,13 +243,30 @@ def judged_unmatched_seconds(file_result: FileResult) -> float:
 NEW_VIEW_MIN_SECONDS = 1.0
 
 
+#: The stream key of one tile of a tiled preview (core/ingest/readers/tiles.py): ``v:0/tile-2-of-4``.
+_TILE_KEY = re.compile(r"^(?P<base>.+)/tile-\d+-of-(?P<n>\d+)$")
+
+
 def new_camera_views(f: FileResult) -> list[StreamResult]:
     """The streams of ``f`` that are new footage of an episode the lab owns through another
     camera: a camera the lab does not own ("new camera view of owned episodes: cam_right_wrist,
-    20 s"). Empty for one-stream files and for episodes nothing of which is owned."""
+    20 s"). Empty for one-stream files and for episodes nothing of which is owned.
+
+    In a tiled preview the whole picture is no camera of its own (its tiles are), and only the
+    tiling whose tiles match counts (a width that fits two tilings is cut both ways)."""
     owned_offsets = {s.offset_s for s in f.streams if s.owned_seconds > 0}
-    return [s for s in f.streams if s.offset_s in owned_offsets and s.owned_seconds <= 0
-            and s.new_seconds >= NEW_VIEW_MIN_SECONDS]
+    tiles = {s.stream: m for s in f.streams if (m := _TILE_KEY.match(s.stream))}
+    wholes = {m.group("base") for m in tiles.values()}
+    owned_tilings = {(m.group("base"), m.group("n")) for k, m in tiles.items()
+                     if any(s.stream == k and s.owned_seconds > 0 for s in f.streams)}
+    out = []
+    for s in f.streams:
+        m = tiles.get(s.stream)
+        if s.stream in wholes or (m is not None and (m.group("base"), m.group("n")) not in owned_tilings):
+            continue
+        if s.offset_s in owned_offsets and s.owned_seconds <= 0 and s.new_seconds >= NEW_VIEW_MIN_SECONDS:
+            out.append(s)
+    return out
 
 
 #: ``Report.settings`` key naming the owned side when it is not the user's own library;

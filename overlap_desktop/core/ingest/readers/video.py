@@ -38,6 +38,7 @@ from overlap_desktop.core.ingest.frames import noting_gaps, packed_view, scale_o
 from overlap_desktop.core.ingest.readers._refs import ref_reader_for
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.ingest.readers.packet_feed import PacketFeed, ns_of
+from overlap_desktop.core.ingest.readers.tiles import base_key, tile_frames, tile_of, tile_streams
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 
@@ -332,7 +333,7 @@ class VideoReader:
             key_no = [s.index for s in container.streams.video].index(stream.index)
             others = [f"v:{i}" for i, s in enumerate(container.streams.video) if s is not stream
                       and s in candidates]
-            return [StreamInfo(
+            whole = StreamInfo(
                 key=f"v:{key_no}",
                 width=int(w),
                 height=int(h),
@@ -342,7 +343,9 @@ class VideoReader:
                 rotation=rotation,
                 extra={"stream_index": stream.index, "other_video_streams": others,
                        "pix_fmt": ctx.pix_fmt, "decode_errors": 0},
-            )]
+            )
+            # A preview of cameras side by side: each tile is a stream too (readers/tiles.py).
+            return [whole, *tile_streams(whole)]
         finally:
             container.close()
 
@@ -365,6 +368,11 @@ class VideoReader:
             MediaError: the stream is gone, too damaged to use, or a frame is over the caps.
             Cancelled: when ``cancel()`` turns true.
         """
+        if tile_of(stream.key) is not None and isinstance(stream.extra.get("whole"), list):
+            whole = StreamInfo(key=base_key(stream.key), width=int(stream.extra["whole"][0]),
+                               height=int(stream.extra["whole"][1]), duration_s=stream.duration_s,
+                               rotation=stream.rotation, extra={})
+            return tile_frames(self.frames(path, whole, cancel=cancel, start_ns=start_ns), stream)
         origin: int | None = None
         if start_ns > 0:
             first: list[int] = []
