@@ -167,6 +167,23 @@ def _rot270(img: Any) -> Any:
 
 
 FULL_A = [Expect("A", 0, 40, 0, 40)]
+def _tiled(left: Any, right: Any, start: float = 5.0) -> Callable[[Path, dict[str, Path]], Path]:
+    """20 s of two scenes side by side in one picture, as act-plus-plus's compress_data.py writes an
+    episode's cameras (``np.concatenate(all_cam_images, axis=1)``): 640x240, two 4:3 tiles."""
+
+    def make(dst: Path, masters: dict[str, Path]) -> Path:
+        import numpy as np
+
+        from tests.footage import write_video
+
+        a = m.render_edit([Piece(left, start, 20.0)], out_fps=FPS, size=SIZE)
+        b = m.render_edit([Piece(right, start, 20.0)], out_fps=FPS, size=SIZE)
+        return write_video(dst.with_suffix(".mp4"), [np.concatenate([x, y], axis=1) for x, y in zip(a, b)],
+                           fps=FPS)
+
+    return make
+
+
 SEG = [Expect("A", 0, 20, 5, 25)]  # the default 20 s piece starting 5 s into A
 piece = [Piece(A, 5.0, 20.0)]
 # Rows that offer the same copy (with other settings or another expectation) share one recipe
@@ -257,6 +274,9 @@ RECIPES: dict[str, Recipe] = {
     "launder-lerobot-images": Recipe(_repack("lerobot"), [Expect("R", 0, 12, 5, 17)],
                                      not_owned=("data/chunk-000/file-000.parquet/episode_1/observation.images.top",)),
     "same-rig-new-episode-aloha": Recipe(_repack("aloha-new")),
+    # Tiled previews: two owned masters side by side are found tile by tile; two unowned scenes are not.
+    "tiled-preview-2": Recipe(_tiled(A, B), [Expect("A", 0, 20, 5, 25), Expect("B", 0, 20, 5, 25)]),
+    "tiled-preview-new": Recipe(_tiled(NEW1, NEW2, start=0.0)),
     # As the speed-2x row, on the same master: the container, not the footage, changed the speed.
     "frame-rate-wrong-2x": Recipe(_repack("robomimic", stated_rate=2 * FPS, source=A, start=2.0, seconds=30.0),
                                   [Expect("A", 0, 15, 2, 32)],
@@ -280,7 +300,7 @@ _PART_B = {rid for rid, row in ROWS.items() if row["settings"] != "default"} | {
     "same-rig-rotate-90", "same-rig-rotate-270",
     "reencode-vp9-low", "reencode-av1-low", "picture-in-picture", "noise-blur",
     "splice-15s-plus-other", "merge-owned-plus-new", "merge-two-masters", "unrelated-footage", "fps-60-to-24",
-    "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct",
+    "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct", "tiled-preview-2", "tiled-preview-new",
     # Same copy as crop-bottom-15 (part "b"), so it is made once (see _part_reports).
     "crop-bottom-default-config"}
 PARTS: dict[str, list[str]] = {
