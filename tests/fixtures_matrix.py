@@ -73,6 +73,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "--crop-edges bottom": {"index.crop_edges": "bottom"},
     "--crop-edges top": {"index.crop_edges": "top"},
     "--dihedral all": {"index.dihedral": "all"},
+    "--aspect-crops 0.75": {"index.aspect_crops": "0.75"},
 }
 
 
@@ -167,6 +168,14 @@ def _rot270(img: Any) -> Any:
 
 
 FULL_A = [Expect("A", 0, 40, 0, 40)]
+def _to_square(img: Any) -> Any:
+    """The centre square of a 4:3 picture (75% of its width at full height)."""
+    import numpy as np
+
+    h, w = img.shape[:2]
+    return np.ascontiguousarray(img[:, (w - h) // 2:(w - h) // 2 + h])
+
+
 def _tiled(left: Any, right: Any, start: float = 5.0) -> Callable[[Path, dict[str, Path]], Path]:
     """20 s of two scenes side by side in one picture, as act-plus-plus's compress_data.py writes an
     episode's cameras (``np.concatenate(all_cam_images, axis=1)``): 640x240, two 4:3 tiles."""
@@ -274,6 +283,9 @@ RECIPES: dict[str, Recipe] = {
     "launder-lerobot-images": Recipe(_repack("lerobot"), [Expect("R", 0, 12, 5, 17)],
                                      not_owned=("data/chunk-000/file-000.parquet/episode_1/observation.images.top",)),
     "same-rig-new-episode-aloha": Recipe(_repack("aloha-new")),
+    # Aspect crops: the 4:3 master centre-cropped to square (as 16:9 to 4:3: 75% of the width kept).
+    "aspect-crop-to-square": Recipe(edit(piece, transform=_to_square), SEG),
+    "aspect-crop-to-square-default": Recipe(edit(piece, transform=_to_square)),
     # Tiled previews: two owned masters side by side are found tile by tile; two unowned scenes are not.
     "tiled-preview-2": Recipe(_tiled(A, B), [Expect("A", 0, 20, 5, 25), Expect("B", 0, 20, 5, 25)]),
     "tiled-preview-new": Recipe(_tiled(NEW1, NEW2, start=0.0)),

@@ -75,7 +75,7 @@ def _flags(segments: Sequence[Segment]) -> list[str]:
         v = s.variant
         if v.mirrored:
             flags.add("mirror")
-        if v.crop < 1.0:
+        if v.crop < 1.0 or v.aspect < 1.0:
             flags.add("crop")
         if v.edge is not None and v.edge_depth > 0:
             flags.add("edge-crop")
