@@ -83,6 +83,10 @@ def test_two_demos_are_two_episodes_of_offered_time(world: dict[str, Any]) -> No
     assert demo0.owned_seconds >= SECONDS * 0.85 and demo1.owned_seconds == 0
     assert demo1.new_seconds >= SECONDS * 0.85
     assert demo1.offset_s == pytest.approx(demo0.duration_s, abs=0.01)
+    # The vendor's manifest quotes the same episode time (its hours are what a lab pays by).
+    quoted = {Path(x.name).name: x.duration_s for x in api.read_manifest(world["root"] / "offer.ovlm").files}
+    assert quoted["robomimic.hdf5"] == pytest.approx(2 * SECONDS, abs=0.2)
+    assert quoted["episode_1.hdf5"] == pytest.approx(SECONDS, abs=0.2)
     # The report's total counts both episodes, and says what the rest is.
     assert world["report"].offered_seconds >= 3 * SECONDS - 0.5
     assert verdict_problems(world["report"]) == []

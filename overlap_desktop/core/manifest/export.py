@@ -31,7 +31,7 @@ from overlap_desktop.core.manifest.format import (
     TextNgrams,
 )
 from overlap_desktop.core.manifest.keys import SigningKey, load_signing_key, signing_key_info
-from overlap_desktop.core.manifest.sections import clean_episodes
+from overlap_desktop.core.manifest.sections import clean_episodes, episode_seconds
 from overlap_desktop.core.types import (
     CancelCallback,
     Progress,
@@ -387,12 +387,14 @@ def _manifest_files(grouped: _Grouped, episodes_of: Callable[[Any, str], Any]) -
         dur = (float(recorded) if recorded is not None and math.isfinite(float(recorded))
                else max(durations, default=0.0))
         rel = os.path.relpath(fpath, base) if base else os.path.basename(fpath)
-        files.append(ManifestFile(name=_sanitize_name(rel.replace(os.sep, "/")), size=int(ifile.size),
-                                  sha256=digest.lower(), duration_s=max(0.0, dur),
-                                  streams=[ManifestStream(key=k, fps=s.fps, fingerprints=s,
-                                                          episodes=clean_episodes(
-                                                              episodes_of(ifile, k), s.duration_s))
-                                           for k, s in streams]))
+        mf = ManifestFile(name=_sanitize_name(rel.replace(os.sep, "/")), size=int(ifile.size),
+                          sha256=digest.lower(), duration_s=max(0.0, dur),
+                          streams=[ManifestStream(key=k, fps=s.fps, fingerprints=s,
+                                                  episodes=clean_episodes(episodes_of(ifile, k), s.duration_s))
+                                   for k, s in streams])
+        # Quoted in episode time: a file of several episodes offers their sum, never its longest one.
+        mf.duration_s = round(episode_seconds(mf), 6)
+        files.append(mf)
     return files
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from overlap_desktop.core.manifest.sections import episode_seconds, stream_episode
 from overlap_desktop.core.manifest.vendors import manifest_signature_facts
 from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.types import StreamFingerprints, Variant
@@ -17,10 +18,9 @@ from overlap_desktop.errors import ManifestError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.core.index.store import Index
-    from overlap_desktop.core.manifest.format import Manifest, ManifestFile, ManifestStream
+    from overlap_desktop.core.manifest.format import Manifest
 
-__all__ = ["check_ids", "episode_seconds", "index_queries", "load_manifest", "manifest_facts", "manifest_queries",
-           "stream_episode"]
+__all__ = ["check_ids", "index_queries", "load_manifest", "manifest_facts", "manifest_queries"]
 
 
 def load_manifest(manifest: Manifest | Path | str, *, expect_algo: str | None = None,
@@ -39,23 +39,6 @@ def check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None)
             f"incompatible fingerprints: the manifest uses algo {m.algo_id!r} / prep {m.prep_id!r}, "
             f"{what} uses algo {algo!r} / prep {prep!r}; both sides must use the same hash and "
             f"normalisation", path=path)
-
-
-def stream_episode(s: ManifestStream) -> int | None:
-    """The one episode a stream is a camera of (its only episode span), else ``None``."""
-    return int(s.episodes[0][0]) if len(s.episodes) == 1 else None
-
-
-def episode_seconds(f: ManifestFile) -> float:
-    """A file's offered time counted as episode time: the sum over its episodes of each
-    episode's longest camera (its stated duration when its streams are one episode)."""
-    longest: dict[int | None, float] = {}
-    for s in f.streams:
-        e = stream_episode(s)
-        longest[e] = max(longest.get(e, 0.0), float(s.fingerprints.duration_s))
-    if len(longest) > 1:
-        return sum(longest.values())
-    return float(f.duration_s) if f.duration_s is not None else max(longest.values(), default=0.0)
 
 
 def manifest_queries(m: Manifest) -> list[QueryStream]:
