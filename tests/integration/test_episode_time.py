@@ -66,7 +66,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert not summary.failed, summary.failed
     api.export_manifest(root / "idx_offer", root / "offer.ovlm", config=config)
     report = api.compare(root / "offer.ovlm", root / "idx_own", config=config)
-    return {"root": root, "report": report,
+    return {"root": root, "report": report, "indexed_s": summary.hours_indexed * 3600,
             "files": {Path(f.query_file).name: f for f in report.files}}
 
 
@@ -83,6 +83,8 @@ def test_two_demos_are_two_episodes_of_offered_time(world: dict[str, Any]) -> No
     assert demo0.owned_seconds >= SECONDS * 0.85 and demo1.owned_seconds == 0
     assert demo1.new_seconds >= SECONDS * 0.85
     assert demo1.offset_s == pytest.approx(demo0.duration_s, abs=0.01)
+    # Indexing counts it so too (robomimic 2 x 15 s, the ALOHA episode 15 s).
+    assert world["indexed_s"] == pytest.approx(3 * SECONDS, abs=0.5)
     # The vendor's manifest quotes the same episode time (its hours are what a lab pays by).
     quoted = {Path(x.name).name: x.duration_s for x in api.read_manifest(world["root"] / "offer.ovlm").files}
     assert quoted["robomimic.hdf5"] == pytest.approx(2 * SECONDS, abs=0.2)
