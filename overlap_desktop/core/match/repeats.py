@@ -133,11 +133,11 @@ def new_and_repeated_seconds(f: FileResult) -> tuple[float, float]:
     unjudged spans (see the module docstring), in the file's time (episodes back to back).
     Each stream's own repeated and new seconds are set too."""
     dur = max(0.0, f.duration_s)
-    owned = [f.file_span(s) for s in f.segments]
+    owned = f.file_spans(f.segments)
     # Not judged, and "can't tell" (evidence that proves neither way): never repeated, never new.
     unjudged = [(max(0.0, sp.start_s), min(dur, sp.end_s)) for sp in [*f.indeterminate, *f.cant_tell]
                 if sp.end_s > sp.start_s]
-    reps = [f.file_span(s) for s in f.repeats]
+    reps = f.file_spans(f.repeats)
     repeated = union_seconds_excluding(reps, owned + unjudged) if reps else 0.0
     taken = union_seconds([(max(0.0, a), min(dur, b)) for a, b in owned + unjudged + reps if b > a])
     for st in f.streams:

@@ -144,5 +144,6 @@ def combine_streams(name: str, queries: Sequence[QueryStream], parts: dict[int, 
     f.duration_s = round(offset, 3)
     f.matched_seconds = round(f.matched_seconds, 3)
     f.real_footage_seconds = round(f.real_footage_seconds, 3)
-    f.segments.sort(key=lambda s: (f.offset_of(s.query_stream) + s.query_start, s.corpus_file, s.corpus_start))
+    offsets = {s.stream: s.offset_s for s in f.streams}
+    f.segments.sort(key=lambda s: (offsets.get(s.query_stream, 0.0) + s.query_start, s.corpus_file, s.corpus_start))
     return f

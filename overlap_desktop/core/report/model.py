@@ -131,10 +131,11 @@ class FileResult:
                 return s.offset_s
         return 0.0
 
-    def file_span(self, seg: Segment) -> tuple[float, float]:
-        """A segment's offered span in the file's time (its stream's episode offset added)."""
-        off = self.offset_of(seg.query_stream)
-        return seg.query_start + off, seg.query_end + off
+    def file_spans(self, segments: Iterable[Segment]) -> list[tuple[float, float]]:
+        """Segments' offered spans in the file's time (each stream's episode offset added)."""
+        offsets = {s.stream: s.offset_s for s in self.streams if s.offset_s}
+        return [(g.query_start + offsets.get(g.query_stream, 0.0), g.query_end + offsets.get(g.query_stream, 0.0))
+                for g in segments]
 
     @property
     def cant_tell_seconds(self) -> float:
