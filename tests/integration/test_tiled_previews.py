@@ -47,7 +47,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert not summary.failed, summary.failed
     api.export_manifest(root / "idx_offer", root / "offer.ovlm", config=config)
     report = api.compare(root / "offer.ovlm", root / "idx_own", config=config)
-    return {"files": {Path(f.query_file).name: f for f in report.files}, "report": report}
+    return {"files": {Path(f.query_file).name: f for f in report.files}, "report": report, "own": root / "idx_own"}
 
 
 def test_a_tiled_preview_of_owned_cameras_is_owned(world: dict[str, Any]) -> None:
@@ -85,3 +85,29 @@ def test_a_tiled_preview_of_episodes_nobody_owns_stays_new(world: dict[str, Any]
 ])
 def test_only_pictures_several_cameras_wide_are_split(size: tuple[int, int], counts: list[int]) -> None:
     assert tile_counts(*size) == counts
+
+
+def test_a_2x2_grid_preview_is_found_by_its_seams(world: dict[str, Any], tmp_path: Path) -> None:
+    owned = {cam: _frames(rig, 1) for cam, rig in CAMS.items()}
+    top = np.concatenate([owned["cam_high"], owned["cam_low"]], axis=2)
+    bottom = np.concatenate([owned["cam_left_wrist"], owned["cam_right_wrist"]], axis=2)
+    write_video(tmp_path / "offer" / "grid.mp4", list(np.concatenate([top, bottom], axis=1)), fps=FPS)
+    config = api.load_config({})
+    assert not api.index_paths([tmp_path / "offer"], index=tmp_path / "ix", config=config).failed
+    api.export_manifest(tmp_path / "ix", tmp_path / "grid.ovlm", config=config)
+    (f,) = api.compare(tmp_path / "grid.ovlm", world["own"], config=config).files
+    assert f.duration_s == pytest.approx(SECONDS, abs=0.3) and f.matched_seconds >= 0.85 * SECONDS
+    tiles = {s.stream: s for s in f.streams}
+    for i in (1, 2, 3):
+        assert tiles[f"v:0/tile-{i}-of-2x2"].owned_seconds >= 0.85 * SECONDS
+    assert [v.stream for v in new_camera_views(f)] == ["v:0/tile-4-of-2x2"]
+
+
+def test_ordinary_footage_has_no_seams() -> None:
+    from overlap_desktop.core.ingest.readers.tiles import grid_seams
+
+    # One camera's picture (a rig frame at 4:3) is not a grid; four of them in a grid are.
+    one = _frames(71, 1)[0].mean(axis=2)
+    assert not grid_seams(np.kron(one, np.ones((2, 2))))
+    quads = [_frames(rig, 1)[0].mean(axis=2) for rig in CAMS.values()]
+    assert grid_seams(np.block([[quads[0], quads[1]], [quads[2], quads[3]]]))

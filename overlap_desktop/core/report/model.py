@@ -244,8 +244,9 @@ def judged_unmatched_seconds(file_result: FileResult) -> float:
 NEW_VIEW_MIN_SECONDS = 1.0
 
 
-#: The stream key of one tile of a tiled preview (core/ingest/readers/tiles.py): ``v:0/tile-2-of-4``.
-_TILE_KEY = re.compile(r"^(?P<base>.+)/tile-\d+-of-(?P<n>\d+)$")
+#: The stream key of one tile of a tiled preview (core/ingest/readers/tiles.py): ``v:0/tile-2-of-4``,
+#: ``v:0/tile-3-of-2x2``.
+_TILE_KEY = re.compile(r"^(?P<base>.+)/tile-\d+-of-(?P<n>\d+(?:x\d+)?)$")
 
 
 def new_camera_views(f: FileResult) -> list[StreamResult]:

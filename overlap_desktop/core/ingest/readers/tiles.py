@@ -9,6 +9,10 @@ tiles are cameras of the same moment, so the comparison counts the moment owned 
 (see ``core/match/streamtime.py``). A width that fits two tilings (4 x 4:3 is 3 x 16:9) gets both;
 the tiling whose tiles match is the one reported. Ordinary footage is never split: no 4:3, 16:9
 or 21:9 picture is 2-4 standard pictures wide, so only such previews cost index space.
+
+A 2x2 grid has a single camera's shape, so it is told by its seams instead: in the first frame,
+both the column and the row across the middle change far more than the picture does anywhere
+else (:func:`grid_seams`). Then the four quarters are streams too (``v:0/tile-3-of-2x2``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import numpy as np
 from overlap_desktop.core.ingest.frames import scale_rgb
 from overlap_desktop.core.types import StreamInfo, TimedFrame
 
-__all__ = ["TILE_ASPECTS", "TileFrame", "base_key", "tile_counts", "tile_frames", "tile_of", "tile_streams"]
+__all__ = ["TILE_ASPECTS", "TileFrame", "base_key", "grid_seams", "tile_counts", "tile_frames", "tile_of",
+           "tile_streams"]
 
 #: Camera picture shapes (width / height) a tile may have.
 TILE_ASPECTS = (4 / 3, 16 / 9, 1.0, 5 / 4, 3 / 2)
@@ -30,7 +35,11 @@ TILE_ASPECTS = (4 / 3, 16 / 9, 1.0, 5 / 4, 3 / 2)
 _TOLERANCE = 0.015
 #: A preview is at least this many times wider than high (two square tiles); a single camera never is.
 _MIN_WIDE = 1.97
-_TILE_KEY = re.compile(r"^(?P<base>.+)/tile-(?P<i>\d+)-of-(?P<n>\d+)$")
+_TILE_KEY = re.compile(r"^(?P<base>.+)/tile-(?P<i>\d+)-of-(?P<n>\d+(?:x\d+)?)$")
+#: A seam changes the picture at least this many times the median change between neighbouring
+#: columns (rows), and by at least :data:`_SEAM_LEVELS` grey levels on average.
+_SEAM_RATIO = 4.0
+_SEAM_LEVELS = 12.0
 
 
 def tile_counts(width: int, height: int) -> list[int]:
@@ -45,10 +54,32 @@ def tile_counts(width: int, height: int) -> list[int]:
     return out
 
 
+def grid_seams(gray: np.ndarray) -> bool:
+    """True when a picture (``(h, w)`` grey levels) is a 2x2 grid: the column and the row across
+    its middle are both seams (a step far above the picture's usual change between neighbours)."""
+    g = np.asarray(gray, dtype=np.float32)
+    h, w = g.shape[:2]
+    if h < 32 or w < 32 or h % 2 or w % 2:
+        return False
+
+    def seam(steps: np.ndarray, at: int) -> bool:
+        usual = float(np.median(steps))
+        return bool(steps[at] >= _SEAM_LEVELS and steps[at] >= _SEAM_RATIO * max(usual, 1.0))
+
+    # Every 4th row (column) is enough to measure a seam across the whole picture, at a quarter of the work.
+    cols = np.abs(np.diff(g[::4], axis=1)).mean(axis=0)
+    rows = np.abs(np.diff(g[:, ::4], axis=0)).mean(axis=1)
+    return seam(cols, w // 2 - 1) and seam(rows, h // 2 - 1)
+
+
 def tile_of(key: str) -> tuple[str, int, int] | None:
     """``(base key, tile number from 1, tiles)`` of a tile stream's key, else ``None``."""
     m = _TILE_KEY.match(key)
-    return None if m is None else (m.group("base"), int(m.group("i")), int(m.group("n")))
+    if m is None:
+        return None
+    n = m.group("n")
+    count = int(n.split("x")[0]) * int(n.split("x")[1]) if "x" in n else int(n)
+    return m.group("base"), int(m.group("i")), count
 
 
 def base_key(key: str) -> str:
@@ -57,16 +88,19 @@ def base_key(key: str) -> str:
     return key if t is None else t[0]
 
 
-def tile_streams(stream: StreamInfo) -> list[StreamInfo]:
-    """The tile streams of a whole-picture video stream (none for ordinary footage)."""
+def tile_streams(stream: StreamInfo, *, grid: bool = False) -> list[StreamInfo]:
+    """The tile streams of a whole-picture video stream (none for ordinary footage); ``grid``: the
+    picture is a 2x2 grid (:func:`grid_seams` of its first frame)."""
     if not stream.width or not stream.height:
         return []
+    w, h = int(stream.width), int(stream.height)
+    layouts = [(n, 1, str(n)) for n in tile_counts(w, h)] + ([(2, 2, "2x2")] if grid else [])
     out = []
-    for n in tile_counts(int(stream.width), int(stream.height)):
-        for i in range(1, n + 1):
-            out.append(replace(stream, key=f"{stream.key}/tile-{i}-of-{n}", width=int(stream.width) // n,
-                               extra={"tile": [i, n], "base": stream.key,
-                                      "whole": [int(stream.width), int(stream.height)]}))
+    for cols, rows, name in layouts:
+        for i in range(1, cols * rows + 1):
+            out.append(replace(stream, key=f"{stream.key}/tile-{i}-of-{name}", width=w // cols, height=h // rows,
+                               extra={"tile": [i, cols * rows], "grid": [cols, rows], "base": stream.key,
+                                      "whole": [w, h]}))
     return out
 
 
@@ -74,22 +108,24 @@ class TileFrame:
     """One tile of a decoded whole-picture frame (implements ``TimedFrame``): the picture is
     converted at its full size, the tile cut out and scaled by swscale like any array frame."""
 
-    __slots__ = ("_frame", "_height", "_i", "_n", "_width", "t_ns")
+    __slots__ = ("_box", "_frame", "_height", "_width", "t_ns")
 
-    def __init__(self, frame: TimedFrame, width: int, height: int, i: int, n: int) -> None:
-        self._frame, self._width, self._height, self._i, self._n = frame, width, height, i, n
+    def __init__(self, frame: TimedFrame, width: int, height: int, box: tuple[int, int, int, int]) -> None:
+        self._frame, self._width, self._height, self._box = frame, width, height, box
         self.t_ns = frame.t_ns
 
     def to_rgb(self, width: int, height: int) -> np.ndarray:
         full = self._frame.to_rgb(self._width, self._height)
-        x0 = (self._i - 1) * self._width // self._n
-        x1 = self._i * self._width // self._n
-        return scale_rgb(np.ascontiguousarray(full[:, x0:x1]), width, height)
+        y0, y1, x0, x1 = self._box
+        return scale_rgb(np.ascontiguousarray(full[y0:y1, x0:x1]), width, height)
 
 
 def tile_frames(frames: Iterator[TimedFrame], stream: StreamInfo) -> Iterator[TimedFrame]:
     """The frames of tile ``stream`` from its whole picture's ``frames``."""
-    i, n = (int(x) for x in stream.extra["tile"])
+    i = int(stream.extra["tile"][0])
+    cols, rows = (int(x) for x in stream.extra.get("grid") or (int(stream.extra["tile"][1]), 1))
     width, height = (int(x) for x in stream.extra["whole"])
+    c, r = (i - 1) % cols, (i - 1) // cols
+    box = (r * height // rows, (r + 1) * height // rows, c * width // cols, (c + 1) * width // cols)
     for frame in frames:
-        yield TileFrame(frame, width, height, i, n)
+        yield TileFrame(frame, width, height, box)

@@ -38,7 +38,7 @@ from overlap_desktop.core.ingest.frames import noting_gaps, packed_view, scale_o
 from overlap_desktop.core.ingest.readers._refs import ref_reader_for
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.ingest.readers.packet_feed import PacketFeed, ns_of
-from overlap_desktop.core.ingest.readers.tiles import base_key, tile_frames, tile_of, tile_streams
+from overlap_desktop.core.ingest.readers.tiles import base_key, grid_seams, tile_frames, tile_of, tile_streams
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 
@@ -313,12 +313,14 @@ class VideoReader:
             stream = self._choose(container, candidates)
             self._check_stream(p, stream)
             self._cap_decoder(stream)
-            rotation, first_ok = 0, False
+            rotation, first_ok, grid = 0, False, False
             try:
                 for frame in container.decode(stream):
                     self._check_frame_size(p, frame.width, frame.height, 0.0)
                     rotation = int(round(getattr(frame, "rotation", 0) or 0)) % 360
                     first_ok = True
+                    # A 2x2 preview grid is told by its seams in the first picture (readers/tiles.py).
+                    grid = rotation == 0 and grid_seams(frame.to_ndarray(format="gray"))
                     break
             except av.error.FFmpegError as exc:
                 raise MediaError(f"cannot decode the video: {exc}", path=p, detail=str(exc)) from exc
@@ -345,7 +347,7 @@ class VideoReader:
                        "pix_fmt": ctx.pix_fmt, "decode_errors": 0},
             )
             # A preview of cameras side by side: each tile is a stream too (readers/tiles.py).
-            return [whole, *tile_streams(whole)]
+            return [whole, *tile_streams(whole, grid=grid)]
         finally:
             container.close()
 
