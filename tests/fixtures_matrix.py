@@ -193,6 +193,22 @@ def _tiled(left: Any, right: Any, start: float = 5.0) -> Callable[[Path, dict[st
     return make
 
 
+def _grid(scenes: tuple[Any, Any, Any, Any]) -> Callable[[Path, dict[str, Path]], Path]:
+    """20 s of four scenes in a 2x2 grid (640x480: four 320x240 quarters), a preview layout."""
+
+    def make(dst: Path, masters: dict[str, Path]) -> Path:
+        import numpy as np
+
+        from tests.footage import write_video
+
+        quads = [m.render_edit([Piece(sc, 5.0, 20.0)], out_fps=FPS, size=SIZE) for sc in scenes]
+        frames = [np.concatenate([np.concatenate([a, b], axis=1), np.concatenate([c, d], axis=1)], axis=0)
+                  for a, b, c, d in zip(*quads)]
+        return write_video(dst.with_suffix(".mp4"), frames, fps=FPS)
+
+    return make
+
+
 SEG = [Expect("A", 0, 20, 5, 25)]  # the default 20 s piece starting 5 s into A
 piece = [Piece(A, 5.0, 20.0)]
 # Rows that offer the same copy (with other settings or another expectation) share one recipe
@@ -289,6 +305,7 @@ RECIPES: dict[str, Recipe] = {
     # Tiled previews: two owned masters side by side are found tile by tile; two unowned scenes are not.
     "tiled-preview-2": Recipe(_tiled(A, B), [Expect("A", 0, 20, 5, 25), Expect("B", 0, 20, 5, 25)]),
     "tiled-preview-new": Recipe(_tiled(NEW1, NEW2, start=0.0)),
+    "tiled-preview-2x2": Recipe(_grid((A, NEW1, NEW2, B)), [Expect("A", 0, 20, 5, 25), Expect("B", 0, 20, 5, 25)]),
     # As the speed-2x row, on the same master: the container, not the footage, changed the speed.
     "frame-rate-wrong-2x": Recipe(_repack("robomimic", stated_rate=2 * FPS, source=A, start=2.0, seconds=30.0),
                                   [Expect("A", 0, 15, 2, 32)],
@@ -313,6 +330,7 @@ _PART_B = {rid for rid, row in ROWS.items() if row["settings"] != "default"} | {
     "reencode-vp9-low", "reencode-av1-low", "picture-in-picture", "noise-blur",
     "splice-15s-plus-other", "merge-owned-plus-new", "merge-two-masters", "unrelated-footage", "fps-60-to-24",
     "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct", "tiled-preview-2", "tiled-preview-new",
+    "tiled-preview-2x2",
     # Same copy as crop-bottom-15 (part "b"), so it is made once (see _part_reports).
     "crop-bottom-default-config"}
 PARTS: dict[str, list[str]] = {
