@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("h5py")
+pytest.importorskip("zarr")
 
 from overlap_desktop import api
 from overlap_desktop.cli.main import main
@@ -31,7 +32,7 @@ from overlap_desktop.core.report.model import new_camera_views
 from overlap_desktop.core.report.stream_words import stream_lines
 from tests.footage import write_video
 from tests.rig import RigEpisode
-from tests.robotdata import write_aloha, write_robomimic
+from tests.robotdata import write_aloha, write_robomimic, write_zarr
 
 FPS = 25.0
 SECONDS = 15.0
@@ -60,6 +61,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                     control_freq=FPS)
     write_aloha(offer / "aloha" / "episode_1.hdf5",
                 {"cam_high": owned, "cam_low": _still(), "cam_right_wrist": _frames(72, 1)})
+    # A ReplayBuffer of 2 episodes x 2 cameras, of which the lab owns one camera-episode.
+    # (Its other footage appears nowhere else in the offer, so none of it is a repeat inside the offer.)
+    write_zarr(offer / "buffer.zarr", [{"cam_high": owned, "cam_wrist": _frames(75, 1)},
+                                      {"cam_high": _frames(71, 3), "cam_wrist": _frames(75, 3)}])
     config = load_config(overrides={"index.frame_rate": FPS})
     assert not api.index_paths([own], index=root / "idx_own", config=config).failed
     summary = api.index_paths([offer], index=root / "idx_offer", config=config)
@@ -83,14 +88,14 @@ def test_two_demos_are_two_episodes_of_offered_time(world: dict[str, Any]) -> No
     assert demo0.owned_seconds >= SECONDS * 0.85 and demo1.owned_seconds == 0
     assert demo1.new_seconds >= SECONDS * 0.85
     assert demo1.offset_s == pytest.approx(demo0.duration_s, abs=0.01)
-    # Indexing counts it so too (robomimic 2 x 15 s, the ALOHA episode 15 s).
-    assert world["indexed_s"] == pytest.approx(3 * SECONDS, abs=0.5)
+    # Indexing counts it so too (robomimic 2 x 15 s, the ALOHA episode 15 s, the zarr buffer 2 x 15 s).
+    assert world["indexed_s"] == pytest.approx(5 * SECONDS, abs=0.5)
     # The vendor's manifest quotes the same episode time (its hours are what a lab pays by).
     quoted = {Path(x.name).name: x.duration_s for x in api.read_manifest(world["root"] / "offer.ovlm").files}
     assert quoted["robomimic.hdf5"] == pytest.approx(2 * SECONDS, abs=0.2)
     assert quoted["episode_1.hdf5"] == pytest.approx(SECONDS, abs=0.2)
     # The report's total counts both episodes, and says what the rest is.
-    assert world["report"].offered_seconds >= 3 * SECONDS - 0.5
+    assert world["report"].offered_seconds >= 5 * SECONDS - 0.5
     assert verdict_problems(world["report"]) == []
 
 
@@ -146,3 +151,16 @@ def test_the_cli_names_the_unowned_camera(world: dict[str, Any], capsys: pytest.
     out = capsys.readouterr().out
     assert "new camera view of owned episodes: cam_right_wrist, 1" in out
     assert "cam_low" not in out  # the still camera is no news without -v
+
+
+def test_a_zarr_buffer_counts_its_episodes_not_its_camera_streams(world: dict[str, Any]) -> None:
+    f = world["files"]["buffer.zarr"]
+    # 2 episodes of 15 s (was one 15 s timeline holding all four camera-episodes).
+    assert f.duration_s == pytest.approx(2 * SECONDS, abs=0.2)
+    # Episode 0 is owned through cam_high; episode 1 is new: half the buffer, whatever the camera count.
+    assert SECONDS * 0.85 <= f.matched_seconds <= SECONDS + 0.2
+    assert f.new_seconds >= SECONDS * 0.85
+    owned = {s.stream for s in f.streams if s.owned_seconds > 0}
+    assert owned == {"episode_0/cam_high"}
+    # Episode 0's wrist camera is a view the lab does not own; episode 1's cameras are a new episode.
+    assert [v.stream for v in new_camera_views(f)] == ["episode_0/cam_wrist"]
