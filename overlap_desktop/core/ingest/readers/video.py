@@ -86,6 +86,15 @@ def _describe_open_failure(path: Path, exc: Exception) -> str:
     return f"cannot open: {text}"
 
 
+def _grid_picture(frame: Any) -> bool:
+    """:func:`~overlap_desktop.core.ingest.readers.tiles.grid_seams` of a decoded frame; a picture
+    that cannot be turned into grey levels is simply not a grid (decoding reports it later)."""
+    try:
+        return grid_seams(frame.to_ndarray(format="gray"))
+    except Exception:  # any conversion failure of an odd pixel format: not a grid
+        return False
+
+
 class _AvFrame:
     """A decoded PyAV frame with its time; pixels are made only on request."""
 
@@ -320,7 +329,7 @@ class VideoReader:
                     rotation = int(round(getattr(frame, "rotation", 0) or 0)) % 360
                     first_ok = True
                     # A 2x2 preview grid is told by its seams in the first picture (readers/tiles.py).
-                    grid = rotation == 0 and grid_seams(frame.to_ndarray(format="gray"))
+                    grid = rotation == 0 and _grid_picture(frame)
                     break
             except av.error.FFmpegError as exc:
                 raise MediaError(f"cannot decode the video: {exc}", path=p, detail=str(exc)) from exc
