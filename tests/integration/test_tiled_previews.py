@@ -109,5 +109,9 @@ def test_ordinary_footage_has_no_seams() -> None:
     # One camera's picture (a rig frame at 4:3) is not a grid; four of them in a grid are.
     one = _frames(71, 1)[0].mean(axis=2)
     assert not grid_seams(np.kron(one, np.ones((2, 2))))
+    # One bright quarter on a flat picture has seams along half of each middle only: not a grid.
+    flat = np.full((192, 256), 40.0)
+    flat[:96, :128] = 215
+    assert not grid_seams(flat)
     quads = [_frames(rig, 1)[0].mean(axis=2) for rig in CAMS.values()]
     assert grid_seams(np.block([[quads[0], quads[1]], [quads[2], quads[3]]]))

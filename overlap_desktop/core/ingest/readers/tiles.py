@@ -55,23 +55,30 @@ def tile_counts(width: int, height: int) -> list[int]:
 
 
 def grid_seams(gray: np.ndarray) -> bool:
-    """True when a picture (``(h, w)`` grey levels) is a 2x2 grid: the column and the row across
-    its middle are both seams (a step far above the picture's usual change between neighbours)."""
+    """True when a picture (``(h, w)`` grey levels) is a 2x2 grid: the column and the row across its
+    middle are seams along their whole length (each half a step far above the picture's usual change
+    between neighbours), as where four separate camera pictures meet."""
     g = np.asarray(gray)
     h, w = g.shape[:2]
-    if h < 32 or w < 32 or h % 2 or w % 2:
+    if h < 128 or w < 128 or h % 2 or w % 2:
         return False
+    # Every 8th row (column) is enough to measure a seam; only those are converted, so a picture at
+    # the size caps costs megabytes, not its full size in floats.
+    step = 8 if min(h, w) >= 256 else 1
+    cols = np.abs(np.diff(g[::step].astype(np.float32), axis=1))  # (h / step, w - 1)
+    rows = np.abs(np.diff(g[:, ::step].astype(np.float32), axis=0))  # (h - 1, w / step)
 
     def seam(steps: np.ndarray, at: int) -> bool:
+        line = steps[:, at]
         usual = float(np.median(steps))
-        return bool(steps[at] >= _SEAM_LEVELS and steps[at] >= _SEAM_RATIO * max(usual, 1.0))
+        level = float(line.mean())
+        return level >= _SEAM_LEVELS and level >= _SEAM_RATIO * max(usual, 1.0)
 
-    # Every 8th row (column) is enough to measure a seam across the whole picture; only those are
-    # converted, so a picture at the size caps costs megabytes, not its full size in floats.
-    step = 8 if min(h, w) >= 256 else 1
-    cols = np.abs(np.diff(g[::step].astype(np.float32), axis=1)).mean(axis=0)
-    rows = np.abs(np.diff(g[:, ::step].astype(np.float32), axis=0)).mean(axis=1)
-    return seam(cols, w // 2 - 1) and seam(rows, h // 2 - 1)
+    rows_t = rows.T  # (w / step, h - 1): a row's steps as a column
+    top, bottom = cols[: cols.shape[0] // 2], cols[cols.shape[0] // 2:]
+    left, right = rows_t[: rows_t.shape[0] // 2], rows_t[rows_t.shape[0] // 2:]
+    return (seam(top, w // 2 - 1) and seam(bottom, w // 2 - 1)
+            and seam(left, h // 2 - 1) and seam(right, h // 2 - 1))
 
 
 def tile_of(key: str) -> tuple[str, int, int] | None:
