@@ -165,9 +165,8 @@ def _geometry_box(box: prep.Box, v: Variant) -> prep.Box:
     y0, y1, x0, x1 = box.y0, box.y1, box.x0, box.x1
     h, w = box.height, box.width
     if v.aspect < 1.0:  # the centre of the width at full height: another aspect ratio
-        cw = max(8, int(round(w * v.aspect)))
-        x0 += (w - cw) // 2
-        x1, w = x0 + cw, cw
+        w = max(8, int(round(w * v.aspect)))
+        x0, x1 = x0 + (box.width - w) // 2, x0 + (box.width - w) // 2 + w
     if v.crop < 1.0:
         ch, cw = max(8, int(round(h * v.crop))), max(8, int(round(w * v.crop)))
         if v.offset is None:
@@ -323,11 +322,9 @@ def variants_for(*, preset: str = "fast", crop_ladder: Sequence[float] | None = 
             if not 0.0 < d < 1.0:
                 raise ValueError(f"edge depth {d} is not a fraction between 0 and 1")
             geoms.append(Variant(edge=side, edge_depth=round(float(d), 4)))  # type: ignore[arg-type]
-    aspects = []
-    for a in aspect_crops:
-        if not 0.0 < a < 1.0:
-            raise ValueError(f"aspect crop {a} is not a fraction between 0 and 1")
-        aspects.append(Variant(aspect=round(float(a), 4)))
+    if any(not 0.0 < a < 1.0 for a in aspect_crops):
+        raise ValueError(f"aspect crops {tuple(aspect_crops)} are not all fractions between 0 and 1")
+    aspects = [Variant(aspect=round(float(a), 4)) for a in aspect_crops]
     offcentre: list[Variant] = []
     if preset == "thorough":
         keep = THOROUGH_OFFCENTRE_KEEP
