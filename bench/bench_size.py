@@ -47,9 +47,9 @@ VIDEO_EXT = {".mp4", ".mov", ".mkv", ".webm", ".avi"}
 SQLITE_NAMES = ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm")
 
 
-def default_config(index: Path) -> Config:
-    """Shipped defaults only (no user file, no local overlap.toml, no environment)."""
-    return load_config({"index.path": str(index)}, environ={}, cwd=index.parent,
+def default_config(index: Path, overrides: dict[str, object] | None = None) -> Config:
+    """Shipped defaults only (no user file, no local overlap.toml, no environment), plus ``overrides``."""
+    return load_config({"index.path": str(index), **(overrides or {})}, environ={}, cwd=index.parent,
                        user_file=index.parent / "no-user-config.toml")
 
 
@@ -84,13 +84,14 @@ def folder_sizes(index: Path) -> dict[str, int]:
             "other_names": sorted(str(p.relative_to(index)) for p in other)[:8]}  # type: ignore[dict-item]
 
 
-def measure(name: str, inputs: list[Path], work: Path) -> dict:
-    """Index ``inputs`` into a fresh index at the default preset, export a manifest, measure both."""
+def measure(name: str, inputs: list[Path], work: Path, overrides: dict[str, object] | None = None) -> dict:
+    """Index ``inputs`` into a fresh index at the default preset (with ``overrides``), export a
+    manifest, measure both."""
     from overlap_desktop.core.index.indexer import index_paths
     from overlap_desktop.core.manifest.export import export_manifest
 
     index = work / f"index-{name}"
-    cfg = default_config(index)
+    cfg = default_config(index, overrides)
     w0 = time.perf_counter()
     summary = index_paths(inputs, index=index, config=cfg)
     index_wall = time.perf_counter() - w0
@@ -121,15 +122,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--no-real", action="store_true", help="skip the shared real clips (../shared/realdata)")
     ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temp folder, removed)")
+    ap.add_argument("--aspect-crops", default=None, help='index.aspect_crops for the index, e.g. "0.75,0.5625"')
     a = ap.parse_args(argv)
+    overrides: dict[str, object] = {} if a.aspect_crops is None else {"index.aspect_crops": a.aspect_crops}
     tmp = None if a.dir else tempfile.TemporaryDirectory(prefix="bench-size-")
     work = a.dir or Path(tmp.name)  # type: ignore[union-attr]
     work.mkdir(parents=True, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.1f}, work {work}", flush=True)
-    rows = [measure("generated", make_generated(work / "footage", a.clips, a.seconds), work)]
+    rows = [measure("generated", make_generated(work / "footage", a.clips, a.seconds), work, overrides)]
     real = [] if a.no_real else real_inputs()
     if real:
-        rows.append(measure("real", real, work))
+        rows.append(measure("real", real, work, overrides))
     for r in rows:
         m = r["mb_per_hour"]
         print(f"{r['source']:9s}: {r['indexed']}/{r['files']} files indexed ({r['failed']} failed), "

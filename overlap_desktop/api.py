@@ -164,6 +164,9 @@ _EXPORTS: dict[str, str] = {
     "speed_words": "overlap_desktop.core.report.segment_words",
     "speed_text": "overlap_desktop.core.report.segment_words",
     "speed_cell": "overlap_desktop.core.report.segment_words",
+    "stream_rows": "overlap_desktop.core.report.stream_words",
+    "stream_lines": "overlap_desktop.core.report.stream_words",
+    "new_camera_lines": "overlap_desktop.core.report.stream_words",
     "format_amount": "overlap_desktop.core.report.formats",
     "identical_files": "overlap_desktop.core.report.model",
     "hide_folder_names": "overlap_desktop.core.report.redact",
@@ -382,6 +385,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         signature_changed,
         signature_sentence,
     )
+    from overlap_desktop.core.report.stream_words import new_camera_lines, stream_lines, stream_rows
     from overlap_desktop.core.report.wording import headline, headline_details, new_footage_sentence
     from overlap_desktop.core.text.ngrams import keyed_ngram_hashes
     from overlap_desktop.core.text.overlap import TextOverlapResult, check_hashed_overlap, text_overlap

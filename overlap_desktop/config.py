@@ -261,6 +261,9 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
             "Depths of the edge-crop ladder, as fractions removed", verdict=True),
     Setting("index.dihedral", _choice("mirror", "all"), _const("mirror"),
             "Orientation variants: mirror only, or all 8 rotations/flips", verdict=True),
+    Setting("index.aspect_crops", _float_list, _const(()),
+            "Widths kept by centred aspect crops at full height (0.75: 16:9 cropped to 4:3 or 4:3 to "
+            "square; 0.5625: 16:9 to square); empty = none", verdict=True),
     Setting("index.quality_floor", _bounded(0, 100, integer=True), _const(50),
             "PDQ quality below which a frame is excluded from matching", verdict=True),
     Setting("index.static_seconds", _bounded(0, 86400.0, lo_open=True, unit=" seconds"), _const(5.0),

@@ -85,6 +85,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "--crop-edges bottom": {"index.crop_edges": "bottom"},
     "--crop-edges top": {"index.crop_edges": "top"},
     "--dihedral all": {"index.dihedral": "all"},
+    "--aspect-crops 0.75": {"index.aspect_crops": "0.75"},
 }
 
 
@@ -181,6 +182,47 @@ def _rot270(img: Any) -> Any:
 
 
 FULL_A = [Expect("A", 0, 40, 0, 40)]
+def _to_square(img: Any) -> Any:
+    """The centre square of a 4:3 picture (75% of its width at full height)."""
+    import numpy as np
+
+    h, w = img.shape[:2]
+    return np.ascontiguousarray(img[:, (w - h) // 2:(w - h) // 2 + h])
+
+
+def _tiled(left: Any, right: Any, start: float = 5.0) -> Callable[[Path, dict[str, Path]], Path]:
+    """20 s of two scenes side by side in one picture, as act-plus-plus's compress_data.py writes an
+    episode's cameras (``np.concatenate(all_cam_images, axis=1)``): 640x240, two 4:3 tiles."""
+
+    def make(dst: Path, masters: dict[str, Path]) -> Path:
+        import numpy as np
+
+        from tests.footage import write_video
+
+        a = m.render_edit([Piece(left, start, 20.0)], out_fps=FPS, size=SIZE)
+        b = m.render_edit([Piece(right, start, 20.0)], out_fps=FPS, size=SIZE)
+        return write_video(dst.with_suffix(".mp4"), [np.concatenate([x, y], axis=1) for x, y in zip(a, b)],
+                           fps=FPS)
+
+    return make
+
+
+def _grid(scenes: tuple[Any, Any, Any, Any]) -> Callable[[Path, dict[str, Path]], Path]:
+    """20 s of four scenes in a 2x2 grid (640x480: four 320x240 quarters), a preview layout."""
+
+    def make(dst: Path, masters: dict[str, Path]) -> Path:
+        import numpy as np
+
+        from tests.footage import write_video
+
+        quads = [m.render_edit([Piece(sc, 5.0, 20.0)], out_fps=FPS, size=SIZE) for sc in scenes]
+        frames = [np.concatenate([np.concatenate([a, b], axis=1), np.concatenate([c, d], axis=1)], axis=0)
+                  for a, b, c, d in zip(*quads)]
+        return write_video(dst.with_suffix(".mp4"), frames, fps=FPS)
+
+    return make
+
+
 SEG = [Expect("A", 0, 20, 5, 25)]  # the default 20 s piece starting 5 s into A
 piece = [Piece(A, 5.0, 20.0)]
 # Rows that offer the same copy (with other settings or another expectation) share one recipe
@@ -271,6 +313,13 @@ RECIPES: dict[str, Recipe] = {
     "launder-lerobot-images": Recipe(_repack("lerobot"), [Expect("R", 0, 12, 5, 17)],
                                      not_owned=("data/chunk-000/file-000.parquet/episode_1/observation.images.top",)),
     "same-rig-new-episode-aloha": Recipe(_repack("aloha-new")),
+    # Aspect crops: the 4:3 master centre-cropped to square (as 16:9 to 4:3: 75% of the width kept).
+    "aspect-crop-to-square": Recipe(edit(piece, transform=_to_square), SEG),
+    "aspect-crop-to-square-default": Recipe(edit(piece, transform=_to_square)),
+    # Tiled previews: two owned masters side by side are found tile by tile; two unowned scenes are not.
+    "tiled-preview-2": Recipe(_tiled(A, B), [Expect("A", 0, 20, 5, 25), Expect("B", 0, 20, 5, 25)]),
+    "tiled-preview-new": Recipe(_tiled(NEW1, NEW2, start=0.0)),
+    "tiled-preview-2x2": Recipe(_grid((A, NEW1, NEW2, B)), [Expect("A", 0, 20, 5, 25), Expect("B", 0, 20, 5, 25)]),
     # As the speed-2x row, on the same master: the container, not the footage, changed the speed.
     # Near-static real footage, rescaled and sped up, and later moments of it; a piece of a
     # looping pattern (every repetition owned), the loop re-recorded with two more discs, another loop.
@@ -307,7 +356,8 @@ _PART_B = {rid for rid, row in ROWS.items() if row["settings"] != "default"} | {
     "same-rig-rotate-90", "same-rig-rotate-270",
     "reencode-vp9-low", "reencode-av1-low", "picture-in-picture", "noise-blur",
     "splice-15s-plus-other", "merge-owned-plus-new", "merge-two-masters", "unrelated-footage", "fps-60-to-24",
-    "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct",
+    "colorgrade", "speed-0.5x", "reverse", "letterbox-15pct", "tiled-preview-2", "tiled-preview-new",
+    "tiled-preview-2x2",
     # Same copy as crop-bottom-15 (part "b"), so it is made once (see _part_reports).
     "crop-bottom-default-config",
     "near-static-rescaled", "near-static-sped-up", "near-static-later", "near-static-later-sped-up",

@@ -193,6 +193,8 @@ class Variant:
         edge_depth: Fraction of the frame removed from ``edge`` (0.0 = none).
         offset: Off-centre crop anchor ``(x, y)`` in 0..1 for the crop window's centre,
             or ``None`` for centred.
+        aspect: Fraction of the width kept by a centred crop at full height (1.0 = none): an
+            aspect change, 0.75 for 16:9 footage cropped to 4:3 (or 4:3 cropped to square).
     """
 
     mirrored: bool = False
@@ -201,6 +203,7 @@ class Variant:
     edge: EdgeSide | None = None
     edge_depth: float = 0.0
     offset: tuple[float, float] | None = None
+    aspect: float = 1.0
 
     @property
     def is_identity(self) -> bool:
@@ -214,6 +217,8 @@ class Variant:
             "crop": None if self.crop >= 1.0 else round(self.crop, 4),
             "edge": None if self.edge is None else {"side": self.edge, "depth": round(self.edge_depth, 4)},
             "offset": None if self.offset is None else [round(self.offset[0], 4), round(self.offset[1], 4)],
+            # Only when set: indexes and reports made before aspect crops keep their exact form.
+            **({"aspect": round(self.aspect, 4)} if self.aspect < 1.0 else {}),
         }
 
     @classmethod
@@ -227,11 +232,14 @@ class Variant:
             edge=None if edge is None else edge["side"],
             edge_depth=0.0 if edge is None else float(edge["depth"]),
             offset=None if off is None else (float(off[0]), float(off[1])),
+            aspect=1.0 if d.get("aspect") is None else float(d["aspect"]),
         )
 
     def describe(self) -> str:
         """Plain words for a buyer: ``"cropped bottom 18%, mirrored"`` (``""`` for identity)."""
         parts: list[str] = []
+        if self.aspect < 1.0:
+            parts.append(f"cropped to {round(self.aspect * 100)}% of its width (aspect changed)")
         if self.crop < 1.0:
             where = "off-centre " if self.offset is not None else ""
             parts.append(f"{where}cropped to {round(self.crop * 100)}%")

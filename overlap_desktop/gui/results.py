@@ -46,6 +46,7 @@ from overlap_desktop.gui.result_parts import (
     short_names,
     table_item,
 )
+from overlap_desktop.gui.result_streams import StreamBreakdown
 from overlap_desktop.gui.result_table import FileTable, repeat_row_words
 from overlap_desktop.gui.splitters import ResultsSplit
 from overlap_desktop.gui.workers import Job
@@ -256,10 +257,16 @@ class ResultsView(QWidget):
         self.seg_table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         self.seg_table.itemSelectionChanged.connect(self._on_stretch_selected)
         self.seg_table.installEventFilter(self)  # columns re-fitted to its width when it is resized
+        self.streams_view = StreamBreakdown()  # each camera of each episode of the selected file
+        below = QWidget()  # the stretches and the per-camera breakdown share the splitter's lower pane
+        bl = QVBoxLayout(below)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.addWidget(self.seg_table, 1)
+        bl.addWidget(self.streams_view)
         self.plot_split = QSplitter(Qt.Orientation.Vertical)
         self.plot_split.setChildrenCollapsible(False)
         self.plot_split.addWidget(left)
-        self.plot_split.addWidget(self.seg_table)
+        self.plot_split.addWidget(below)
         self.plot_split.setStretchFactor(0, 3)
         self.plot_split.setStretchFactor(1, 1)
         hl.addWidget(self.plot_split, 1)
@@ -400,6 +407,7 @@ class ResultsView(QWidget):
         self.plot.set_file(f)
         self._update_legend()
         self._fill_segments(f)
+        self.streams_view.set_file(f)
         if f is None:
             self.plot_title.setText(f"Select a file to see where it matches {self.words.footage}.")
             return

@@ -238,7 +238,9 @@ _ROBOTDATA = (
     ("zarr (robotdata extra)", ("zarr",), "diffusion-policy / UMI zarr ReplayBuffers"),
     ("numcodecs", ("numcodecs",), "the compressors of zarr buffers (blosc, zstd, lz4, gzip)"),
     ("google-crc32c (robotdata extra)", ("google-crc32c", "google_crc32c"), "RLDS / TFDS TFRecord shards"),
-    ("imagecodecs", ("imagecodecs",), "JPEG-XL compressed zarr buffers (UMI): pip install imagecodecs"),
+    ("imagecodecs (robotdata extra)", ("imagecodecs",),
+     "JPEG 2000 (diffusion policy) and JPEG-XL (UMI) compressed zarr buffers"),
+    ("pyarrow (robotdata extra)", ("pyarrow",), "LeRobot image datasets and episode tables"),
 )
 
 

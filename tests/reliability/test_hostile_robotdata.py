@@ -194,11 +194,19 @@ def _rlds(tmp_path: Path) -> tuple[Path, Path]:
     return folder, shard
 
 
-def test_truncated_shard_names_the_file_and_record(tmp_path: Path) -> None:
+def test_truncated_shard_keeps_its_intact_episodes_and_names_the_record(tmp_path: Path) -> None:
     folder, shard = _rlds(tmp_path)
     data = shard.read_bytes()
     shard.write_bytes(data[:-50])
-    _refused(lambda: _configured(RldsReader()).streams(folder), "record 1", "truncated", path=shard)
+    reader = _configured(RldsReader())
+    streams = reader.streams(folder)
+    assert [s.key for s in streams] == ["train/episode_0/steps/observation/image"]
+    (note,) = streams[0].extra["reader_notes"]
+    assert shard.name in note and "record 1" in note and "truncated" in note
+    assert len(list(reader.frames(folder, streams[0]))) == len(FRAMES)
+    # Nothing intact is left: refused, naming the record.
+    shard.write_bytes(data[:100])
+    _refused(lambda: _configured(RldsReader()).streams(folder), "record 0", "truncated", path=shard)
 
 
 def test_crc_mismatch_names_the_record(tmp_path: Path) -> None:
@@ -206,7 +214,11 @@ def test_crc_mismatch_names_the_record(tmp_path: Path) -> None:
     data = bytearray(shard.read_bytes())
     data[200] ^= 0xFF  # inside record 0's data
     shard.write_bytes(bytes(data))
-    _refused(lambda: _configured(RldsReader()).streams(folder), "record 0", "CRC", path=shard)
+    streams = _configured(RldsReader()).streams(folder)
+    # Episode 1 keeps its number; the damaged episode 0 is named.
+    assert [s.key for s in streams] == ["train/episode_1/steps/observation/image"]
+    (note,) = streams[0].extra["reader_notes"]
+    assert "record 0" in note and "CRC" in note
 
 
 def test_record_length_over_the_cap_is_refused_before_reading(tmp_path: Path) -> None:

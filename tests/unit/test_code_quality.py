@@ -187,7 +187,6 @@ _DIST_OF = {"av": "av", "yaml": "pyyaml", "PySide6": "pyside6-essentials", "shib
 _UNDECLARED_OK = {
     "lz4": "rosbags' own dependency (the ros extra); read only inside ROS 1 bags rosbags opened",
     "ruamel": "rosbags' own dependency (the ros extra); parses rosbag2 metadata.yaml as rosbags does",
-    "imagecodecs": "JPEG-XL zarr buffers only; the reader names the package to install when it is missing",
 }
 
 

@@ -160,6 +160,9 @@ def print_report(report: Report, ctx: CliContext, *, verbose: bool = False) -> N
             ctx.print(f"         {api.safe_text(label, max_len=200)}")
         if len(labels) > _MAX_EPISODE_LINES and not verbose:
             ctx.print(f"         ... and {len(labels) - _MAX_EPISODE_LINES} more episode matches (-v)")
+        # A camera the lab does not own stands out; -v lists every camera of every episode.
+        for text in api.stream_lines(f) if verbose else api.new_camera_lines(f):
+            ctx.print(f"         {text}")
     _print_text_overlap(report, ctx, verbose=verbose)
     if quiet_files:
         ctx.print(f"  {len(quiet_files)} other file{'s' if len(quiet_files) != 1 else ''}: no match")

@@ -32,6 +32,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated sides (top,bottom,left,right) that get one-sided edge crops")
     p.add_argument("--crop-ladder", metavar="LIST", default=None,
                    help='centred crop rungs as fractions kept, e.g. "0.94,0.88,0.82"; "" for none')
+    p.add_argument("--aspect-crops", metavar="LIST", default=None, dest="aspect_crops",
+                   help='widths kept by centred aspect crops at full height, e.g. "0.75,0.5625" (16:9 cropped '
+                        'to 4:3 and to square); "" for none (default: index.aspect_crops)')
     p.add_argument("--fps", metavar="N", type=float, default=None,
                    help="samples per second of footage (default 4; lower weakens detection)")
     p.add_argument("--frame-rate", metavar="HZ", type=float, default=None, dest="frame_rate",
@@ -196,6 +199,8 @@ def _run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.overrides["index.crop_edges"] = args.crop_edges
     if args.crop_ladder is not None:
         ctx.overrides["index.crop_ladder"] = args.crop_ladder
+    if args.aspect_crops is not None:
+        ctx.overrides["index.aspect_crops"] = args.aspect_crops
     if args.fps is not None:
         ctx.overrides["index.fps"] = args.fps
     if args.frame_rate is not None:

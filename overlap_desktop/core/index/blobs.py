@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,8 +47,8 @@ import numpy as np
 from overlap_desktop.core.types import CODE_BYTES, Span, StreamFingerprints, StreamInfo, Variant
 from overlap_desktop.errors import IndexError_
 
-__all__ = ["decode_codes", "decode_fingerprints", "encode_codes", "encode_fingerprints", "info_from_json",
-           "info_to_json"]
+__all__ = ["decode_codes", "decode_fingerprints", "encode_codes", "encode_fingerprints", "episode_time",
+           "info_from_json", "info_to_json"]
 
 _RAW, _ZSTD, _PLANES = b"\x00", b"\x01", b"\x02"
 _TEMPORAL = 255  # reference byte of a variant predicted from the previous sample
@@ -247,3 +248,21 @@ def info_from_json(text: str) -> StreamInfo:
     return StreamInfo(key=d["key"], width=d.get("width"), height=d.get("height"),
                       duration_s=d.get("duration_s"), codec=d.get("codec"), rate_hint=d.get("rate_hint"),
                       rotation=int(d.get("rotation") or 0), extra=dict(d.get("extra") or {}))
+
+
+def episode_time(streams: Sequence[tuple[StreamInfo, StreamFingerprints]]) -> float:
+    """A file's time counted as episode time, the unit vendors quote: streams of different
+    episodes (each with one episode span, as robot-dataset readers give them) never share a
+    timeline, so the file's time is the sum over its episodes of each one's longest stream; a file
+    of one recording or episode is as long as its longest stream."""
+    longest: dict[int | None, float] = {}
+    for info, fp in streams:
+        spans = (info.extra or {}).get("episodes") or []
+        episode = None
+        if isinstance(spans, (list, tuple)) and len(spans) == 1 and isinstance(spans[0], (list, tuple)):
+            try:
+                episode = int(spans[0][0])
+            except (TypeError, ValueError, IndexError):
+                episode = None
+        longest[episode] = max(longest.get(episode, 0.0), float(fp.duration_s))
+    return sum(longest.values()) if len(longest) > 1 else max(longest.values(), default=0.0)

@@ -149,6 +149,9 @@ def fingerprint_item(path: Path, reader: Reader, *, config: Config, variants: Se
         raise MediaError(reason, path=path)
     if errors and warnings_out is not None:
         warnings_out.extend(f"{path}: {e} (skipped; other streams indexed)" for e in errors)
+    if warnings_out is not None:
+        # Damage a reader read around (a truncated dataset's lost records), named once per file.
+        warnings_out.extend(f"{path}: {note}" for s in streams for note in (s.extra or {}).get("reader_notes") or [])
     return out
 
 
@@ -347,8 +350,11 @@ def _run_job(job: FileJob, progress: Callable[[float], None] | None, cancel: Can
     except Exception as exc:
         if not isinstance(exc, OverlapError):
             log.debug("unexpected error on %s", path, exc_info=True)
+        # A refused file's checksum is of no use, and hashing a large recording to the end would
+        # keep a refusal known before any decoding (a missing frame rate) waiting for it.
+        stop.set()
         hasher.join()
-        out.error, out.sha256 = describe_failure(exc), sha[0]
+        out.error, out.sha256 = describe_failure(exc), None
         return out
     hasher.join()
     if sha_error[0] is not None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from overlap_desktop.core.index.blobs import episode_time
 from overlap_desktop.core.index.walk import changed_since, sha256_item, utf8_name
 from overlap_desktop.core.types import CancelCallback, Progress, ProgressCallback, check_cancel
 from overlap_desktop.errors import Cancelled
@@ -212,7 +213,7 @@ class IndexRun:
         self.idx.record_file(job.path, size=job.size, mtime_ns=job.mtime_ns, sha256=str(outcome.sha256),
                              reader=job.reader, streams=streams, settings=self.settings, indexed_at=now_iso(),
                              stat_key=job.stat_key or None)
-        dur = max((fp.duration_s for _, fp in streams), default=0.0)
+        dur = episode_time(streams)
         ind = sum(sum(s.duration_s for s in fp.indeterminate) for _, fp in streams)
         s = self.summary
         s.indexed += 1

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from overlap_desktop.core.index.blobs import encode_fingerprints, info_to_json
+from overlap_desktop.core.index.blobs import encode_fingerprints, episode_time, info_to_json
 from overlap_desktop.core.index.checkpoints import CheckpointStore
 from overlap_desktop.core.index.db import (
     DAMAGED_ADVICE,
@@ -371,7 +371,7 @@ class Index(IndexReader, ShardSet, CheckpointStore):
         self._require_writer()
         p = norm_path(path) if provenance is None else str(path)
         encoded = [(info, encode_fingerprints(fp)) for info, fp in streams]
-        duration = max((e["duration_s"] for _, e in encoded), default=0.0)
+        duration = episode_time(streams)  # a file of several episodes is their sum
         indeterminate = float(sum(e["indeterminate_s"] for _, e in encoded))
         fps = encoded[0][1]["fps"] if encoded else None
         with self._db:

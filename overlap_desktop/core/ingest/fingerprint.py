@@ -165,6 +165,9 @@ def _geometry_box(box: prep.Box, v: Variant) -> prep.Box:
     """The region of the content box that variant ``v`` hashes."""
     y0, y1, x0, x1 = box.y0, box.y1, box.x0, box.x1
     h, w = box.height, box.width
+    if v.aspect < 1.0:  # the centre of the width at full height: another aspect ratio
+        w = max(8, int(round(w * v.aspect)))
+        x0, x1 = x0 + (box.width - w) // 2, x0 + (box.width - w) // 2 + w
     if v.crop < 1.0:
         ch, cw = max(8, int(round(h * v.crop))), max(8, int(round(w * v.crop)))
         if v.offset is None:
@@ -200,7 +203,7 @@ def variant_box(box: prep.Box, v: Variant) -> prep.Box:
 #: Sampled frames hashed together (~2 MB of working images); larger batches fall out of cache.
 HASH_BATCH = 16
 def _geometry_key(v: Variant) -> tuple[Any, ...]:
-    return (v.crop, v.edge, v.edge_depth, v.offset)
+    return (v.crop, v.edge, v.edge_depth, v.offset, v.aspect)
 
 
 class _FrameHasher:
@@ -283,7 +286,8 @@ class _FrameHasher:
 
 def variants_for(*, preset: str = "fast", crop_ladder: Sequence[float] | None = None,
                  crop_edges: Sequence[str] = (), edge_ladder: Sequence[float] = DEFAULT_EDGE_LADDER,
-                 dihedral: str = "mirror", default_edge: bool = True) -> tuple[Variant, ...]:
+                 dihedral: str = "mirror", default_edge: bool = True,
+                 aspect_crops: Sequence[float] = ()) -> tuple[Variant, ...]:
     """Build the corpus variant list.
 
     Order: identity first, then per geometry (identity, centred rungs, default bottom
@@ -300,6 +304,8 @@ def variants_for(*, preset: str = "fast", crop_ladder: Sequence[float] | None = 
         edge_ladder: Depths (fractions removed) for each side in ``crop_edges``.
         dihedral: ``"mirror"``, ``"all"`` or ``"none"``.
         default_edge: Include the bottom :data:`EDGE_DEFAULT_RUNG` rung.
+        aspect_crops: Widths kept by centred aspect crops at full height (``index.aspect_crops``;
+            0.75: 16:9 cropped to 4:3 or 4:3 to square; 0.5625: 16:9 to square), upright only.
 
     Raises:
         ValueError: unknown preset or dihedral mode, or a fraction outside (0, 1).
@@ -323,6 +329,9 @@ def variants_for(*, preset: str = "fast", crop_ladder: Sequence[float] | None = 
             if not 0.0 < d < 1.0:
                 raise ValueError(f"edge depth {d} is not a fraction between 0 and 1")
             geoms.append(Variant(edge=side, edge_depth=round(float(d), 4)))  # type: ignore[arg-type]
+    if any(not 0.0 < a < 1.0 for a in aspect_crops):
+        raise ValueError(f"aspect crops {tuple(aspect_crops)} are not all fractions between 0 and 1")
+    aspects = [Variant(aspect=round(float(a), 4)) for a in aspect_crops]
     offcentre: list[Variant] = []
     if preset == "thorough":
         keep = THOROUGH_OFFCENTRE_KEEP
@@ -348,7 +357,7 @@ def variants_for(*, preset: str = "fast", crop_ladder: Sequence[float] | None = 
             for mirrored in (False, True):
                 for rot in (90, 180, 270):
                     add(Variant(mirrored=mirrored, rotation=rot))
-    for g in offcentre:
+    for g in offcentre + aspects:
         add(g)
     return tuple(out)
 
@@ -357,7 +366,7 @@ def variants_from_config(config: Mapping[str, Any]) -> tuple[Variant, ...]:
     """Corpus variants for a resolved :class:`~overlap_desktop.config.Config`.
 
     Reads ``index.preset``, ``index.crop_ladder``, ``index.crop_edges``,
-    ``index.edge_ladder`` and ``index.dihedral``. ``variants[0]`` is ``Variant()``.
+    ``index.edge_ladder``, ``index.dihedral`` and ``index.aspect_crops``. ``variants[0]`` is ``Variant()``.
     """
     def get(key: str, default: Any) -> Any:
         try:
@@ -372,6 +381,7 @@ def variants_from_config(config: Mapping[str, Any]) -> tuple[Variant, ...]:
         crop_edges=tuple(get("index.crop_edges", ())),
         edge_ladder=tuple(get("index.edge_ladder", DEFAULT_EDGE_LADDER)),
         dihedral=str(get("index.dihedral", "mirror")),
+        aspect_crops=tuple(get("index.aspect_crops", ())),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -30,7 +31,7 @@ from overlap_desktop.core.manifest.format import (
     TextNgrams,
 )
 from overlap_desktop.core.manifest.keys import SigningKey, load_signing_key, signing_key_info
-from overlap_desktop.core.manifest.sections import clean_episodes
+from overlap_desktop.core.manifest.sections import clean_episodes, episode_seconds
 from overlap_desktop.core.types import (
     CancelCallback,
     Progress,
@@ -178,8 +179,22 @@ def _anon_ext(name: str) -> str:
     return f".{ext}" if EXT_RE.fullmatch(ext) else ""
 
 
+#: A dataset version folder (TFDS / RLDS ``robot_dataset/1.0.0``): named with its dataset folder.
+_VERSION_FOLDER = re.compile(r"\d+(\.\d+)+")
+
+
+def _parent(path: str) -> str:
+    """The folder an item is named from: its parent, or for a dataset version folder its
+    grandparent, so an RLDS dataset is named ``robot_dataset/1.0.0``, never just ``1.0.0``."""
+    full = os.path.abspath(path)
+    up = os.path.dirname(full)
+    if _VERSION_FOLDER.fullmatch(os.path.basename(full)) and os.path.isdir(full) and os.path.dirname(up) != up:
+        return os.path.dirname(up)
+    return up
+
+
 def _common_base(paths: Sequence[str]) -> str:
-    parents = [os.path.dirname(os.path.abspath(p)) for p in paths]
+    parents = [_parent(p) for p in paths]
     try:
         return os.path.commonpath(parents) if parents else ""
     except ValueError:  # different drives on Windows
@@ -372,12 +387,14 @@ def _manifest_files(grouped: _Grouped, episodes_of: Callable[[Any, str], Any]) -
         dur = (float(recorded) if recorded is not None and math.isfinite(float(recorded))
                else max(durations, default=0.0))
         rel = os.path.relpath(fpath, base) if base else os.path.basename(fpath)
-        files.append(ManifestFile(name=_sanitize_name(rel.replace(os.sep, "/")), size=int(ifile.size),
-                                  sha256=digest.lower(), duration_s=max(0.0, dur),
-                                  streams=[ManifestStream(key=k, fps=s.fps, fingerprints=s,
-                                                          episodes=clean_episodes(
-                                                              episodes_of(ifile, k), s.duration_s))
-                                           for k, s in streams]))
+        mf = ManifestFile(name=_sanitize_name(rel.replace(os.sep, "/")), size=int(ifile.size),
+                          sha256=digest.lower(), duration_s=max(0.0, dur),
+                          streams=[ManifestStream(key=k, fps=s.fps, fingerprints=s,
+                                                  episodes=clean_episodes(episodes_of(ifile, k), s.duration_s))
+                                   for k, s in streams])
+        # Quoted in episode time: a file of several episodes offers their sum, never its longest one.
+        mf.duration_s = round(episode_seconds(mf), 6)
+        files.append(mf)
     return files
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from overlap_desktop.core.manifest.format import ManifestFile, TextNgrams
+from overlap_desktop.core.manifest.format import ManifestFile, ManifestStream, TextNgrams
 from overlap_desktop.errors import ManifestError
 
 __all__ = [
@@ -32,8 +32,10 @@ __all__ = [
     "clean_episodes",
     "encode_stream_episodes",
     "encode_text_ngrams",
+    "episode_seconds",
     "parse_stream_episodes",
     "parse_text_ngrams",
+    "stream_episode",
 ]
 
 NGRAMS_SVERSION = 1
@@ -310,3 +312,21 @@ def describe_sections(text: TextNgrams | None, episodes: Mapping[tuple[int, str]
             "counts": {str(n): c for n, c in text.counts().items()}},
         "episodes": {"streams": len(episodes), "spans": sum(len(v) for v in episodes.values())},
     }
+
+
+def stream_episode(s: ManifestStream) -> int | None:
+    """The one episode a stream is a camera of (its only episode span), else ``None``."""
+    return int(s.episodes[0][0]) if len(s.episodes) == 1 else None
+
+
+def episode_seconds(f: ManifestFile) -> float:
+    """A file's time counted as episode time, the unit vendors quote: the sum over its episodes
+    (streams of different episodes never share a timeline) of each episode's longest camera; a
+    file of one episode or one recording keeps its stated duration."""
+    longest: dict[int | None, float] = {}
+    for s in f.streams:
+        e = stream_episode(s)
+        longest[e] = max(longest.get(e, 0.0), float(s.fingerprints.duration_s))
+    if len(longest) > 1:
+        return sum(longest.values())
+    return float(f.duration_s) if f.duration_s is not None else max(longest.values(), default=0.0)

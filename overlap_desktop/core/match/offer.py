@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from overlap_desktop.core.manifest.sections import episode_seconds, stream_episode
 from overlap_desktop.core.manifest.vendors import manifest_signature_facts
 from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.types import StreamFingerprints, Variant
@@ -43,10 +44,9 @@ def check_ids(m: Manifest, algo: str, prep: str, *, what: str, path: str | None)
 def manifest_queries(m: Manifest) -> list[QueryStream]:
     out: list[QueryStream] = []
     for f in m.files:
-        dur = float(f.duration_s) if f.duration_s is not None else max(
-            (s.fingerprints.duration_s for s in f.streams), default=0.0)
+        dur = episode_seconds(f)
         for s in f.streams:
-            out.append(QueryStream(f.name, dur, s.key, s.fingerprints))
+            out.append(QueryStream(f.name, dur, s.key, s.fingerprints, episode=stream_episode(s)))
         if not f.streams:
             empty = StreamFingerprints(np.zeros(0, np.int64), np.zeros(0, np.uint8),
                                        np.zeros((0, 1, 32), np.uint8), (Variant(),), np.zeros(0, bool),
@@ -56,7 +56,7 @@ def manifest_queries(m: Manifest) -> list[QueryStream]:
 
 
 def manifest_facts(m: Manifest) -> dict[str, Any]:
-    secs = sum(float(f.duration_s or 0.0) for f in m.files)
+    secs = sum(episode_seconds(f) for f in m.files)
     return {
         "label": getattr(m, "label", None),
         "root": getattr(m, "root", None),

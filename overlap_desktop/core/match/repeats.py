@@ -148,15 +148,23 @@ def find_repeats(queries: Sequence[QueryStream], params: MatchParams, *,
 
 def new_and_repeated_seconds(f: FileResult) -> tuple[float, float]:
     """``(repeated_seconds, new_seconds)`` of one file from its segments, repeats and
-    unjudged spans (see the module docstring)."""
+    unjudged spans (see the module docstring), in the file's time (episodes back to back).
+    Each stream's own repeated and new seconds are set too."""
     dur = max(0.0, f.duration_s)
-    owned = [(s.query_start, s.query_end) for s in f.segments]
+    owned = f.file_spans(f.segments)
     # Not judged, and "can't tell" (evidence that proves neither way): never repeated, never new.
     unjudged = [(max(0.0, sp.start_s), min(dur, sp.end_s)) for sp in [*f.indeterminate, *f.cant_tell]
                 if sp.end_s > sp.start_s]
-    reps = [(s.query_start, s.query_end) for s in f.repeats]
+    reps = f.file_spans(f.repeats)
     repeated = union_seconds_excluding(reps, owned + unjudged) if reps else 0.0
     taken = union_seconds([(max(0.0, a), min(dur, b)) for a, b in owned + unjudged + reps if b > a])
+    for st in f.streams:
+        mine = [(s.query_start, s.query_end) for s in f.repeats if s.query_stream == st.stream]
+        if not mine:
+            continue
+        held = [(s.query_start, s.query_end) for s in f.segments if s.query_stream == st.stream] + st.unjudged
+        st.repeated_seconds = round(union_seconds_excluding(mine, held), 3)
+        st.new_seconds = round(max(0.0, st.new_seconds - st.repeated_seconds), 3)
     return round(repeated, 3), round(max(0.0, dur - taken), 3)
 
 

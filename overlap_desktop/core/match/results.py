@@ -4,7 +4,8 @@ weak, ambiguous, can't tell) and the flags that say how the offer was altered.""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from overlap_desktop.core.match.accounting import real_footage_seconds, union_se
 from overlap_desktop.core.match.floor import clears_floor, line_evidence_seconds
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
 from overlap_desktop.core.match.stillmatch import near_rows, row_spans
+from overlap_desktop.core.match.streamtime import combine_streams
 from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.match.verdicts import cant_tell_spans, settle_episodes
 from overlap_desktop.core.report.model import FileResult, offered_pieces
@@ -59,6 +61,9 @@ def speed_change(s: Segment) -> str | None:
     return None
 
 
+_FLAG_ORDER = ("slowdown", "speedup", "reversed", "mirror", "crop", "edge-crop", "rotation", "splice")
+
+
 def _flags(segments: Sequence[Segment]) -> list[str]:
     flags: set[str] = set()
     for s in segments:
@@ -70,7 +75,7 @@ def _flags(segments: Sequence[Segment]) -> list[str]:
         v = s.variant
         if v.mirrored:
             flags.add("mirror")
-        if v.crop < 1.0:
+        if v.crop < 1.0 or v.aspect < 1.0:
             flags.add("crop")
         if v.edge is not None and v.edge_depth > 0:
             flags.add("edge-crop")
@@ -80,8 +85,7 @@ def _flags(segments: Sequence[Segment]) -> list[str]:
     # several owned copies of the same footage.
     if len(offered_pieces(segments)) > 1:
         flags.add("splice")
-    order = ["slowdown", "speedup", "reversed", "mirror", "crop", "edge-crop", "rotation", "splice"]
-    return [f for f in order if f in flags]
+    return [f for f in _FLAG_ORDER if f in flags]
 
 
 def _dedupe(segs: list[Segment]) -> list[Segment]:
@@ -149,59 +153,88 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
         sid = sid_of.get((seg.corpus_file, seg.corpus_stream))
         return None if sid is None else corpus.fingerprints(sid)
 
+    g = _Gathered(segs_of, rivals_of, still_of, near_of, related, owned_fp)
     results: list[FileResult] = []
     for name, idxs in by_file.items():
-        all_segs = [s for i in idxs for s in segs_of.get(i, [])]
-        weak = _dedupe([s for s in all_segs if _is_weak(s, params)])
-        segs = _dedupe([s for s in all_segs if not _is_weak(s, params)])
-        ind: list[Span] = []
-        for i in idxs:
-            ind.extend(queries[i].fp.indeterminate)
-        ind.sort(key=lambda sp: (sp.start_s, sp.end_s))
-        # Unjudged time (marked static, or a still match) a line runs into speaks for it too.
-        still = [sp for i in idxs for sp in still_of.get(i, [])]
-        around = ind + [Span(a, b, "still") for a, b in still]
-        # The floor is a floor of evidence (core/match/floor.py): a line's pieces together, and
-        # short evidence counted when it is overwhelming in proportion to the time it lacks.
-        ev = line_evidence_seconds(segs, around, params.gap_seconds)
-        clear = [clears_floor(s, e, params.floor_seconds, params.max_chance) for s, e in zip(segs, ev, strict=True)]
-        above = [s for s, ok in zip(segs, clear, strict=True) if ok]
-        below = [s for s, ok in zip(segs, clear, strict=True) if not ok]
-        # Several owned episodes matched about equally prove none of them copied. A match to
-        # another episode that does not count itself (below the floor, weak) still shows the
-        # same motion there, so it competes like a rival.
-        competing = [r for i in idxs for r in rivals_of.get(i, [])] + below + weak
-        above, ambiguous = settle_episodes(above, owned_fp, competing)
-        settled = {id(s) for s in ambiguous}
-        below = [s for s in below if id(s) not in settled]
-        weak = [s for s in weak if id(s) not in settled]
-        spans = [(s.query_start, s.query_end) for s in above]
-        duration = queries[idxs[0]].file_duration
-        # Indeterminate time inside a matched stretch is reported, never counted.
-        ind_spans = [(sp.start_s, sp.end_s) for sp in ind]
-        f = FileResult(
-            query_file=name,
-            duration_s=duration,
-            matched_seconds=round(union_seconds_excluding(spans, ind_spans), 3),
-            real_footage_seconds=round(real_footage_seconds(
-                [(s.query_start, s.query_end, s.speed) for s in above], ind_spans), 3),
-            segments=above,
-            below_floor=below,
-            indeterminate=ind,
-            flags=_flags(above),
-            weak=weak,
-            ambiguous=ambiguous,
-        )
-        rivals = [(r.query_start, r.query_end) for i in idxs for r in rivals_of.get(i, [])]
-        near = [sp for i in idxs for sp in near_of.get(i, [])]
-        f.cant_tell = cant_tell_spans(f, still, rivals, near)
-        # What is left would be new: only where no frame of a related owned stream looks like it.
-        more = [sp for i in idxs
-                for sp in _near_related(queries[i].fp, f, (corpus.fingerprints(sid) for sid in related.get(i, [])))]
-        if more:
-            f.cant_tell = cant_tell_spans(f, still, rivals, near + more)
+        if len(idxs) == 1:
+            f = _judge(name, idxs, queries[idxs[0]].file_duration, queries, g, corpus, params)
+            f.streams = combine_streams(name, queries, {idxs[0]: f}).streams
+        else:
+            # Each camera of each episode is judged on its own, then counted in episode time.
+            parts = {i: _judge(name, [i], queries[i].fp.duration_s or queries[i].file_duration, queries, g, corpus,
+                               params) for i in idxs}
+            f = combine_streams(name, queries, parts)
+            # A splice is pieces of one stream's time, never two episodes or cameras side by side.
+            flags = {x for part in parts.values() for x in part.flags}
+            f.flags = [x for x in _FLAG_ORDER if x in flags]
         results.append(f)
     return results
+
+
+@dataclass(slots=True)
+class _Gathered:
+    """The found segments of a comparison sorted per offered stream (see :func:`file_results`)."""
+
+    segs_of: dict[int, list[Segment]]
+    rivals_of: dict[int, list[Segment]]
+    still_of: dict[int, list[tuple[float, float]]]
+    near_of: dict[int, list[tuple[float, float]]]
+    related: dict[int, list[int]]
+    owned_fp: Callable[[Segment], StreamFingerprints | None]
+
+
+def _judge(name: str, idxs: Sequence[int], duration: float, queries: Sequence[QueryStream], g: _Gathered,
+           corpus: Corpus, params: MatchParams) -> FileResult:
+    """The verdicts over offered streams ``idxs`` sharing one timeline of ``duration`` seconds."""
+    all_segs = [s for i in idxs for s in g.segs_of.get(i, [])]
+    weak = _dedupe([s for s in all_segs if _is_weak(s, params)])
+    segs = _dedupe([s for s in all_segs if not _is_weak(s, params)])
+    ind: list[Span] = []
+    for i in idxs:
+        ind.extend(queries[i].fp.indeterminate)
+    ind.sort(key=lambda sp: (sp.start_s, sp.end_s))
+    # Unjudged time (marked static, or a still match) a line runs into speaks for it too.
+    still = [sp for i in idxs for sp in g.still_of.get(i, [])]
+    around = ind + [Span(a, b, "still") for a, b in still]
+    # The floor is a floor of evidence (core/match/floor.py): a line's pieces together, and
+    # short evidence counted when it is overwhelming in proportion to the time it lacks.
+    ev = line_evidence_seconds(segs, around, params.gap_seconds)
+    clear = [clears_floor(s, e, params.floor_seconds, params.max_chance) for s, e in zip(segs, ev, strict=True)]
+    above = [s for s, ok in zip(segs, clear, strict=True) if ok]
+    below = [s for s, ok in zip(segs, clear, strict=True) if not ok]
+    # Several owned episodes matched about equally prove none of them copied. A match to
+    # another episode that does not count itself (below the floor, weak) still shows the
+    # same motion there, so it competes like a rival.
+    competing = [r for i in idxs for r in g.rivals_of.get(i, [])] + below + weak
+    above, ambiguous = settle_episodes(above, g.owned_fp, competing)
+    settled = {id(s) for s in ambiguous}
+    below = [s for s in below if id(s) not in settled]
+    weak = [s for s in weak if id(s) not in settled]
+    spans = [(s.query_start, s.query_end) for s in above]
+    # Indeterminate time inside a matched stretch is reported, never counted.
+    ind_spans = [(sp.start_s, sp.end_s) for sp in ind]
+    f = FileResult(
+        query_file=name,
+        duration_s=duration,
+        matched_seconds=round(union_seconds_excluding(spans, ind_spans), 3),
+        real_footage_seconds=round(real_footage_seconds(
+            [(s.query_start, s.query_end, s.speed) for s in above], ind_spans), 3),
+        segments=above,
+        below_floor=below,
+        indeterminate=ind,
+        flags=_flags(above),
+        weak=weak,
+        ambiguous=ambiguous,
+    )
+    rivals = [(r.query_start, r.query_end) for i in idxs for r in g.rivals_of.get(i, [])]
+    near = [sp for i in idxs for sp in g.near_of.get(i, [])]
+    f.cant_tell = cant_tell_spans(f, still, rivals, near)
+    # What is left would be new: only where no frame of a related owned stream looks like it.
+    more = [sp for i in idxs
+            for sp in _near_related(queries[i].fp, f, (corpus.fingerprints(sid) for sid in g.related.get(i, [])))]
+    if more:
+        f.cant_tell = cant_tell_spans(f, still, rivals, near + more)
+    return f
 
 
 def _near_related(fp: StreamFingerprints, f: FileResult, owned: Iterator[StreamFingerprints]

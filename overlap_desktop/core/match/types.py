@@ -33,6 +33,9 @@ class QueryStream:
     fp: StreamFingerprints
     #: Index stream id when the query comes from the index (self-dedupe), else -1.
     stream_id: int = -1
+    #: The dataset episode the stream is one camera of, when the offer says (one episode span
+    #: covering the stream); streams of different episodes never share a timeline.
+    episode: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -273,15 +273,15 @@ def verdict_problems(report: Report) -> list[str]:
     checked = repeats_checked(report)
     for f in report.files:
         dur = max(0.0, f.duration_s)
-        owned = [(s.query_start, s.query_end) for s in f.segments]
+        owned = f.file_spans(f.segments)
         ind = [(sp.start_s, sp.end_s) for sp in f.indeterminate]
         ct = [(sp.start_s, sp.end_s) for sp in f.cant_tell]
         name = f.query_file
         overlap = union_seconds(ct) - union_seconds_excluding(ct, owned + ind)
         if overlap > _SLACK:
             problems.append(f"{name}: {overlap:.2f} s of can't-tell time is also owned or not judged")
-        evidence = [(max(0.0, s.query_start), min(dur, s.query_end))
-                    for s in [*f.below_floor, *f.weak, *f.ambiguous] if s.query_end > s.query_start]
+        evidence = [(max(0.0, a), min(dur, b)) for a, b in f.file_spans([*f.below_floor, *f.weak, *f.ambiguous])
+                    if b > a]
         left = union_seconds_excluding(evidence, owned + ind + ct) if evidence else 0.0
         if left > _SLACK:
             problems.append(f"{name}: {left:.2f} s with evidence of ownership is neither owned nor can't tell")

@@ -11,9 +11,10 @@ import io
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from overlap_desktop.core.report.formats import safe_text
-from overlap_desktop.core.report.model import FileResult, Report
+from overlap_desktop.core.report.model import FileResult, Report, new_camera_views
 from overlap_desktop.core.report.output import write_atomically
 from overlap_desktop.core.report.segment_words import (
     ambiguous_episodes,
@@ -22,6 +23,7 @@ from overlap_desktop.core.report.segment_words import (
     owned_moments,
 )
 from overlap_desktop.core.report.signing import report_signature_lines
+from overlap_desktop.core.report.stream_words import new_camera_lines, stream_label
 from overlap_desktop.core.report.wording import evidence_floor, headline, new_footage_sentence
 from overlap_desktop.core.types import Segment
 
@@ -37,6 +39,8 @@ CSV_COLUMNS = (
     "signature",
     # overlap.report/3: offered seconds neither shown owned nor shown new.
     "cant_tell_seconds",
+    # overlap.report/4: a stream's own owned seconds, on ``stream`` rows.
+    "owned_seconds",
 )
 
 
@@ -59,8 +63,9 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
     owned episodes about equally (none counted: "can't tell"), and ``repeat`` for a
     stretch repeating other offered footage (``corpus_*`` is then the other offered
     file); ``episode`` rows name the episode and camera of each piece of a matched stretch
-    in an episode dataset. Files without any match get one ``no-match`` row so every offered file
-    appears. Times are seconds.
+    in an episode dataset; ``stream`` rows give each camera of each episode of a file of several
+    streams its own owned, new and "can't tell" seconds. Files without any match get one
+    ``no-match`` row so every offered file appears. Times are seconds.
 
     Returns:
         The path written.
@@ -124,6 +129,7 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
                 ep_row[CSV_COLUMNS.index(col)] = f"{float(v):.3f}" if isinstance(v, (int, float)) else ""
             ep_row[CSV_COLUMNS.index("description")] = _csv_text(e.get("label", ""))
             w.writerow(ep_row)
+        _stream_rows(w, f, blank)
     # One row per matched evaluation example (the lab's own text; the vendor's is never known):
     # query_file/query_stream hold the example's source and position.
     block = report.text_overlap or {}
@@ -140,3 +146,22 @@ def write_report_csv(report: Report, path: str | os.PathLike[str]) -> Path:
     write_atomically(p, buf.getvalue().encode("utf-8-sig", errors="backslashreplace"))
     return p
 
+
+
+def _stream_rows(w: Any, f: FileResult, blank: list[str]) -> None:
+    """One ``stream`` row per stream of a file of several (its own figures, in its own time)."""
+    if len(f.streams) < 2:
+        return
+    views = {s.stream for s in new_camera_views(f)}
+    note = new_camera_lines(f)
+    for s in f.streams:
+        r = list(blank)
+        r[0], r[1], r[2] = "stream", _csv_text(f.query_file), _csv_text(s.stream)
+        r[CSV_COLUMNS.index("query_start")], r[CSV_COLUMNS.index("query_end")] = "0.000", f"{s.duration_s:.3f}"
+        words = stream_label(s) + (f"; {'; '.join(note)}" if s.stream in views and note else "")
+        r[CSV_COLUMNS.index("description")] = _csv_text(words)
+        r[CSV_COLUMNS.index("repeated_seconds")] = f"{s.repeated_seconds:.3f}"
+        r[CSV_COLUMNS.index("new_seconds")] = f"{s.new_seconds:.3f}"
+        r[CSV_COLUMNS.index("cant_tell_seconds")] = f"{s.cant_tell_seconds:.3f}"
+        r[CSV_COLUMNS.index("owned_seconds")] = f"{s.owned_seconds:.3f}"
+        w.writerow(r)

@@ -39,6 +39,7 @@ from overlap_desktop.core.report.output import write_atomically
 from overlap_desktop.core.report.scale import DISTANCE_SCALE, distance_level
 from overlap_desktop.core.report.segment_words import chance_words, describe_flags, manipulation_words, speed_cell
 from overlap_desktop.core.report.signing import report_signature_lines
+from overlap_desktop.core.report.stream_words import new_camera_lines, stream_rows
 from overlap_desktop.core.report.svgplot import PlotView, plot_view
 from overlap_desktop.core.report.wording import (
     evidence_floor,
@@ -247,6 +248,8 @@ def _evidence_context(report: Report) -> dict[str, Any]:
                                                               if e.get("below_floor") else ""))
                      for f in report.files for e in f.episodes if isinstance(e, Mapping)],
         "indeterminate": [(f.query_file, sp) for f in report.files for sp in f.indeterminate],
+        "streams": [(safe_text(f.query_file), row) for f in report.files for row in stream_rows(f)],
+        "camera_notes": [(safe_text(f.query_file), lines) for f in report.files if (lines := new_camera_lines(f))],
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from overlap_desktop.core.report.formats import safe_text
-from overlap_desktop.core.report.model import FileResult, Report, judged_unmatched_seconds
+from overlap_desktop.core.report.model import FileResult, Report, StreamResult, judged_unmatched_seconds
 from overlap_desktop.core.report.output import dumps_json, write_atomically
 from overlap_desktop.core.report.segment_words import (
     ambiguous_episodes,
@@ -38,12 +38,12 @@ __all__ = ["MAX_PAIRS_PER_REPORT", "MAX_PAIRS_PER_SEGMENT", "MIN_PAIRS_PER_SEGME
            "write_report_json"]
 
 #: Identifier and version of the report JSON format.
-REPORT_SCHEMA = "overlap.report/3"
+REPORT_SCHEMA = "overlap.report/4"
 _SCHEMA_PREFIX = "overlap.report/"
-_SCHEMA_MAJOR = 3
+_SCHEMA_MAJOR = 4
 #: Older versions :func:`load_report_json` still reads (missing fields get defaults; see
 #: docs/report-schema.md, "Versioning").
-_SCHEMA_READABLE = (1, 2, 3)
+_SCHEMA_READABLE = (1, 2, 3, 4)
 
 #: Points per segment kept in the JSON (and plotted): enough to see the line and its noise.
 MAX_PAIRS_PER_SEGMENT = 400
@@ -176,7 +176,34 @@ def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int) ->
         "ambiguous": [_segment_to_dict(s, below_floor=False, floor_seconds=floor_seconds, max_pairs=max_pairs,
                                        ambiguous=ambiguous_episodes(f, s)) for s in f.ambiguous],
         "episodes": jsonable(f.episodes),
+        # overlap.report/4: per stream (camera of an episode), its own figures in its own time.
+        "streams": [_stream_to_dict(s) for s in f.streams],
     }
+
+
+def _stream_to_dict(s: StreamResult) -> dict[str, Any]:
+    return {"stream": s.stream, "episode": s.episode, "camera": s.camera, "offset_s": _r(s.offset_s),
+            "duration_s": _r(s.duration_s), "owned_seconds": _r(s.owned_seconds), "new_seconds": _r(s.new_seconds),
+            "cant_tell_seconds": _r(s.cant_tell_seconds), "indeterminate_seconds": _r(s.indeterminate_seconds),
+            "repeated_seconds": _r(s.repeated_seconds)}
+
+
+def _streams_from(d: Mapping[str, Any], w: str) -> list[StreamResult]:
+    out = []
+    for i, sd in enumerate(_get(d, "streams", list, w, [])):
+        where = f"{w}: streams[{i}]"
+        if not isinstance(sd, Mapping):
+            raise _Bad(f"{where}: expected an object")
+        episode = _get(sd, "episode", int, where, None)
+        out.append(StreamResult(
+            stream=_get(sd, "stream", str, where), duration_s=_num(sd, "duration_s", where),
+            owned_seconds=_num(sd, "owned_seconds", where), new_seconds=_num(sd, "new_seconds", where),
+            cant_tell_seconds=_num(sd, "cant_tell_seconds", where),
+            indeterminate_seconds=_num(sd, "indeterminate_seconds", where, 0.0),
+            repeated_seconds=_num(sd, "repeated_seconds", where, 0.0),
+            episode=None if isinstance(episode, bool) else episode,
+            camera=_get(sd, "camera", str, where, ""), offset_s=_num(sd, "offset_s", where, 0.0)))
+    return out
 
 
 def tool_version(report: Report) -> str:
@@ -370,6 +397,8 @@ def _file_from_dict(d: Any, where: str) -> FileResult:
         ambiguous=[_segment_from_dict(s, f"{w}: ambiguous[{i}]")
                    for i, s in enumerate(_get(d, "ambiguous", list, w, []))],
         cant_tell=_spans_from(d, "cant_tell", w),
+        # overlap.report/1 to /3 predate per-stream figures: none (the file is one timeline).
+        streams=_streams_from(d, w),
     )
     # overlap.report/1 predates repeats: its new footage is all judged unmatched time.
     f.new_seconds = _num(d, "new_seconds", w, round(judged_unmatched_seconds(f), 3))

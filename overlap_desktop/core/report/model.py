@@ -14,14 +14,58 @@ because it is data that must round-trip.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from overlap_desktop.core.types import Segment, Span
 
-__all__ = ["REPEATS_SETTING", "FileResult", "Report", "identical_files", "judged_unmatched_seconds",
-           "offered_pieces", "repeats_checked"]
+__all__ = ["REPEATS_SETTING", "FileResult", "Report", "StreamResult", "identical_files", "judged_unmatched_seconds",
+           "new_camera_views", "offered_pieces", "repeats_checked"]
+
+
+@dataclass(slots=True)
+class StreamResult:
+    """One offered stream of a file (a camera of an episode): its own owned, new and "can't tell"
+    seconds, in its own time.
+
+    A file's streams of one episode (the cameras of one recording) share a timeline; streams
+    of different episodes (robomimic demos, RLDS records, zarr episodes) do not, and the file's
+    time is its episodes' times back to back (``offset_s``), never merged.
+
+    Attributes:
+        stream: The stream key as in the manifest.
+        duration_s: The stream's duration.
+        owned_seconds: Its seconds covered by counted matches (its own unjudged time excluded).
+        new_seconds: Its judged seconds that are neither owned, "can't tell" nor repeated.
+        cant_tell_seconds: Its seconds with evidence that proves neither way.
+        indeterminate_seconds: Its seconds that could not be judged (static, featureless).
+        repeated_seconds: Its seconds repeating other offered footage (not owned, not unjudged).
+        episode: The dataset episode the stream belongs to, if the offer says.
+        camera: The camera name, if known (else the last part of the stream key).
+        offset_s: Where the stream's episode starts in the file's time (episodes back to back).
+        unjudged: Its own not-judged and "can't tell" spans in its time, kept while the
+            comparison runs so repeats are counted per stream (not written to reports).
+    """
+
+    stream: str
+    duration_s: float
+    owned_seconds: float = 0.0
+    new_seconds: float = 0.0
+    cant_tell_seconds: float = 0.0
+    indeterminate_seconds: float = 0.0
+    repeated_seconds: float = 0.0
+    episode: int | None = None
+    camera: str = ""
+    offset_s: float = 0.0
+    unjudged: list[tuple[float, float]] = field(default_factory=list, repr=False)
+
+    @property
+    def label(self) -> str:
+        """"episode 3, cam_high" (or the camera alone, or the stream key)."""
+        cam = self.camera or self.stream.rsplit("/", 1)[-1] or self.stream
+        return cam if self.episode is None else f"episode {self.episode}, {cam}"
 
 
 @dataclass(slots=True)
@@ -56,6 +100,11 @@ class FileResult:
             (below the floor, weak, ambiguous among episodes, or matching owned footage too
             still to place in time): neither owned nor new. Disjoint from owned and
             indeterminate time; ``reason`` says why (core/match/verdicts.py).
+        streams: Per offered stream (camera of an episode), its own figures. A moment of the
+            file counts owned when any of its cameras' footage there is owned, "can't tell" when
+            none is owned and one is "can't tell", new when every camera judged there is new.
+            Segment times are stream times; ``indeterminate`` and ``cant_tell`` spans are in the
+            file's time, which lays episodes back to back (``StreamResult.offset_s``).
     """
 
     query_file: str
@@ -73,6 +122,20 @@ class FileResult:
     new_seconds: float = 0.0
     ambiguous: list[Segment] = field(default_factory=list)
     cant_tell: list[Span] = field(default_factory=list)
+    streams: list[StreamResult] = field(default_factory=list)
+
+    def offset_of(self, stream: str) -> float:
+        """Where ``stream``'s episode starts in this file's time (0 for one-episode files)."""
+        for s in self.streams:
+            if s.stream == stream:
+                return s.offset_s
+        return 0.0
+
+    def file_spans(self, segments: Iterable[Segment]) -> list[tuple[float, float]]:
+        """Segments' offered spans in the file's time (each stream's episode offset added)."""
+        offsets = {s.stream: s.offset_s for s in self.streams if s.offset_s}
+        return [(g.query_start + offsets.get(g.query_stream, 0.0), g.query_end + offsets.get(g.query_stream, 0.0))
+                for g in segments]
 
     @property
     def cant_tell_seconds(self) -> float:
@@ -175,6 +238,37 @@ def judged_unmatched_seconds(file_result: FileResult) -> float:
     """
     f = file_result
     return max(0.0, f.duration_s - f.matched_seconds - f.indeterminate_seconds - f.cant_tell_seconds)
+
+
+#: A camera counts as a new view of owned episodes when at least this many of its seconds are new.
+NEW_VIEW_MIN_SECONDS = 1.0
+
+
+#: The stream key of one tile of a tiled preview (core/ingest/readers/tiles.py): ``v:0/tile-2-of-4``,
+#: ``v:0/tile-3-of-2x2``.
+_TILE_KEY = re.compile(r"^(?P<base>.+)/tile-\d+-of-(?P<n>\d+(?:x\d+)?)$")
+
+
+def new_camera_views(f: FileResult) -> list[StreamResult]:
+    """The streams of ``f`` that are new footage of an episode the lab owns through another
+    camera: a camera the lab does not own ("new camera view of owned episodes: cam_right_wrist,
+    20 s"). Empty for one-stream files and for episodes nothing of which is owned.
+
+    In a tiled preview the whole picture is no camera of its own (its tiles are), and only the
+    tiling whose tiles match counts (a width that fits two tilings is cut both ways)."""
+    owned_offsets = {s.offset_s for s in f.streams if s.owned_seconds > 0}
+    tiles = {s.stream: m for s in f.streams if (m := _TILE_KEY.match(s.stream))}
+    wholes = {m.group("base") for m in tiles.values()}
+    owned_tilings = {(m.group("base"), m.group("n")) for k, m in tiles.items()
+                     if any(s.stream == k and s.owned_seconds > 0 for s in f.streams)}
+    out = []
+    for s in f.streams:
+        m = tiles.get(s.stream)
+        if s.stream in wholes or (m is not None and (m.group("base"), m.group("n")) not in owned_tilings):
+            continue
+        if s.offset_s in owned_offsets and s.owned_seconds <= 0 and s.new_seconds >= NEW_VIEW_MIN_SECONDS:
+            out.append(s)
+    return out
 
 
 #: ``Report.settings`` key naming the owned side when it is not the user's own library;

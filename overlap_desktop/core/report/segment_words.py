@@ -196,7 +196,7 @@ def describe_flags(file_result: FileResult) -> list[str]:
             out.setdefault(w, None)
     if "mirror" in flags and not any(s.variant.mirrored for s in segs):
         out.setdefault("mirrored", None)
-    if "crop" in flags and not any(s.variant.crop < 1.0 for s in segs):
+    if "crop" in flags and not any(s.variant.crop < 1.0 or s.variant.aspect < 1.0 for s in segs):
         out.setdefault("cropped", None)
     if "edge-crop" in flags and not any(s.variant.edge for s in segs):
         out.setdefault("edge cropped", None)

@@ -108,7 +108,7 @@ def configured_frame_rate(config: Any | None) -> float | None:
 
 
 def frame_rate(stored: float | None, configured: float | None, *, path: Path,
-               stored_from: str) -> tuple[float, str]:
+               stored_from: str, example: str = "e.g. --frame-rate 50 for ALOHA") -> tuple[float, str]:
     """The rate a stream is read at, and where it came from.
 
     Args:
@@ -116,6 +116,7 @@ def frame_rate(stored: float | None, configured: float | None, *, path: Path,
         configured: ``--frame-rate`` / ``index.frame_rate``, if given.
         path: Named in errors.
         stored_from: Where the stored rate is (``"env_args control_freq"``).
+        example: The format's own example rate for the refusal (``"e.g. --frame-rate 50 for ALOHA"``).
 
     Raises:
         MediaError: the stored rate is unusable, or no rate is known.
@@ -128,7 +129,7 @@ def frame_rate(stored: float | None, configured: float | None, *, path: Path,
         return float(configured), "--frame-rate (index.frame_rate)"
     raise MediaError(f"{NO_FRAME_RATE}, and a guessed one would read as a speed "
                      "change; give it with `overlap index --frame-rate HZ` (or index.frame_rate in overlap.toml),"
-                     " e.g. --frame-rate 50 for ALOHA", path=path)
+                     f" {example}", path=path)
 
 
 # --------------------------------------------------------------------------- layouts
@@ -362,6 +363,8 @@ class ArrayReaderBase:
     """
 
     name = ""
+    #: The refusal's example rate when a file of this format states none.
+    rate_example = "e.g. --frame-rate 50 for ALOHA"
     description = ""
     extensions: tuple[str, ...] = ()
 
@@ -395,7 +398,8 @@ class ArrayReaderBase:
 
     def rate(self, stored: float | None, path: Path, stored_from: str = "the file") -> tuple[float, str]:
         """See :func:`frame_rate`."""
-        return frame_rate(stored, configured_frame_rate(self._config), path=path, stored_from=stored_from)
+        return frame_rate(stored, configured_frame_rate(self._config), path=path, stored_from=stored_from,
+                          example=self.rate_example)
 
     @staticmethod
     def stream(key: str, layout_wh: tuple[int | None, int | None], frames: int, codec: str, rate: float,

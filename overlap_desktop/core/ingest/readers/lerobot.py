@@ -328,10 +328,33 @@ class LeRobotReader:
         inner = vr.streams(video)
         if not inner:
             raise MediaError(f"{rel}: no video stream", path=root)
-        yield from vr.frames(video, inner[0], cancel=cancel)
+        last_ns = -1
+        for frame in vr.frames(video, inner[0], cancel=cancel):
+            last_ns = frame.t_ns
+            yield frame
         gaps = inner[0].extra.get("timing_gaps")
         if gaps:
             stream.extra["timing_gaps"] = gaps
+        short = _short_video(stream, last_ns, _fps(_load_info(root)))
+        if short:
+            stream.extra["reader_notes"] = [f"{rel}: {short}"]
+
+
+def _short_video(stream: StreamInfo, last_ns: int, fps: float | None) -> str | None:
+    """Why a camera video decoded to less than the dataset's metadata gives it (its episodes' end),
+    or None: a truncated video reads as a shorter one, and its lost episodes would read as new."""
+    ends = [float(e[2]) for e in stream.extra.get("episodes") or []
+            if isinstance(e, (list, tuple)) and len(e) == 3 and isinstance(e[2], (int, float))]
+    expected = max((e for e in ends if e < float("inf")), default=None)
+    if expected is None or last_ns < 0:
+        return None
+    decoded = last_ns / 1e9 + (1.0 / fps if fps else 0.0)
+    if decoded >= expected - max(0.5, 2.0 / fps if fps else 0.5):
+        return None
+    lost = sorted({int(e[0]) for e in stream.extra.get("episodes") or [] if float(e[2]) > decoded + 1e-6})
+    return (f"decoded {decoded:.1f} s of the {expected:.1f} s the dataset's metadata gives this video (truncated "
+            f"or damaged?); episode{'s' if len(lost) != 1 else ''} {', '.join(map(str, lost[:10]))}"
+            f"{' ...' if len(lost) > 10 else ''} read only in part or not at all; copy the video again")
 
 
 def _fps(info: dict[str, Any]) -> float | None:

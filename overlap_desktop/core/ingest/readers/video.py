@@ -38,6 +38,7 @@ from overlap_desktop.core.ingest.frames import noting_gaps, packed_view, scale_o
 from overlap_desktop.core.ingest.readers._refs import ref_reader_for
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.core.ingest.readers.packet_feed import PacketFeed, ns_of
+from overlap_desktop.core.ingest.readers.tiles import base_key, grid_seams, tile_frames, tile_of, tile_streams
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 
@@ -83,6 +84,15 @@ def _describe_open_failure(path: Path, exc: Exception) -> str:
     if "Invalid data" in text:
         return "not a video file FFmpeg can read (unrecognised or corrupt data)"
     return f"cannot open: {text}"
+
+
+def _grid_picture(frame: Any) -> bool:
+    """:func:`~overlap_desktop.core.ingest.readers.tiles.grid_seams` of a decoded frame; a picture
+    that cannot be turned into grey levels is simply not a grid (decoding reports it later)."""
+    try:
+        return grid_seams(frame.to_ndarray(format="gray"))
+    except Exception:  # any conversion failure of an odd pixel format: not a grid
+        return False
 
 
 class _AvFrame:
@@ -312,12 +322,14 @@ class VideoReader:
             stream = self._choose(container, candidates)
             self._check_stream(p, stream)
             self._cap_decoder(stream)
-            rotation, first_ok = 0, False
+            rotation, first_ok, grid = 0, False, False
             try:
                 for frame in container.decode(stream):
                     self._check_frame_size(p, frame.width, frame.height, 0.0)
                     rotation = int(round(getattr(frame, "rotation", 0) or 0)) % 360
                     first_ok = True
+                    # A 2x2 preview grid is told by its seams in the first picture (readers/tiles.py).
+                    grid = rotation == 0 and _grid_picture(frame)
                     break
             except av.error.FFmpegError as exc:
                 raise MediaError(f"cannot decode the video: {exc}", path=p, detail=str(exc)) from exc
@@ -332,7 +344,7 @@ class VideoReader:
             key_no = [s.index for s in container.streams.video].index(stream.index)
             others = [f"v:{i}" for i, s in enumerate(container.streams.video) if s is not stream
                       and s in candidates]
-            return [StreamInfo(
+            whole = StreamInfo(
                 key=f"v:{key_no}",
                 width=int(w),
                 height=int(h),
@@ -342,7 +354,9 @@ class VideoReader:
                 rotation=rotation,
                 extra={"stream_index": stream.index, "other_video_streams": others,
                        "pix_fmt": ctx.pix_fmt, "decode_errors": 0},
-            )]
+            )
+            # A preview of cameras side by side: each tile is a stream too (readers/tiles.py).
+            return [whole, *tile_streams(whole, grid=grid)]
         finally:
             container.close()
 
@@ -365,6 +379,11 @@ class VideoReader:
             MediaError: the stream is gone, too damaged to use, or a frame is over the caps.
             Cancelled: when ``cancel()`` turns true.
         """
+        if tile_of(stream.key) is not None and isinstance(stream.extra.get("whole"), list):
+            whole = StreamInfo(key=base_key(stream.key), width=int(stream.extra["whole"][0]),
+                               height=int(stream.extra["whole"][1]), duration_s=stream.duration_s,
+                               rotation=stream.rotation, extra={})
+            return tile_frames(self.frames(path, whole, cancel=cancel, start_ns=start_ns), stream)
         origin: int | None = None
         if start_ns > 0:
             first: list[int] = []

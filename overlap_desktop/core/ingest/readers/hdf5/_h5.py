@@ -56,7 +56,8 @@ def is_hdf5(path: Path) -> bool:
 
 def probe(path: Path, test: Callable[[Any], bool]) -> bool:
     """A reader's ``can_open``: an HDF5 file (by suffix and signature) for which ``test(file)``
-    holds. Claimed when h5py is missing, so the user is told to install the extra."""
+    holds. Claimed when h5py is missing, so the user is told to install the extra, and when HDF5
+    cannot open it, so it is reported as a damaged HDF5 file."""
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES or not is_hdf5(path):
         return False
@@ -65,7 +66,13 @@ def probe(path: Path, test: Callable[[Any], bool]) -> bool:
     except ImportError:
         return True
     try:
-        with h5py.File(path, "r", locking=False) as f:
+        f = h5py.File(path, "r", locking=False)
+    except (OSError, ValueError):
+        # An HDF5 file by name and signature that HDF5 cannot open is damaged (truncated): claimed,
+        # so opening it says so and the file is listed as failed, never silently left out.
+        return True
+    try:
+        with f:
             return bool(test(f))
     except (OSError, ValueError, KeyError):
         return False
@@ -83,7 +90,8 @@ def open_h5(path: Path) -> Any:
     try:
         return h5py.File(os.fspath(path), "r", locking=False)
     except (OSError, ValueError) as exc:
-        raise MediaError(f"cannot open this HDF5 file (damaged or truncated?): {exc}", path=path) from exc
+        raise MediaError(f"damaged HDF5 file: HDF5 cannot open it (truncated or corrupt?): {exc}; copy it again "
+                         "from its source", path=path) from exc
 
 
 #: Soft links followed in one lookup before it is refused (a chain or a loop of links).

@@ -76,6 +76,7 @@ class AlohaReader(ArrayReaderBase):
     name = "aloha"
     description = "ALOHA / ACT episode HDF5 (/observations/images/<camera>, raw or JPEG): one stream per camera"
     extensions: tuple[str, ...] = SUFFIXES
+    rate_example = "e.g. --frame-rate 50 for ALOHA (its recorder runs at 50 Hz)"
 
     def can_open(self, path: Path) -> bool:
         return probe(path, _is_aloha)
@@ -93,7 +94,14 @@ class AlohaReader(ArrayReaderBase):
         with open_h5(path) as f:
             compressed = _compressed(f)
             cams = self._cameras(f, path)
+            skipped: list[str] = []
             if compressed:
+                # A depth camera beside the JPEG colour cameras (its own array, not JPEG bytes) is
+                # skipped with a word; the colour cameras are read.
+                depth = [c for c in cams if _depth_like(member(f[IMAGES], c, path))]
+                skipped = [f"/{IMAGES}/{c}: not JPEG colour frames ({_shape(member(f[IMAGES], c, path))}, a depth "
+                           "camera?), skipped; the colour cameras were read" for c in depth]
+                cams = [c for c in cams if c not in depth]
                 _check_lengths(f, len(cams), path)
             rate, source = self.rate(None, path)
             out: list[StreamInfo] = []
@@ -127,7 +135,9 @@ class AlohaReader(ArrayReaderBase):
                                        episode_extra(camera=cam, episode=_episode(path), frames=n, rate=rate,
                                                      rate_source=source, layout="jpeg" if compressed else "raw")))
         if not out:
-            raise MediaError(f"no camera frames under /{IMAGES}", path=path)
+            raise MediaError(f"no camera frames under /{IMAGES}" + (f" ({skipped[0]})" if skipped else ""), path=path)
+        if skipped:
+            out[0].extra["reader_notes"] = skipped
         return out
 
     def frames(self, path: Path, stream: StreamInfo, *,
@@ -171,6 +181,16 @@ def _check_lengths(f: Any, cameras: int, path: Path) -> None:
     if len(lens.shape) != 2 or lens.shape[0] < cameras:
         raise MediaError(f"/compress_len has shape {lens.shape}, expected (cameras, frames) for {cameras} cameras",
                          path=path)
+
+
+def _depth_like(dset: Any) -> bool:
+    """An array of whole pictures (``(T, H, W)`` or ``(T, H, W, C)``, e.g. uint16 depth) in a file whose
+    colour cameras are JPEG bytes ``(T, padded)``."""
+    return getattr(dset, "ndim", 0) in (3, 4)
+
+
+def _shape(dset: Any) -> str:
+    return f"{tuple(dset.shape)} {dset.dtype}"
 
 
 def _rows_layout(n: int, width: int) -> Any:

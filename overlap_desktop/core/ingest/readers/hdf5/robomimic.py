@@ -86,6 +86,7 @@ class RobomimicReader(ArrayReaderBase):
     name = "robomimic"
     description = "robomimic / LIBERO HDF5 (data/<demo>/obs/<camera>): one stream per demo and camera"
     extensions: tuple[str, ...] = SUFFIXES
+    rate_example = "e.g. --frame-rate 20 for robomimic / robosuite (its control_freq)"
 
     def can_open(self, path: Path) -> bool:
         return probe(path, _is_robomimic)

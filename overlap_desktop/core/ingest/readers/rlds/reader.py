@@ -98,12 +98,35 @@ def _load_json(path: Path, name: str) -> Any:
         raise MediaError(f"{name} is not valid JSON: {exc}", path=path) from exc
 
 
+def _shard_starts(info: Any, split: str, files: list[Path]) -> dict[str, int]:
+    """``shard name -> number of its first episode`` from ``dataset_info.json``'s shard lengths
+    (TFDS's own episode order), or empty when they are absent or do not fit the shards."""
+    splits = info.get("splits") if isinstance(info, dict) else None
+    entry = next((x for x in splits if isinstance(x, dict) and x.get("name") == split), None) \
+        if isinstance(splits, list) else None
+    lengths = entry.get("shardLengths") if entry is not None else None
+    if not isinstance(lengths, list) or len(lengths) > MAX_EPISODES:
+        return {}
+    try:
+        counts = [int(x) for x in lengths]
+    except (TypeError, ValueError):
+        return {}
+    out: dict[str, int] = {}
+    for shard in files:
+        m = _SHARD.match(shard.name)
+        if m is None or int(m.group("n")) != len(counts) or int(m.group("i")) >= len(counts) or min(counts) < 0:
+            return {}
+        out[shard.name] = sum(counts[: int(m.group("i"))])
+    return out
+
+
 class RldsReader(ArrayReaderBase):
     """Reader for RLDS / TFDS dataset folders (no TensorFlow needed)."""
 
     name = "rlds"
     description = "RLDS / TFDS dataset folders (features.json + *.tfrecord-*): one stream per episode and camera"
     extensions: tuple[str, ...] = ()
+    rate_example = "the control rate on the dataset's card (Open X-Embodiment lists one per dataset)"
 
     def __init__(self, *, config: Any | None = None) -> None:
         super().__init__(config=config)
@@ -119,8 +142,16 @@ class RldsReader(ArrayReaderBase):
     def _max_record(self) -> int:
         return int(self.limits().max_chunk_bytes)
 
-    def _spans(self, shard: Path) -> list[RecordSpan]:
-        return list(scan_records(shard, self._max_record(), max_records=min(MAX_EPISODES, MAX_SHARD_RECORDS)))
+    def _spans(self, shard: Path) -> tuple[list[RecordSpan], MediaError | None]:
+        """The shard's records up to the first damaged header (a truncated shard keeps the
+        episodes before its damage), and that damage."""
+        spans: list[RecordSpan] = []
+        try:
+            for span in scan_records(shard, self._max_record(), max_records=min(MAX_EPISODES, MAX_SHARD_RECORDS)):
+                spans.append(span)
+        except MediaError as exc:
+            return spans, exc
+        return spans, None
 
     def _record(self, shard: Path, span: RecordSpan) -> bytes:
         key = (str(shard), span.offset)
@@ -135,43 +166,78 @@ class RldsReader(ArrayReaderBase):
     def streams(self, path: Path) -> list[StreamInfo]:
         folder = Path(path)
         cams = image_features(_load_json(folder, "features.json"))
-        _load_json(folder, "dataset_info.json")  # present and readable: this is a TFDS folder
+        info = _load_json(folder, "dataset_info.json")  # present and readable: this is a TFDS folder
         if not cams:
             raise MediaError("features.json declares no Image feature (no camera to fingerprint)", path=folder)
         rate, source = self.rate(None, folder)
         limits = self.limits()
         out: list[StreamInfo] = []
+        damage: list[MediaError] = []
         for split, files in shards(folder).items():
             episode = 0
+            starts = _shard_starts(info, split, files)
             for shard in files:
-                for span in self._spans(shard):
+                # Numbered as the dataset's own order (its shard lengths), whatever is missing before.
+                episode = starts.get(shard.name, episode)
+                spans, broken = self._spans(shard)
+                for span in spans:
                     if span.length == 0:  # an empty Example: no camera; passed over unread
                         episode += 1  # numbered like the rest, so episode numbers stay the dataset's own
                         continue
-                    data = self._record(shard, span)
                     try:
-                        feats = parse_example(data, want=set(cams))
-                    except ExampleError as exc:
-                        raise MediaError(f"record {span.index} of {shard.name}: not a valid episode: {exc}",
-                                         path=folder) from exc
-                    for cam in cams:
-                        feat = feats.get(cam)
-                        if feat is None or feat.kind != "bytes" or not feat.count:
-                            continue
-                        first = feat.values[0] if isinstance(feat.values, list) else b""
-                        try:
-                            fmt, size = image_size(first, limits)
-                        except ImageError as exc:
-                            raise MediaError(f"record {span.index} of {shard.name}, {cam} step 0: {exc}",
-                                             path=folder) from exc
-                        out.append(self.stream(
-                            f"{split}/episode_{episode}/{cam}", size or (None, None), feat.count, fmt, rate,
-                            episode_extra(camera=cam.rsplit("/", 1)[-1], episode=episode, frames=feat.count,
-                                          rate=rate, rate_source=source, feature=cam, split=split,
-                                          shard=shard.name, record=span.index)))
+                        feats = self._episode(folder, shard, span, cams)
+                    except MediaError as exc:
+                        # A damaged record is listed and skipped; it keeps its episode number, so
+                        # the episodes after it are numbered as in an intact copy.
+                        damage.append(exc)
+                        episode += 1
+                        continue
+                    out.extend(self._episode_streams(folder, shard, span, feats, cams, split, episode,
+                                                     rate, source, limits))
                     episode += 1
+                if broken is not None:
+                    damage.append(broken)
         if not out:
+            if damage:
+                raise damage[0]
             raise MediaError("no episode holds camera images", path=folder)
+        if damage:
+            out[0].extra["reader_notes"] = [f"{Path(e.path or folder).name}: {e.message} (skipped; the intact "
+                                       "episodes were read)" for e in damage]
+        return out
+
+    def _episode(self, folder: Path, shard: Path, span: RecordSpan, cams: list[str]) -> dict[str, Any]:
+        """One record's camera features.
+
+        Raises:
+            MediaError: the record is damaged or not an episode.
+        """
+        data = self._record(shard, span)
+        try:
+            return parse_example(data, want=set(cams))
+        except ExampleError as exc:
+            raise MediaError(f"record {span.index} of {shard.name}: not a valid episode: {exc}",
+                             path=folder) from exc
+
+    def _episode_streams(self, folder: Path, shard: Path, span: RecordSpan, feats: dict[str, Any],
+                         cams: list[str], split: str, episode: int, rate: float, source: str,
+                         limits: Any) -> list[StreamInfo]:
+        out: list[StreamInfo] = []
+        for cam in cams:
+            feat = feats.get(cam)
+            if feat is None or feat.kind != "bytes" or not feat.count:
+                continue
+            first = feat.values[0] if isinstance(feat.values, list) else b""
+            try:
+                fmt, size = image_size(first, limits)
+            except ImageError as exc:
+                raise MediaError(f"record {span.index} of {shard.name}, {cam} step 0: {exc}",
+                                 path=folder) from exc
+            out.append(self.stream(
+                f"{split}/episode_{episode}/{cam}", size or (None, None), feat.count, fmt, rate,
+                episode_extra(camera=cam.rsplit("/", 1)[-1], episode=episode, frames=feat.count,
+                              rate=rate, rate_source=source, feature=cam, split=split,
+                              shard=shard.name, record=span.index)))
         return out
 
     def frames(self, path: Path, stream: StreamInfo, *,
@@ -187,7 +253,7 @@ class RldsReader(ArrayReaderBase):
             raise MediaError(f"{shard_name} is missing", path=folder)
         rate, _ = self.rate(None, folder)
         limits = self.limits()
-        span = next((s for s in self._spans(shard) if s.index == record), None)
+        span = next((s for s in self._spans(shard)[0] if s.index == record), None)
         if span is None:
             raise MediaError(f"record {record} is gone from {shard_name}", path=folder)
         cam = m.group("feature")

@@ -6,7 +6,8 @@ of zlib can stand for gigabytes. So before a chunk is decoded its stored bytes a
 checked here against the size the array declares for it: a blosc or LZ4 header must
 state exactly that size, a zstd frame that size (or, stating none, inflate to it in
 bounded steps), zlib / gzip / bz2 data is inflated in bounded steps first; an encoded
-image (JPEG, PNG, WebP, JPEG-XL through imagecodecs) must fit the per-image cap. Codecs
+image (JPEG, PNG, WebP, JPEG 2000, JPEG-XL and the other imagecodecs formats) must fit the
+per-image cap. Codecs
 outside this list, filters and sharding are refused with the codec named.
 """
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from overlap_desktop.core.fsutil import is_regular_file, loads_json_limited, read_regular
 from overlap_desktop.core.ingest.readers._bounded import Budget, CorruptData
-from overlap_desktop.core.ingest.readers._decoders import ImageError
+from overlap_desktop.core.ingest.readers._decoders import ImageError, check_dimensions, compressed_format
 from overlap_desktop.core.ingest.readers.arraydata import image_size
 from overlap_desktop.core.ingest.readers.base import ReaderLimits
 from overlap_desktop.errors import MediaError
@@ -33,7 +34,12 @@ IMAGECODECS_HINT = "pip install imagecodecs"
 _MAX_META = 1 << 20
 #: Compressors whose output is checked before decoding (v2 ids; v3 names map onto them).
 _STREAMS = {"zlib": "zlib", "gzip": "gzip", "bz2": "bz2"}
-_IMAGE_CODECS = ("jpegxl", "jpeg", "jpg", "png", "webp", "avif", "jpeg2k")
+#: Image codecs imagecodecs registers with numcodecs (``imagecodecs_<name>``; "jpeg" also covers
+#: jpeg2k, jpegls, jpegxl, jpegxr, ljpeg): diffusion policy stores JPEG 2000, UMI JPEG XL.
+_IMAGE_CODECS = ("jpeg", "jpg", "png", "webp", "avif", "heif", "qoi", "tiff", "bmp", "gif", "brunsli")
+#: JPEG 2000: a bare codestream (SOC then SIZ) or the JP2 file format (its image header box).
+_J2K_SOC_SIZ = b"\xff\x4f\xff\x51"
+_JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
 
 
 def _json(path: Path) -> dict[str, Any] | None:
@@ -206,8 +212,7 @@ class ArraySpec:
         elif self.image_codec() == codec:
             if len(data) > limits.max_message_bytes:
                 raise CorruptData(f"an encoded image of {len(data)} bytes is over the limit")
-            if "jpegxl" not in codec:
-                image_size(data, limits)
+            _check_image(data, codec, limits)
         else:
             raise CorruptData(f"codec {codec!r} is not supported (supported: blosc, zstd, lz4, zlib, gzip, bz2, "
                               "and image codecs from imagecodecs)")
@@ -247,6 +252,45 @@ def metadata_versions(store: Path, depth: int = 2) -> set[int]:
                 continue
         level = nxt
     return found
+
+
+def _jpeg2k_size(data: bytes | memoryview) -> tuple[int, int] | None:
+    """The largest ``(width, height)`` a JPEG 2000 codestream (its SIZ segment) or JP2 file (its
+    image header box and its codestream's SIZ) declares; ``None`` if neither is found."""
+    head = bytes(data[:4096])
+    sizes = []
+    if (at := head.find(_J2K_SOC_SIZ)) >= 0 and len(head) >= at + 24:
+        x, y, x0, y0 = struct.unpack(">4I", head[at + 8:at + 24])
+        sizes.append((max(0, x - x0), max(0, y - y0)))
+    if head.startswith(_JP2_SIGNATURE) and (at := head.find(b"ihdr")) >= 0 and len(head) >= at + 12:
+        h, w = struct.unpack(">2I", head[at + 4:at + 12])
+        sizes.append((w, h))
+    return max(sizes, key=lambda wh: wh[0] * wh[1]) if sizes else None
+
+
+def _check_image(data: bytes | memoryview, codec: str, limits: ReaderLimits) -> None:
+    """An encoded still's declared size against the caps, before imagecodecs decodes it.
+
+    JPEG, PNG and WebP headers are read by :func:`image_size`, JPEG 2000 here; the other
+    imagecodecs formats (JPEG XL, AVIF, ...) are bounded by the encoded-bytes cap only, as
+    their headers need the codec library to read.
+    """
+    if "jpeg2k" in codec:
+        size = _jpeg2k_size(data)
+        if size is None:
+            raise CorruptData("a chunk stored as JPEG 2000 is not a JPEG 2000 image (damaged)")
+        check_dimensions(size[0], size[1], limits)
+    elif codec.removeprefix("imagecodecs_") in ("jpeg", "jpg", "png", "webp") or _plain_image(data):
+        image_size(data, limits)
+
+
+def _plain_image(data: bytes | memoryview) -> bool:
+    """True when ``data`` starts like a JPEG, PNG or WebP (whose header :func:`image_size` reads)."""
+    try:
+        compressed_format(data)
+    except ImageError:
+        return False
+    return True
 
 
 def _v2_codecs(meta: dict[str, Any]) -> tuple[str, ...]:

@@ -81,6 +81,7 @@ class ZarrReader(ArrayReaderBase):
     name = "zarr"
     description = "zarr ReplayBuffers (data/<camera> + meta/episode_ends; v2 and v3): one stream per episode and camera"
     extensions: tuple[str, ...] = ()
+    rate_example = "e.g. --frame-rate 10 for push-T, 60 for UMI"
 
     def can_open(self, path: Path) -> bool:
         path = Path(path)
@@ -128,7 +129,8 @@ class ZarrReader(ArrayReaderBase):
             except ImportError as exc:
                 raise MediaError(f"the cameras are compressed with {codec}, which needs the imagecodecs library; "
                                  f"install it with {IMAGECODECS_HINT}", path=folder) from exc
-            register_codecs()
+            # Quietly: each call names every codec already registered (hundreds of lines per run).
+            register_codecs(verbose=False)
         versions = _one_format(folder)
         if any(s.version not in versions for s in specs):
             raise MediaError("this zarr store's arrays and groups are of different zarr formats; refused (keep "
