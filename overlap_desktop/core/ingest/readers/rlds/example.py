@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["MAX_VALUES", "ExampleError", "Feature", "parse_example"]
+__all__ = ["ExampleCapError", "MAX_VALUES", "ExampleError", "Feature", "parse_example"]
 
 
 #: Values one feature may list: an episode's steps (a camera's frames). The list is held in
@@ -31,6 +31,10 @@ MAX_VALUES = 200_000
 
 class ExampleError(ValueError):
     """The record is not a well-formed ``tf.train.Example``."""
+
+
+class ExampleCapError(ExampleError):
+    """A feature lists more values than :data:`MAX_VALUES`."""
 
 
 class Feature:
@@ -92,7 +96,7 @@ def _feature(buf: memoryview, pos: int, end: int, *, values: bool) -> Feature:
             for f, w, s, t in _fields(buf, a, b):
                 if f == 1 and w == 2:
                     if len(items) >= MAX_VALUES:
-                        raise ExampleError(_too_many())
+                        raise ExampleCapError(_too_many())
                     items.append(buf[s:t])
             return Feature("bytes", items if values else None, len(items))
         if field == 2:
@@ -116,9 +120,9 @@ def _feature(buf: memoryview, pos: int, end: int, *, values: bool) -> Feature:
                     v, p = _varint(buf, p, t)
                     ints.append(v)
                     if len(ints) > MAX_VALUES:
-                        raise ExampleError(_too_many())
+                        raise ExampleCapError(_too_many())
             if len(ints) > MAX_VALUES:
-                raise ExampleError(_too_many())
+                raise ExampleCapError(_too_many())
         arr = np.array([v - (1 << 64) if v >= 1 << 63 else v for v in ints], np.int64)
         return Feature("int64", arr if values else None, arr.size)
     return Feature("", None, 0)

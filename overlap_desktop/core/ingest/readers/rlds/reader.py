@@ -28,8 +28,8 @@ from overlap_desktop.core.ingest.readers.arraydata import (
     episode_extra,
     image_size,
 )
-from overlap_desktop.core.ingest.readers.rlds.example import ExampleError, parse_example
-from overlap_desktop.core.ingest.readers.rlds.tfrecord import RecordSpan, read_record, scan_records
+from overlap_desktop.core.ingest.readers.rlds.example import ExampleCapError, ExampleError, parse_example
+from overlap_desktop.core.ingest.readers.rlds.tfrecord import CapExceeded, RecordSpan, read_record, scan_records
 from overlap_desktop.core.types import CancelCallback, StreamInfo, TimedFrame, check_cancel
 from overlap_desktop.errors import MediaError
 
@@ -149,6 +149,8 @@ class RldsReader(ArrayReaderBase):
         try:
             for span in scan_records(shard, self._max_record(), max_records=min(MAX_EPISODES, MAX_SHARD_RECORDS)):
                 spans.append(span)
+        except CapExceeded:
+            raise  # a cap refuses the dataset; only damage leaves the intact episodes to read
         except MediaError as exc:
             return spans, exc
         return spans, None
@@ -186,6 +188,8 @@ class RldsReader(ArrayReaderBase):
                         continue
                     try:
                         feats = self._episode(folder, shard, span, cams)
+                    except CapExceeded:
+                        raise
                     except MediaError as exc:
                         # A damaged record is listed and skipped; it keeps its episode number, so
                         # the episodes after it are numbered as in an intact copy.
@@ -215,6 +219,8 @@ class RldsReader(ArrayReaderBase):
         data = self._record(shard, span)
         try:
             return parse_example(data, want=set(cams))
+        except ExampleCapError as exc:
+            raise CapExceeded(f"record {span.index} of {shard.name}: {exc}", path=folder) from exc
         except ExampleError as exc:
             raise MediaError(f"record {span.index} of {shard.name}: not a valid episode: {exc}",
                              path=folder) from exc

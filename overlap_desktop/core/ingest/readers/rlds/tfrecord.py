@@ -21,7 +21,12 @@ from overlap_desktop.core.fsutil import open_regular
 from overlap_desktop.core.ingest.readers.arraydata import require
 from overlap_desktop.errors import MediaError
 
-__all__ = ["RecordSpan", "masked_crc", "read_record", "scan_records"]
+__all__ = ["CapExceeded", "RecordSpan", "masked_crc", "read_record", "scan_records"]
+
+
+class CapExceeded(MediaError):
+    """A count past one of the caps overlap sets on RLDS data: the dataset is refused, not read
+    in part as a damaged record would be (a cap bounds the work, so stopping at it is no answer)."""
 
 _HEADER = 12
 _MASK_DELTA = 0xA282EAD8
@@ -82,7 +87,7 @@ def scan_records(path: Path, max_record: int, *, max_records: int) -> Iterator[R
             if length is None:
                 return
             if index >= max_records:
-                raise MediaError(f"{path.name} holds more than {max_records:,} records, the most one shard may hold "
+                raise CapExceeded(f"{path.name} holds more than {max_records:,} records, the most one shard may hold "
                                  "(the cap on records per shard); split it into more shards", path=path)
             yield RecordSpan(index, offset + _HEADER, length)
             offset += _HEADER + length + 4
