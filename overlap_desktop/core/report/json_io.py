@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from overlap_desktop.core.report.formats import safe_text
-from overlap_desktop.core.report.model import FileResult, Report, StreamResult, judged_unmatched_seconds
+from overlap_desktop.core.report.model import FileResult, NearFrame, Report, StreamResult, judged_unmatched_seconds
 from overlap_desktop.core.report.output import dumps_json, write_atomically
 from overlap_desktop.core.report.segment_words import (
     ambiguous_episodes,
@@ -38,12 +38,12 @@ __all__ = ["MAX_PAIRS_PER_REPORT", "MAX_PAIRS_PER_SEGMENT", "MIN_PAIRS_PER_SEGME
            "write_report_json"]
 
 #: Identifier and version of the report JSON format.
-REPORT_SCHEMA = "overlap.report/4"
+REPORT_SCHEMA = "overlap.report/5"
 _SCHEMA_PREFIX = "overlap.report/"
-_SCHEMA_MAJOR = 4
+_SCHEMA_MAJOR = 5
 #: Older versions :func:`load_report_json` still reads (missing fields get defaults; see
 #: docs/report-schema.md, "Versioning").
-_SCHEMA_READABLE = (1, 2, 3, 4)
+_SCHEMA_READABLE = (1, 2, 3, 4, 5)
 
 #: Points per segment kept in the JSON (and plotted): enough to see the line and its noise.
 MAX_PAIRS_PER_SEGMENT = 400
@@ -178,6 +178,9 @@ def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int) ->
         "episodes": jsonable(f.episodes),
         # overlap.report/4: per stream (camera of an episode), its own figures in its own time.
         "streams": [_stream_to_dict(s) for s in f.streams],
+        # overlap.report/5: where the "can't tell" time's near-identical frames lie in owned footage.
+        "near_frames": [{"query_s": _r(n.query_s), "corpus_file": n.corpus_file, "corpus_stream": n.corpus_stream,
+                         "corpus_s": _r(n.corpus_s), "distance": int(n.distance)} for n in f.near_frames],
     }
 
 
@@ -399,10 +402,24 @@ def _file_from_dict(d: Any, where: str) -> FileResult:
         cant_tell=_spans_from(d, "cant_tell", w),
         # overlap.report/1 to /3 predate per-stream figures: none (the file is one timeline).
         streams=_streams_from(d, w),
+        # overlap.report/1 to /4 predate near-identical frame pairs: none.
+        near_frames=_near_frames_from(d, w),
     )
     # overlap.report/1 predates repeats: its new footage is all judged unmatched time.
     f.new_seconds = _num(d, "new_seconds", w, round(judged_unmatched_seconds(f), 3))
     return f
+
+
+def _near_frames_from(d: Mapping[str, Any], w: str) -> list[NearFrame]:
+    out: list[NearFrame] = []
+    for i, nd in enumerate(_get(d, "near_frames", list, w, [])):
+        where = f"{w}: near_frames[{i}]"
+        if not isinstance(nd, Mapping):
+            raise _Bad(f"{where} is not an object")
+        out.append(NearFrame(_num(nd, "query_s", where), _get(nd, "corpus_file", str, where),
+                             _get(nd, "corpus_stream", str, where, ""), _num(nd, "corpus_s", where),
+                             int(_num(nd, "distance", where))))
+    return out
 
 
 def _check_schema(data: Any) -> None:
