@@ -14,6 +14,7 @@ because it is data that must round-trip.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -54,11 +55,18 @@ def thin_near_frames(frames: Iterable[NearFrame], spans: Iterable[tuple[float, f
     """The ``frames`` inside the offered ``spans`` (the file's "can't tell" time), one per
     (offered time, owned file, owned stream, owned time), in offered time order and at most
     ``cap`` of them, taken evenly over the list."""
-    inside = [(a - 1e-6, b + 1e-6) for a, b in spans]
+    merged: list[list[float]] = []
+    for a, b in sorted((a - 1e-6, b + 1e-6) for a, b in spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    starts = [m[0] for m in merged]
     best: dict[tuple[float, str, str, float], NearFrame] = {}
     for n in frames:
+        k = bisect.bisect_right(starts, n.query_s) - 1  # the last span starting at or before it
         key = (n.query_s, n.corpus_file, n.corpus_stream, n.corpus_s)
-        if any(a <= n.query_s <= b for a, b in inside) and (key not in best or n.distance < best[key].distance):
+        if k >= 0 and n.query_s <= merged[k][1] and (key not in best or n.distance < best[key].distance):
             best[key] = n
     kept = sorted(best.values(), key=lambda n: (n.query_s, n.corpus_file, n.corpus_stream, n.corpus_s))
     if len(kept) <= cap:
