@@ -107,3 +107,22 @@ def test_the_html_report_draws_the_near_identical_frames() -> None:
     bare.files[0].near_frames = []
     page = render_report_html(bare)
     assert _near_circles(page) == [] and NEAR_WORDS.replace("'", "&#39;") not in page
+
+
+def test_a_report_of_many_cant_tell_files_keeps_its_near_frames_bounded() -> None:
+    """Over a whole report at most MAX_NEAR_FRAMES_PER_REPORT are written (each file keeps some, evenly)."""
+    from overlap_desktop.core.report.json_io import MAX_NEAR_FRAMES_PER_REPORT, MIN_NEAR_FRAMES_PER_FILE
+
+    files = []
+    for k in range(400):
+        f = FileResult(f"offer/{k}.mp4", 30.0, cant_tell=[Span(0.0, 30.0, REASON)], new_seconds=0.0)
+        f.near_frames = [NearFrame(i * 0.1, OWNED, "v:0", 50.0 - i * 0.1, 5) for i in range(NEAR_FRAMES_CAP)]
+        files.append(f)
+    d = report_to_dict(Report("compare", 12_000.0, 0.0, 0.0, files=files, cant_tell_seconds=12_000.0))
+    kept = [len(f["near_frames"]) for f in d["files"]]
+    assert sum(kept) <= MAX_NEAR_FRAMES_PER_REPORT and min(kept) >= MIN_NEAR_FRAMES_PER_FILE
+    xs = [n["query_s"] for n in d["files"][0]["near_frames"]]
+    assert xs[0] == 0.0 and xs[-1] > 27.0  # spread over the file, not its first seconds
+    # One file alone keeps all it has.
+    one = report_to_dict(Report("compare", 30.0, 0.0, 0.0, files=files[:1], cant_tell_seconds=30.0))
+    assert len(one["files"][0]["near_frames"]) == NEAR_FRAMES_CAP
