@@ -49,8 +49,8 @@ BAND_WORDS = "could not be judged (static or featureless): counted neither way"
 #: The shading of offered time that can't be told: some evidence of being owned, not enough.
 CANT_TELL_COLOUR = (230, 150, 0, 70)
 CANT_TELL_WORDS = "can't tell: some evidence of being owned, not enough to prove it (counted neither way)"
-#: Near-identical frames behind "can't tell" time, at (offered, owned) time: amber dots ringed in
-#: grey, apart from the distance colours of counted evidence.
+#: Near-identical frames behind "can't tell" time, at (offered, owned) time: amber diamonds ringed
+#: in grey, apart from the round distance-coloured dots of counted evidence.
 NEAR_COLOUR = "#e69600"
 _NEAR_RING = "#707070"
 NEAR_WORDS = "near-identical, not shown to be a copy (can't tell)"
@@ -101,7 +101,7 @@ class MatchPlot(QWidget):
         self.plot.addItem(self.scatter)
         # The near-identical frames of "can't tell" time (FileResult.near_frames): evidence of no
         # stretch, so not clickable; just under the counted dots where the two meet.
-        self.near_dots = pg.ScatterPlotItem(size=6, pen=pg.mkPen(QColor(_NEAR_RING), width=1), symbol="o",
+        self.near_dots = pg.ScatterPlotItem(size=8, pen=pg.mkPen(QColor(_NEAR_RING), width=1), symbol="d",
                                             brush=pg.mkBrush(QColor(NEAR_COLOUR)), pxMode=True, hoverable=True,
                                             hoverSize=9, tip=self._near_tip)
         self.near_dots.setZValue(9)
@@ -378,7 +378,7 @@ class MatchPlot(QWidget):
         out.append((_BELOW_COLOUR, "not counted: below the evidence floor, weak, or the same motion as several "
                     "owned episodes", dot))
         if self.near_frames:
-            out.append((NEAR_COLOUR, NEAR_WORDS, dot))
+            out.append((NEAR_COLOUR, NEAR_WORDS, _SYMBOL_GLYPHS["d"]))  # a diamond: apart from the distance dots
         return out
 
     # ------------------------------------------------------------------ interaction
