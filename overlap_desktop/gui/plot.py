@@ -3,7 +3,8 @@
 Each matched frame pair is a dot; a copy played at normal speed lies on a
 45-degree line, a slowed copy on a flatter one, a reversed copy on a falling one.
 Fitted segments are drawn as lines over the dots, below-floor evidence dashed and
-grey, time that could not be judged shaded.
+grey, time that could not be judged shaded. "Can't tell" time is shaded amber, and its
+near-identical frames (the report's ``near_frames``) are amber diamonds where they lie.
 
 Imported only when a report is shown, so pyqtgraph does not slow start-up.
 """
