@@ -3,7 +3,8 @@
 Each matched frame pair is a dot; a copy played at normal speed lies on a
 45-degree line, a slowed copy on a flatter one, a reversed copy on a falling one.
 Fitted segments are drawn as lines over the dots, below-floor evidence dashed and
-grey, time that could not be judged shaded.
+grey, time that could not be judged shaded. "Can't tell" time is shaded amber, and its
+near-identical frames (the report's ``near_frames``) are amber diamonds where they lie.
 
 Imported only when a report is shown, so pyqtgraph does not slow start-up.
 """
@@ -21,7 +22,8 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from overlap_desktop import api
 from overlap_desktop.gui.result_parts import YOUR_WORDS, OwnerWords, short_names
 
-__all__ = ["BAND_COLOUR", "BAND_WORDS", "CANT_TELL_COLOUR", "CANT_TELL_WORDS", "MAX_POINTS", "MatchPlot"]
+__all__ = ["BAND_COLOUR", "BAND_WORDS", "CANT_TELL_COLOUR", "CANT_TELL_WORDS", "MAX_POINTS", "NEAR_COLOUR",
+           "NEAR_WORDS", "MatchPlot"]
 
 #: Dots drawn per file; larger sets are thinned in numpy first (ScatterPlotItem has no downsampling).
 MAX_POINTS = 20_000
@@ -45,10 +47,14 @@ _GROUP_SIZES = (10, 8, 7, 7, 6, 6, 6, 6)
 #: The shading of offered time that could not be judged (plot and legend).
 BAND_COLOUR = (128, 128, 128, 50)
 BAND_WORDS = "could not be judged (static or featureless): counted neither way"
-#: The shading of offered time that can't be told: some evidence of being owned, not enough (the
-#: report keeps the offered span of such evidence, not where in the owned footage it lies).
+#: The shading of offered time that can't be told: some evidence of being owned, not enough.
 CANT_TELL_COLOUR = (230, 150, 0, 70)
 CANT_TELL_WORDS = "can't tell: some evidence of being owned, not enough to prove it (counted neither way)"
+#: Near-identical frames behind "can't tell" time, at (offered, owned) time: amber diamonds ringed
+#: in grey, apart from the round distance-coloured dots of counted evidence.
+NEAR_COLOUR = "#e69600"
+_NEAR_RING = "#707070"
+NEAR_WORDS = "near-identical, not shown to be a copy (can't tell)"
 
 
 def _brushes(colours: tuple[str, ...]) -> list[Any]:
@@ -94,6 +100,13 @@ class MatchPlot(QWidget):
         # Dots above the fitted lines: a line is a summary, the dots are the evidence.
         self.scatter.setZValue(10)
         self.plot.addItem(self.scatter)
+        # The near-identical frames of "can't tell" time (FileResult.near_frames): evidence of no
+        # stretch, so not clickable; just under the counted dots where the two meet.
+        self.near_dots = pg.ScatterPlotItem(size=8, pen=pg.mkPen(QColor(_NEAR_RING), width=1), symbol="d",
+                                            brush=pg.mkBrush(QColor(NEAR_COLOUR)), pxMode=True, hoverable=True,
+                                            hoverSize=9, tip=self._near_tip)
+        self.near_dots.setZValue(9)
+        self.plot.addItem(self.near_dots)
         self.lines = pg.PlotDataItem(pen=self._line_pen(), connect="pairs")
         self.below_lines = pg.PlotDataItem(pen=pg.mkPen(_BELOW_COLOUR, width=1,
                                                         style=Qt.PenStyle.DashLine), connect="pairs")
@@ -119,6 +132,7 @@ class MatchPlot(QWidget):
         self._regions: list[Any] = []
         self.cant_tell_regions: list[Any] = []
         self.segments: list[tuple[Any, bool]] = []
+        self.near_frames: list[Any] = []
         self.colour_mode = "distance"
         self._file: Any = None
         self.point_count = 0
@@ -141,7 +155,7 @@ class MatchPlot(QWidget):
 
     def y_axis_words(self) -> str:
         """The y axis title: one owned file is "your file"; lines from several are told apart by colour."""
-        owned = {s.corpus_file for s, _below in self.segments}
+        owned = {s.corpus_file for s, _below in self.segments} | {n.corpus_file for n in self.near_frames}
         # Short: the axis is only as long as the plot is high (about 116 px on a laptop with a long
         # summary, where "Time in your file (s)" was cut off); the x axis says what is measured.
         return "Each file (s)" if len(owned) > 1 else self.words.axis
@@ -177,6 +191,8 @@ class MatchPlot(QWidget):
         self.no_match.hide()
         self.set_highlight(None)
         self.set_selected_point(None)
+        self.near_frames = list(getattr(file_result, "near_frames", None) or [])
+        self._update_near_dots()
         if file_result is None:
             self.segments = []
             self._label_axes()
@@ -204,6 +220,10 @@ class MatchPlot(QWidget):
             self.no_match.show()
             self.plot.setXRange(0, duration, padding=0.02)
             self.plot.setYRange(0, duration, padding=0.02)
+            if self.near_frames:  # the owned times of the dots, wherever they are
+                owned_s = [n.corpus_s for n in self.near_frames]
+                self.plot.setYRange(min(owned_s), max(owned_s), padding=0.1)
+                self.no_match.setPos(duration / 2.0, 0.5 * (min(owned_s) + max(owned_s)))
         for span in file_result.indeterminate:
             region = pg.LinearRegionItem(values=(span.start_s, span.end_s), movable=False,
                                          brush=pg.mkBrush(*BAND_COLOUR), pen=pg.mkPen(None))
@@ -229,9 +249,32 @@ class MatchPlot(QWidget):
         seconds = sum(sp.duration_s for sp in cant_tell)
         if seconds <= 0:
             return self.words.no_match
+        dots = "; amber dots: its near-identical frames" if self.near_frames else ""
         return (f"Can't tell: {api.format_duration(seconds)} of this file has some evidence of matching "
                 f"{self.words.footage}\n(near-identical frames that cannot be placed in time, or too little "
-                "to prove it), shaded; counted neither way")
+                f"to prove it), shaded{dots}; counted neither way")
+
+    def _update_near_dots(self) -> None:
+        if not self.near_frames:
+            self.near_dots.setData([], [])
+            return
+        self.near_dots.setData(x=[n.query_s for n in self.near_frames], y=[n.corpus_s for n in self.near_frames],
+                               data=list(range(len(self.near_frames))))
+
+    def near_dot_positions(self) -> list[tuple[float, float]]:
+        """``(offered s, owned s)`` of the near-identical dots drawn."""
+        x, y = self.near_dots.getData()
+        return [(float(a), float(b)) for a, b in zip(x, y, strict=True)]
+
+    def _near_tip(self, x: float, y: float, data: Any) -> str:
+        try:
+            n = self.near_frames[int(data)]
+        except (TypeError, IndexError, ValueError):
+            return f"offered {api.format_clock(x)}, owned {api.format_clock(y)}"
+        owned = api.safe_text(n.corpus_file, max_len=60)
+        return (f"Offered {api.format_clock(x)} ↔ {self.words.side} {api.format_clock(y)}\n"
+                f"in {owned}\nNear-identical ({n.distance} bits apart), but not shown to be a copy: "
+                "too still, too short or too few frames (can't tell)")
 
     def set_colour_mode(self, mode: str) -> None:
         """``"distance"`` (how close each frame match is) or ``"group"`` (owned file and transformation)."""
@@ -335,6 +378,8 @@ class MatchPlot(QWidget):
                             _SYMBOL_GLYPHS[_GROUP_SYMBOLS[g % len(_GROUP_SYMBOLS)]]))
         out.append((_BELOW_COLOUR, "not counted: below the evidence floor, weak, or the same motion as several "
                     "owned episodes", dot))
+        if self.near_frames:
+            out.append((NEAR_COLOUR, NEAR_WORDS, _SYMBOL_GLYPHS["d"]))  # a diamond: apart from the distance dots
         return out
 
     # ------------------------------------------------------------------ interaction

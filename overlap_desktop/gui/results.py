@@ -418,7 +418,8 @@ class ResultsView(QWidget):
             self.plot_title.setText(f"“{name}”: no match with {self.words.footage}; it repeats other offered footage "
                                     "(listed below)")
         elif getattr(f, "cant_tell", None):
-            self.plot_title.setText(f"“{name}”: can't tell whether it matches {self.words.footage} (shaded)")
+            dots = "; dots: its near-identical frames" if getattr(f, "near_frames", None) else ""
+            self.plot_title.setText(f"“{name}”: can't tell whether it matches {self.words.footage} (shaded{dots})")
         else:
             self.plot_title.setText(f"“{name}”: no match with {self.words.footage}")
 

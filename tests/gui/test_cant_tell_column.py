@@ -7,6 +7,7 @@ as "0% owned, 4.0 s new, no match" while the saved report gave its seconds as "c
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,47 @@ def test_an_old_report_without_cant_tell_reads_as_before(qtbot: Any, tmp_path: P
     old = api.load_report_json(path)
     view = _shown(qtbot, old)
     assert all(view.file_table.item(r, 5).text() == "–" for r in range(view.file_table.rowCount()))
+
+
+#: Where the reversed piece comes from: offered t shows owned room-owned.mp4 at 35.5 - t (tests/verdict_suites.py).
+REVERSED_FROM_S = 35.5
+
+
+def test_a_reversed_piece_draws_its_near_identical_frames_where_they_lie(qtbot: Any, short_report: Any) -> None:
+    """Its can't-tell time is drawn as dots at (offered t, owned t), not only shaded: owned time falls
+    as offered time grows (the piece is reversed), and the legend says what the dots are."""
+    from overlap_desktop.gui.plot import NEAR_WORDS
+
+    name = "ctl-room-reversed-15s-phase.mp4"
+    f = next(x for x in short_report.files if x.query_file == name)
+    view = _shown(qtbot, short_report)
+    _click_row(qtbot, view, name)
+    dots = view.plot.near_dot_positions()
+    assert dots and len(dots) == len(f.near_frames)
+    # Every dot stands for can't-tell time, in the owned file it resembles.
+    assert all(any(sp.start_s - 1e-6 <= x <= sp.end_s + 1e-6 for sp in f.cant_tell) for x, _y in dots)
+    assert {n.corpus_file.rsplit("/", 1)[-1] for n in f.near_frames} == {"room-owned.mp4"}
+    # The motion samples the line could not be drawn through: each at its true owned time, falling.
+    for t in (12.0, 13.0):
+        assert any(abs(x - t) < 1e-3 and abs(y - (REVERSED_FROM_S - t)) < 0.05 for x, y in dots), (t, dots)
+    assert html.escape(NEAR_WORDS) in view.legend.text()
+    assert "dots" in view.plot_title.text() and "amber dots" in view.plot.no_match.textItem.toPlainText()
+    # The owned axis shows them (the dots lie above the offered file's own length).
+    lo, hi = view.plot.plot.viewRange()[1]
+    assert all(lo <= y <= hi for _x, y in dots)
+
+
+def test_a_look_alike_without_evidence_draws_no_near_identical_dots(qtbot: Any, short_report: Any) -> None:
+    """The look-alike (a later moment of the same camera, nothing near-identical): no dots, no legend entry,
+    even right after the reversed piece's dots were drawn."""
+    from overlap_desktop.gui.plot import NEAR_WORDS
+
+    view = _shown(qtbot, short_report)
+    _click_row(qtbot, view, "ctl-room-reversed-15s-phase.mp4")
+    assert view.plot.near_dot_positions()
+    name = "neg-table-later.mp4"
+    f = next(x for x in short_report.files if x.query_file == name)
+    assert not f.near_frames
+    _click_row(qtbot, view, name)
+    assert view.plot.near_dot_positions() == []
+    assert html.escape(NEAR_WORDS) not in view.legend.text()

@@ -77,7 +77,7 @@ def compared(world: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
 def test_compare_finds_the_slowed_copy_and_not_the_new_footage(compared: dict[str, Any]) -> None:
     assert compared["code"] == 0
     r = compared["report"]
-    assert r["schema"] == "overlap.report/4" and r["kind"] == "compare"
+    assert r["schema"] == "overlap.report/5" and r["kind"] == "compare"
     slow, new = _file(r, "slow.mp4"), _file(r, "new.mp4")
     assert slow["matched_percent"] > 70
     seg = max(slow["segments"], key=lambda s: s["query_end"] - s["query_start"])

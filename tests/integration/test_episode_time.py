@@ -128,7 +128,7 @@ def test_reports_carry_the_per_stream_breakdown(world: dict[str, Any], tmp_path:
                  "--html", str(tmp_path / "r.html"), "--csv", str(tmp_path / "r.csv"), "-q"])
     assert code in (0, 3), code
     data = json.loads(rep.read_text(encoding="utf-8"))
-    assert data["schema"] == "overlap.report/4"
+    assert data["schema"] == "overlap.report/5"
     aloha = next(f for f in data["files"] if f["query_file"].endswith("episode_1.hdf5"))
     streams = {s["camera"]: s for s in aloha["streams"]}
     assert set(streams) == {"cam_high", "cam_low", "cam_right_wrist"}

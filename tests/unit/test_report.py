@@ -188,7 +188,7 @@ def test_json_has_the_documented_fields(tmp_path: Path) -> None:
                 "real_footage_seconds", "indeterminate_seconds", "headline", "files", "settings", "manifest",
                 "created", "tool"):
         assert key in d
-    assert d["schema"] == REPORT_SCHEMA == "overlap.report/4"
+    assert d["schema"] == REPORT_SCHEMA == "overlap.report/5"
     assert d["overlap_percent"] == 31.25
     f = d["files"][0]
     for key in ("query_file", "duration_s", "matched_percent", "matched_seconds", "real_footage_seconds",
@@ -230,7 +230,7 @@ def test_pairs_are_thinned_in_json() -> None:
 
 
 @pytest.mark.parametrize(("schema", "message"), [
-    ("overlap.report/5", "newer overlap desktop"),
+    ("overlap.report/6", "newer overlap desktop"),
     ("overlap.report/0", "not supported"),
     ("overlap.manifest/1", "not an overlap report"),
     (None, "not an overlap report"),
@@ -484,7 +484,7 @@ def test_version_1_reports_still_load_with_defaults(tmp_path: Path) -> None:
     # Before repeats were checked, new footage is all judged unmatched time, and the sentence says so.
     assert r.files[0].new_seconds == 20.0 and r.files[1].new_seconds == 300.0 and r.new_seconds == 320.0
     assert "did not check the offer for repeats" in new_footage_sentence(r)
-    assert report_to_dict(r)["schema"] == "overlap.report/4"
+    assert report_to_dict(r)["schema"] == "overlap.report/5"
 
 
 def test_html_shows_new_footage_seal_chance_weak_and_repeats(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ def test_compare_writes_all_outputs_and_prints_headline(tmp_path: Path, manifest
                for ln in lines)
     assert any("1 match below the evidence floor" in ln for ln in lines)
     assert "\u202e" not in text.out and "\x1b" not in text.out  # hostile names cannot drive the terminal
-    assert json.loads((out / "r.json").read_text())["schema"] == "overlap.report/4"
+    assert json.loads((out / "r.json").read_text())["schema"] == "overlap.report/5"
     assert (out / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert (out / "r.csv").stat().st_size > 0
     assert "JSON report written to" in text.err

@@ -8,6 +8,7 @@ from overlap_desktop.core.match.segments import RawSegment
 from overlap_desktop.core.match.stillmatch import (
     STILL_MATCH_BITS,
     into_owned_still,
+    near_hits,
     near_pieces,
     near_rows,
     row_spans,
@@ -158,3 +159,20 @@ def test_a_sample_after_still_time_reaches_back_to_its_edge() -> None:
     time back to its edge (a quarter second was left new between them)."""
     offered = fp(OWNED[0:20].copy(), [Span(0.0, 10.25, "static")])
     assert row_spans(offered, np.array([11, 12])) == [(10.25, 12.5)]
+
+
+def test_near_frames_keep_where_in_owned_footage_they_lie() -> None:
+    """The near-identical decision's own comparisons say which owned frame (stream, time, bits):
+    the report draws them where they lie, and the farther rows say nothing."""
+    owned = fp(ROOM, [Span(10.0, 20.0, "static")])
+    offered = fp(np.stack([flip_bits(ROOM[13], 3, 7), flip_bits(ROOM[25], 5, 8),
+                           RNG.integers(0, 256, 32, dtype=np.uint8)]))
+    near, which, when, dist = near_hits(offered, np.arange(3), [fp(OWNED), owned])
+    assert near.tolist() == [True, True, False]
+    assert which.tolist()[:2] == [1, 1] and when.tolist()[:2] == [13.0, 25.0] and dist.tolist()[:2] == [3, 5]
+    assert which[2] == -1 and np.isnan(when[2]) and dist[2] == 256
+    # The search's near hits and a still line's frames carry their pairs (offered s, owned s, bits).
+    pieces = near_pieces(offered, owned, np.array([0, 1, 2]), np.array([13, 25, 4]), np.array([3, 5, 90]))
+    assert [p.pairs.tolist() for p in pieces] == [[[0.0, 13.0, 3.0], [1.0, 25.0, 5.0]]]
+    [piece] = still_pieces(fp(OWNED[2:8].copy()), fp(OWNED), seg(0.0, 6.0, 2.0), np.arange(4), [])
+    assert piece.pairs.tolist() == [[0.0, 2.0, 0.0], [1.0, 3.0, 0.0], [2.0, 4.0, 0.0], [3.0, 5.0, 0.0]]

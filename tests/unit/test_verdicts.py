@@ -156,7 +156,7 @@ def test_json_v3_round_trips_and_v2_reads_without_cant_tell(tmp_path: Path) -> N
     old.write_text(json.dumps(d))
     r2 = load_report_json(old)
     assert r2.cant_tell_seconds == 0.0 and r2.files[0].cant_tell == [] and r2.files[0].ambiguous == []
-    assert report_to_dict(r2)["schema"] == "overlap.report/4"
+    assert report_to_dict(r2)["schema"] == "overlap.report/5"
 
 
 def test_the_floor_counts_unjudged_time_a_match_runs_into() -> None:

@@ -4,7 +4,7 @@ weak, ambiguous, can't tell) and the flags that say how the offer was altered.""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,11 +13,11 @@ from overlap_desktop.core.index.search import Corpus
 from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds, union_seconds_excluding
 from overlap_desktop.core.match.floor import clears_floor, line_evidence_seconds
 from overlap_desktop.core.match.segments import MatchParams, RawSegment
-from overlap_desktop.core.match.stillmatch import near_rows, row_spans
+from overlap_desktop.core.match.stillmatch import STILL_MATCH_BITS, near_hits, row_spans
 from overlap_desktop.core.match.streamtime import combine_streams
 from overlap_desktop.core.match.types import QueryStream
 from overlap_desktop.core.match.verdicts import cant_tell_spans, settle_episodes
-from overlap_desktop.core.report.model import FileResult, offered_pieces
+from overlap_desktop.core.report.model import FileResult, NearFrame, offered_pieces, thin_near_frames
 from overlap_desktop.core.types import Segment, Span, StreamFingerprints, Variant
 
 __all__ = ["SPEED_TOLERANCE", "audit_files", "file_results", "speed_change"]
@@ -128,12 +128,18 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
     rivals_of: dict[int, list[Segment]] = {}
     still_of: dict[int, list[tuple[float, float]]] = {}
     near_of: dict[int, list[tuple[float, float]]] = {}
+    frames_of: dict[int, list[NearFrame]] = {}  # per offered stream: its near-identical frame pairs
     related: dict[int, list[int]] = {}  # per offered stream: owned streams it has a line or a near hit to
     names: dict[int, tuple[str, str]] = {}
     sid_of: dict[tuple[str, str], int] = {}
     for qi, sid, s in found:
         if sid not in related.setdefault(qi, []):
             related[qi].append(sid)
+        if sid not in names:
+            names[sid] = corpus.describe(sid)
+            sid_of[names[sid]] = sid
+        if (s.near or s.unjudged) and s.pairs is not None and len(s.pairs):
+            frames_of.setdefault(qi, []).extend(_near_frames(s.pairs, *names[sid]))
         if s.near:
             # Near-identical to owned frames, on no line: "can't tell", and no line's evidence.
             near_of.setdefault(qi, []).append((s.query_start, s.query_end))
@@ -142,9 +148,6 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
             # A line over footage too still to place in time: "can't tell", never new.
             still_of.setdefault(qi, []).append((s.query_start, s.query_end))
             continue
-        if sid not in names:
-            names[sid] = corpus.describe(sid)
-            sid_of[names[sid]] = sid
         cf, ck = names[sid]
         into = rivals_of if s.rival else segs_of
         into.setdefault(qi, []).append(_to_segment(queries[qi], cf, ck, corpus.fingerprints(sid), s))
@@ -153,7 +156,7 @@ def file_results(queries: Sequence[QueryStream], found: Sequence[tuple[int, int,
         sid = sid_of.get((seg.corpus_file, seg.corpus_stream))
         return None if sid is None else corpus.fingerprints(sid)
 
-    g = _Gathered(segs_of, rivals_of, still_of, near_of, related, owned_fp)
+    g = _Gathered(segs_of, rivals_of, still_of, near_of, related, owned_fp, frames_of, names)
     results: list[FileResult] = []
     for name, idxs in by_file.items():
         if len(idxs) == 1:
@@ -181,6 +184,15 @@ class _Gathered:
     near_of: dict[int, list[tuple[float, float]]]
     related: dict[int, list[int]]
     owned_fp: Callable[[Segment], StreamFingerprints | None]
+    frames_of: dict[int, list[NearFrame]]
+    names: dict[int, tuple[str, str]]
+
+
+def _near_frames(pairs: np.ndarray, corpus_file: str, corpus_stream: str) -> list[NearFrame]:
+    """Frame pairs ``(offered s, owned s, bits)`` of near-identical evidence as report entries (the
+    near-identical ones: a frame between owned samples that changed is "can't tell" without one)."""
+    return [NearFrame(round(float(q), 3), corpus_file, corpus_stream, round(float(c), 3), int(round(float(d))))
+            for q, c, d in np.asarray(pairs, float)[:, :3].tolist() if d <= STILL_MATCH_BITS]
 
 
 def _judge(name: str, idxs: Sequence[int], duration: float, queries: Sequence[QueryStream], g: _Gathered,
@@ -230,20 +242,25 @@ def _judge(name: str, idxs: Sequence[int], duration: float, queries: Sequence[Qu
     near = [sp for i in idxs for sp in g.near_of.get(i, [])]
     f.cant_tell = cant_tell_spans(f, still, rivals, near)
     # What is left would be new: only where no frame of a related owned stream looks like it.
-    more = [sp for i in idxs
-            for sp in _near_related(queries[i].fp, f, (corpus.fingerprints(sid) for sid in g.related.get(i, [])))]
+    frames = [n for i in idxs for n in g.frames_of.get(i, [])]
+    more: list[tuple[float, float]] = []
+    for i in idxs:
+        spans, found = _near_related(queries[i].fp, f, g.related.get(i, []), corpus, g.names)
+        more += spans
+        frames += found
     if more:
         f.cant_tell = cant_tell_spans(f, still, rivals, near + more)
+    f.near_frames = thin_near_frames(frames, [(sp.start_s, sp.end_s) for sp in f.cant_tell])
     return f
 
 
-def _near_related(fp: StreamFingerprints, f: FileResult, owned: Iterator[StreamFingerprints]
-                  ) -> list[tuple[float, float]]:
+def _near_related(fp: StreamFingerprints, f: FileResult, sids: Sequence[int], corpus: Corpus,
+                  names: dict[int, tuple[str, str]]) -> tuple[list[tuple[float, float]], list[NearFrame]]:
     """Offered seconds of one stream that would be new (judged, no verdict yet) whose frames sit
-    near a frame of the owned streams it has lines to (:func:`~.stillmatch.near_rows`; they are
-    loaded only when such seconds are left)."""
+    near a frame of the owned streams ``sids`` it has lines to (:func:`~.stillmatch.near_hits`;
+    they are loaded only when such seconds are left), and those frames' pairs."""
     if len(fp) == 0:
-        return []
+        return [], []
     t = fp.times_ns / 1e9
     # Still (unusable) samples too: their half-sample spans can reach past the still time.
     free = np.ones(len(fp), bool)
@@ -252,8 +269,12 @@ def _near_related(fp: StreamFingerprints, f: FileResult, owned: Iterator[StreamF
         free &= ~((t >= a - 1e-6) & (t <= b + 1e-6))
     rows = np.flatnonzero(free)
     if rows.size == 0:
-        return []
-    return row_spans(fp, rows[near_rows(fp, rows, owned)])
+        return [], []
+    near, which, when, dist = near_hits(fp, rows, (corpus.fingerprints(sid) for sid in sids))
+    frames = [NearFrame(round(float(t[r]), 3), *names.get(sids[k], corpus.describe(sids[k])), round(float(c), 3),
+                        int(d)) for r, k, c, d in zip(rows[near].tolist(), which[near].tolist(),
+                                                       when[near].tolist(), dist[near].tolist(), strict=True)]
+    return row_spans(fp, rows[near]), frames
 
 
 def _is_weak(s: Segment, params: MatchParams) -> bool:

@@ -30,8 +30,8 @@ from overlap_desktop.core.index.arrays import popcount_xor
 from overlap_desktop.core.match.segments import RawSegment
 from overlap_desktop.core.types import StreamFingerprints
 
-__all__ = ["NEAR_BUDGET", "STILL_MATCH_BITS", "UNSEEN_CHANGE_BITS", "into_owned_still", "near_pieces", "near_rows",
-           "row_spans", "still_pieces", "unseen_pieces"]
+__all__ = ["NEAR_BUDGET", "STILL_MATCH_BITS", "UNSEEN_CHANGE_BITS", "into_owned_still", "near_hits", "near_pieces",
+           "near_rows", "row_spans", "still_pieces", "unseen_pieces"]
 
 #: Frames this close to their owned match (re-encodes and grades of one recording sit 0-10 bits
 #: apart) are a still match. Coincidences of one rig's look-alike frames sit 20-50 bits apart.
@@ -109,8 +109,10 @@ def still_pieces(query: StreamFingerprints, corpus: StreamFingerprints, seg: Raw
     out = []
     for a, b in zip(edges[::2].tolist(), edges[1::2].tolist()):
         piece = _piece(query, seg, float(qt[rows[a]]), float(qt[rows[b - 1]]), b - a, float(d[a:b].mean()))
+        q = qt[rows[a:b]]
         out.append(replace(piece, query_start=max(seg.query_start, piece.query_start),
-                           query_end=min(seg.query_end, piece.query_end)))
+                           query_end=min(seg.query_end, piece.query_end),
+                           pairs=np.column_stack([q, seg.speed * q + seg.offset, d[a:b]]).astype(float)))
     return out
 
 
@@ -166,20 +168,32 @@ NEAR_BUDGET = 40_000_000
 
 def near_rows(query: StreamFingerprints, rows: np.ndarray, owned: Iterable[StreamFingerprints],
               bits: int = STILL_MATCH_BITS, budget: int = NEAR_BUDGET) -> np.ndarray:
+    """Which offered ``rows`` are near some owned frame (:func:`near_hits`' first answer)."""
+    return near_hits(query, rows, owned, bits, budget)[0]
+
+
+def near_hits(query: StreamFingerprints, rows: np.ndarray, owned: Iterable[StreamFingerprints],
+              bits: int = STILL_MATCH_BITS, budget: int = NEAR_BUDGET
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Which offered ``rows`` sit within ``bits`` of some frame (any variant, still time
     included) of the ``owned`` streams, checked stream by stream in the order given while the
     comparisons stay within ``budget`` (rows left unchecked count as not near). ``owned`` is
     consumed lazily: streams are not loaded once every row is near or the budget is spent.
 
     Returns:
-        ``bool (len(rows),)``.
+        ``near`` (bool), and per row the position in ``owned`` of the stream it is near, the
+        owned time and the distance in bits of that stream's closest frame (-1, nan and 256
+        where not near); each ``(len(rows),)``.
     """
     rows = np.asarray(rows, np.int64)
     near = np.zeros(rows.size, bool)
+    which = np.full(rows.size, -1, np.int64)
+    when = np.full(rows.size, np.nan)
+    dist = np.full(rows.size, 256, np.int64)
     spent = 0
     if rows.size == 0:
-        return near
-    for fp in owned:
+        return near, which, when, dist
+    for k, fp in enumerate(owned):
         todo = np.flatnonzero(~near)
         if todo.size == 0:
             break
@@ -191,10 +205,17 @@ def near_rows(query: StreamFingerprints, rows: np.ndarray, owned: Iterable[Strea
             break
         q = query.codes[rows[todo], 0]
         step = max(1, 1_000_000 // codes.shape[0])  # bounded memory (32 MB): a block of rows at a time
+        t = _times(fp)
+        per_row = max(1, fp.codes.shape[1]) if fp.codes.ndim == 3 else 1
         for a in range(0, todo.size, step):
-            d = popcount_xor(q[a:a + step, None, :], codes[None, :, :]).min(axis=1)
-            near[todo[a:a + step]] |= d <= bits
-    return near
+            dd = popcount_xor(q[a:a + step, None, :], codes[None, :, :])
+            j = dd.argmin(axis=1)
+            d = np.take_along_axis(dd, j[:, None], axis=1)[:, 0].astype(np.int64)
+            hit = d <= bits
+            at = todo[a:a + step][hit]
+            near[at] = True
+            which[at], when[at], dist[at] = k, t[j[hit] // per_row], d[hit]
+    return near, which, when, dist
 
 
 def row_spans(query: StreamFingerprints, rows: np.ndarray) -> list[tuple[float, float]]:
@@ -223,10 +244,16 @@ def near_pieces(query: StreamFingerprints, corpus: StreamFingerprints, q_rows: n
         return []
     mean_d = float(np.asarray(distances)[close].mean())
     c0 = float(_times(corpus)[int(np.asarray(c_rows)[close][0])])
-    return [RawSegment(query_start=q0, query_end=q1, corpus_start=c0, corpus_end=c0, speed=1.0, offset=c0 - q0,
-                       variant_idx=0, frames=0, judged=0, mean_distance=mean_d, score=0.0, weak=True,
-                       unjudged=True, near=True)
-            for q0, q1 in row_spans(query, np.asarray(q_rows)[close])]
+    # The hits themselves, kept so a report can show where in owned footage the frames lie.
+    hits = np.column_stack([_times(query)[np.asarray(q_rows)[close]], _times(corpus)[np.asarray(c_rows)[close]],
+                            np.asarray(distances)[close]]).astype(float)
+    out = []
+    for q0, q1 in row_spans(query, np.asarray(q_rows)[close]):
+        mine = hits[(hits[:, 0] >= q0 - 1e-6) & (hits[:, 0] <= q1 + 1e-6)]
+        out.append(RawSegment(query_start=q0, query_end=q1, corpus_start=c0, corpus_end=c0, speed=1.0,
+                              offset=c0 - q0, variant_idx=0, frames=0, judged=0, mean_distance=mean_d, score=0.0,
+                              weak=True, unjudged=True, near=True, pairs=mine))
+    return out
 
 
 #: Owned samples this far apart (bits) show footage that changed between them faster than the

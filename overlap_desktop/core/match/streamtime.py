@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from overlap_desktop.core.match.accounting import real_footage_seconds, union_seconds
 from overlap_desktop.core.match.types import QueryStream
-from overlap_desktop.core.report.model import FileResult, StreamResult
+from overlap_desktop.core.report.model import FileResult, StreamResult, thin_near_frames
 from overlap_desktop.core.types import Span
 
 __all__ = ["combine_streams", "episode_groups"]
@@ -132,6 +132,7 @@ def combine_streams(name: str, queries: Sequence[QueryStream], parts: dict[int, 
             f.below_floor += p.below_floor
             f.weak += p.weak
             f.ambiguous += p.ambiguous
+            f.near_frames += [replace(n, query_s=round(n.query_s + offset, 3)) for n in p.near_frames]
             unjudged = [(sp.start_s, sp.end_s) for sp in [*p.indeterminate, *p.cant_tell]]
             ind_s = union_seconds([(sp.start_s, sp.end_s) for sp in p.indeterminate])
             f.streams.append(StreamResult(
@@ -142,6 +143,7 @@ def combine_streams(name: str, queries: Sequence[QueryStream], parts: dict[int, 
                 unjudged=unjudged))
         offset += length
     f.duration_s = round(offset, 3)
+    f.near_frames = thin_near_frames(f.near_frames, [(sp.start_s, sp.end_s) for sp in f.cant_tell])
     f.matched_seconds = round(f.matched_seconds, 3)
     f.real_footage_seconds = round(f.real_footage_seconds, 3)
     offsets = {s.stream: s.offset_s for s in f.streams}

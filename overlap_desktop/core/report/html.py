@@ -40,7 +40,7 @@ from overlap_desktop.core.report.scale import DISTANCE_SCALE, distance_level
 from overlap_desktop.core.report.segment_words import chance_words, describe_flags, manipulation_words, speed_cell
 from overlap_desktop.core.report.signing import report_signature_lines
 from overlap_desktop.core.report.stream_words import new_camera_lines, stream_rows
-from overlap_desktop.core.report.svgplot import PlotView, plot_view
+from overlap_desktop.core.report.svgplot import NEAR_COLOUR, NEAR_RING, NEAR_WORDS, PlotView, plot_view
 from overlap_desktop.core.report.wording import (
     evidence_floor,
     headline,
@@ -109,6 +109,7 @@ def _environment() -> jinja2.Environment:
         GLOSSARY=GLOSSARY, DISTANCE_SCALE=DISTANCE_SCALE, distance_level=distance_level,
         format_clock=format_clock, format_duration=format_duration, speed_cell=speed_cell,
         chance_words=chance_words, stream_words=stream_words, manipulation_words=manipulation_words,
+        NEAR_COLOUR=NEAR_COLOUR, NEAR_RING=NEAR_RING, NEAR_WORDS=NEAR_WORDS,
     )
     return env
 
@@ -223,11 +224,14 @@ def _plots_context(report: Report) -> dict[str, Any]:
             pairs.setdefault((f.query_file, s.corpus_file), (f, []))[1].append((s, False))
         for s in [*f.below_floor, *f.weak, *f.ambiguous]:
             pairs.setdefault((f.query_file, s.corpus_file), (f, []))[1].append((s, True))
+        for n in f.near_frames:  # "can't tell" time's near-identical frames get a chart too
+            pairs.setdefault((f.query_file, n.corpus_file), (f, []))
     ranked = sorted(pairs.items(), key=lambda kv: (all(b for _, b in kv[1][1]),
                                                    -sum(s.query_duration for s, _ in kv[1][1])))
-    plots: list[PlotView] = [plot_view(qf, cf, f.duration_s, segs)
+    plots: list[PlotView] = [plot_view(qf, cf, f.duration_s, segs, [n for n in f.near_frames if n.corpus_file == cf])
                              for (qf, cf), (f, segs) in ranked[:MAX_HTML_PLOTS]]
-    return {"plots": plots, "plots_left_out": max(0, len(ranked) - MAX_HTML_PLOTS)}
+    return {"plots": plots, "plots_left_out": max(0, len(ranked) - MAX_HTML_PLOTS),
+            "plots_near": any(p.near_dots for p in plots)}
 
 
 def _evidence_context(report: Report) -> dict[str, Any]:

@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from overlap_desktop.core.report.formats import safe_text
-from overlap_desktop.core.report.model import FileResult, Report, StreamResult, judged_unmatched_seconds
+from overlap_desktop.core.report.model import (
+    NEAR_FRAMES_CAP,
+    FileResult,
+    NearFrame,
+    Report,
+    StreamResult,
+    judged_unmatched_seconds,
+)
 from overlap_desktop.core.report.output import dumps_json, write_atomically
 from overlap_desktop.core.report.segment_words import (
     ambiguous_episodes,
@@ -33,17 +40,18 @@ from overlap_desktop.core.report.wording import evidence_floor, headline, headli
 from overlap_desktop.core.types import Segment, Span, Variant
 from overlap_desktop.errors import InputError
 
-__all__ = ["MAX_PAIRS_PER_REPORT", "MAX_PAIRS_PER_SEGMENT", "MIN_PAIRS_PER_SEGMENT", "REPORT_SCHEMA", "jsonable",
+__all__ = ["MAX_NEAR_FRAMES_PER_REPORT", "MAX_PAIRS_PER_REPORT", "MAX_PAIRS_PER_SEGMENT", "MIN_NEAR_FRAMES_PER_FILE",
+           "MIN_PAIRS_PER_SEGMENT", "REPORT_SCHEMA", "jsonable",
            "load_report_json", "report_from_dict", "report_to_dict", "thin_pairs", "tool_version",
            "write_report_json"]
 
 #: Identifier and version of the report JSON format.
-REPORT_SCHEMA = "overlap.report/4"
+REPORT_SCHEMA = "overlap.report/5"
 _SCHEMA_PREFIX = "overlap.report/"
-_SCHEMA_MAJOR = 4
+_SCHEMA_MAJOR = 5
 #: Older versions :func:`load_report_json` still reads (missing fields get defaults; see
 #: docs/report-schema.md, "Versioning").
-_SCHEMA_READABLE = (1, 2, 3, 4)
+_SCHEMA_READABLE = (1, 2, 3, 4, 5)
 
 #: Points per segment kept in the JSON (and plotted): enough to see the line and its noise.
 MAX_PAIRS_PER_SEGMENT = 400
@@ -51,6 +59,11 @@ MAX_PAIRS_PER_SEGMENT = 400
 #: (each segment keeps at least :data:`MIN_PAIRS_PER_SEGMENT`).
 MAX_PAIRS_PER_REPORT = 200_000
 MIN_PAIRS_PER_SEGMENT = 24
+#: Near-identical frames kept over a whole report (about 200 bytes each), so an offer of
+#: thousands of "can't tell" files stays a few MB; each such file keeps at least
+#: :data:`MIN_NEAR_FRAMES_PER_FILE` (and at most ``NEAR_FRAMES_CAP``, 300).
+MAX_NEAR_FRAMES_PER_REPORT = 20_000
+MIN_NEAR_FRAMES_PER_FILE = 24
 
 
 def _r(x: float, nd: int = 3) -> float:
@@ -148,7 +161,16 @@ def _segment_to_dict(seg: Segment, *, below_floor: bool, floor_seconds: float | 
     }
 
 
-def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int) -> dict[str, Any]:
+def _near_to_dicts(frames: list[NearFrame], cap: int) -> list[dict[str, Any]]:
+    """The near-identical frames as JSON, at most ``cap`` of them taken evenly over the list."""
+    if len(frames) > cap:
+        frames = [frames[int(k * len(frames) / cap)] for k in range(cap)]
+    return [{"query_s": _r(n.query_s), "corpus_file": n.corpus_file, "corpus_stream": n.corpus_stream,
+             "corpus_s": _r(n.corpus_s), "distance": int(n.distance)} for n in frames]
+
+
+def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int,
+                  max_near: int = NEAR_FRAMES_CAP) -> dict[str, Any]:
     return {
         "query_file": f.query_file,
         "duration_s": _r(f.duration_s),
@@ -178,6 +200,8 @@ def _file_to_dict(f: FileResult, floor_seconds: float | None, max_pairs: int) ->
         "episodes": jsonable(f.episodes),
         # overlap.report/4: per stream (camera of an episode), its own figures in its own time.
         "streams": [_stream_to_dict(s) for s in f.streams],
+        # overlap.report/5: where the "can't tell" time's near-identical frames lie in owned footage.
+        "near_frames": _near_to_dicts(f.near_frames, max_near),
     }
 
 
@@ -227,6 +251,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
                      for f in report.files)
     max_pairs = max(MIN_PAIRS_PER_SEGMENT,
                     min(MAX_PAIRS_PER_SEGMENT, MAX_PAIRS_PER_REPORT // max(1, n_segments)))
+    max_near = max(MIN_NEAR_FRAMES_PER_FILE, min(NEAR_FRAMES_CAP, MAX_NEAR_FRAMES_PER_REPORT // max(
+        1, sum(1 for f in report.files if f.near_frames))))
     created = report.created or datetime.now(timezone.utc).isoformat(timespec="seconds")
     return {
         "schema": REPORT_SCHEMA,
@@ -256,7 +282,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
             "ambiguous": sum(len(f.ambiguous) for f in report.files),
             "indeterminate_spans": sum(len(f.indeterminate) for f in report.files),
         },
-        "files": [_file_to_dict(f, fl, max_pairs) for f in report.files],
+        "files": [_file_to_dict(f, fl, max_pairs, max_near) for f in report.files],
         "manifest": jsonable(report.manifest),
         "settings": jsonable(report.settings),
         **({"text_overlap": jsonable(report.text_overlap)} if report.text_overlap is not None else {}),
@@ -399,10 +425,24 @@ def _file_from_dict(d: Any, where: str) -> FileResult:
         cant_tell=_spans_from(d, "cant_tell", w),
         # overlap.report/1 to /3 predate per-stream figures: none (the file is one timeline).
         streams=_streams_from(d, w),
+        # overlap.report/1 to /4 predate near-identical frame pairs: none.
+        near_frames=_near_frames_from(d, w),
     )
     # overlap.report/1 predates repeats: its new footage is all judged unmatched time.
     f.new_seconds = _num(d, "new_seconds", w, round(judged_unmatched_seconds(f), 3))
     return f
+
+
+def _near_frames_from(d: Mapping[str, Any], w: str) -> list[NearFrame]:
+    out: list[NearFrame] = []
+    for i, nd in enumerate(_get(d, "near_frames", list, w, [])):
+        where = f"{w}: near_frames[{i}]"
+        if not isinstance(nd, Mapping):
+            raise _Bad(f"{where} is not an object")
+        out.append(NearFrame(_num(nd, "query_s", where), _get(nd, "corpus_file", str, where),
+                             _get(nd, "corpus_stream", str, where, ""), _num(nd, "corpus_s", where),
+                             int(_num(nd, "distance", where))))
+    return out
 
 
 def _check_schema(data: Any) -> None:

@@ -14,6 +14,7 @@ because it is data that must round-trip.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,8 +22,57 @@ from typing import Any
 
 from overlap_desktop.core.types import Segment, Span
 
-__all__ = ["REPEATS_SETTING", "FileResult", "Report", "StreamResult", "identical_files", "judged_unmatched_seconds",
-           "new_camera_views", "offered_pieces", "repeats_checked"]
+__all__ = ["NEAR_FRAMES_CAP", "REPEATS_SETTING", "FileResult", "NearFrame", "Report", "StreamResult", "identical_files",
+           "judged_unmatched_seconds", "new_camera_views", "offered_pieces", "repeats_checked", "thin_near_frames"]
+
+#: Most near-identical frame pairs a file keeps (thinned evenly over offered time), so a report
+#: of a long "can't tell" file stays small (docs/report-schema.md).
+NEAR_FRAMES_CAP = 300
+
+
+@dataclass(frozen=True, slots=True)
+class NearFrame:
+    """An offered frame near-identical to an owned frame, where that is the file's only evidence
+    there ("can't tell": too still, too short or too few to show a copy).
+
+    Attributes:
+        query_s: Offered time, in the file's time (as ``FileResult.cant_tell``).
+        corpus_file: The owned file.
+        corpus_stream: Its stream key.
+        corpus_s: Owned time of the near-identical frame.
+        distance: Bits between the two fingerprints.
+    """
+
+    query_s: float
+    corpus_file: str
+    corpus_stream: str
+    corpus_s: float
+    distance: int
+
+
+def thin_near_frames(frames: Iterable[NearFrame], spans: Iterable[tuple[float, float]],
+                     cap: int = NEAR_FRAMES_CAP) -> list[NearFrame]:
+    """The ``frames`` inside the offered ``spans`` (the file's "can't tell" time), one per
+    (offered time, owned file, owned stream, owned time), in offered time order and at most
+    ``cap`` of them, taken evenly over the list."""
+    merged: list[list[float]] = []
+    for a, b in sorted((a - 1e-6, b + 1e-6) for a, b in spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    starts = [m[0] for m in merged]
+    best: dict[tuple[float, str, str, float], NearFrame] = {}
+    for n in frames:
+        k = bisect.bisect_right(starts, n.query_s) - 1  # the last span starting at or before it
+        key = (n.query_s, n.corpus_file, n.corpus_stream, n.corpus_s)
+        if k >= 0 and n.query_s <= merged[k][1] and (key not in best or n.distance < best[key].distance):
+            best[key] = n
+    kept = sorted(best.values(), key=lambda n: (n.query_s, n.corpus_file, n.corpus_stream, n.corpus_s))
+    if len(kept) <= cap:
+        return kept
+    step = len(kept) / cap
+    return [kept[int(k * step)] for k in range(cap)]
 
 
 @dataclass(slots=True)
@@ -105,6 +155,9 @@ class FileResult:
             none is owned and one is "can't tell", new when every camera judged there is new.
             Segment times are stream times; ``indeterminate`` and ``cant_tell`` spans are in the
             file's time, which lays episodes back to back (``StreamResult.offset_s``).
+        near_frames: Where the "can't tell" time's near-identical frames lie in owned footage:
+            up to :data:`NEAR_FRAMES_CAP` pairs (offered time in the file's time, owned time),
+            thinned evenly; empty in reports before version 5.
     """
 
     query_file: str
@@ -123,6 +176,7 @@ class FileResult:
     ambiguous: list[Segment] = field(default_factory=list)
     cant_tell: list[Span] = field(default_factory=list)
     streams: list[StreamResult] = field(default_factory=list)
+    near_frames: list[NearFrame] = field(default_factory=list)
 
     def offset_of(self, stream: str) -> float:
         """Where ``stream``'s episode starts in this file's time (0 for one-episode files)."""

@@ -58,6 +58,7 @@ def _file(f: FileResult) -> FileResult:
     out.segments = [_owned(s) for s in f.segments]
     out.below_floor = [_owned(s) for s in f.below_floor]
     out.weak = [_owned(s) for s in f.weak]
+    out.near_frames = [dataclasses.replace(n, corpus_file=_name(n.corpus_file)) for n in f.near_frames]
     out.repeats = list(f.repeats)  # the other side is offered footage: the seller's own names
     out.episodes = [_scrub(e) for e in f.episodes]
     return out

@@ -13,15 +13,19 @@ import numpy as np
 
 from overlap_desktop.core.report.formats import safe_text
 from overlap_desktop.core.report.json_io import thin_pairs
+from overlap_desktop.core.report.model import NearFrame
 from overlap_desktop.core.report.scale import distance_colour, distance_words
 from overlap_desktop.core.report.segment_words import describe_segment
 from overlap_desktop.core.types import Segment
 
-__all__ = ["Band", "PlotView", "plot_view"]
+__all__ = ["NEAR_COLOUR", "NEAR_RING", "NEAR_WORDS", "Band", "PlotView", "plot_view"]
 
 #: Size of a plot and its margins (left, right, top, bottom), in pixels.
 _WIDTH, _HEIGHT = 420, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 14, 14, 42
+#: Near-identical frames behind "can't tell" time: amber dots ringed in grey (as in the app).
+NEAR_COLOUR, NEAR_RING = "#e69600", "#707070"
+NEAR_WORDS = "near-identical, not shown to be a copy (can't tell)"
 
 
 @dataclass(slots=True)
@@ -50,6 +54,7 @@ class PlotView:
         x_unit: Unit of the offered-time axis (``s``, ``min``, ``h``); ``y_unit`` likewise.
         bands: Fitted segments; dashed when not counted (below the floor or weak).
         dots: Frame matches as ``(cx, cy, colour, opacity)``, coloured by the one distance scale.
+        near_dots: Near-identical frames of "can't tell" time as ``(cx, cy, tip)``.
     """
 
     query_file: str
@@ -61,6 +66,7 @@ class PlotView:
     y_ticks: list[tuple[str, str, str]] = field(default_factory=list)
     bands: list[Band] = field(default_factory=list)
     dots: list[tuple[str, str, str, float]] = field(default_factory=list)
+    near_dots: list[tuple[str, str, str]] = field(default_factory=list)
     width: int = _WIDTH
     height: int = _HEIGHT
     left: int = _LEFT
@@ -98,9 +104,10 @@ def _axis_unit(span_s: float) -> tuple[float, str]:
     return 1.0, "s"
 
 
-def _owned_range(segments: list[tuple[Segment, bool]]) -> tuple[float, float]:
-    """Owned-time range to show: the segments' ends and their frame matches, padded."""
-    ys: list[float] = []
+def _owned_range(segments: list[tuple[Segment, bool]], near: list[NearFrame]) -> tuple[float, float]:
+    """Owned-time range to show: the segments' ends, their frame matches and the near-identical
+    frames, padded."""
+    ys: list[float] = [n.corpus_s for n in near if math.isfinite(n.corpus_s)]
     for s, _ in segments:
         ys += [s.corpus_start, s.corpus_end]
         if s.pairs is not None and len(s.pairs):
@@ -113,7 +120,7 @@ def _owned_range(segments: list[tuple[Segment, bool]]) -> tuple[float, float]:
 
 
 def plot_view(query_file: str, corpus_file: str, duration_s: float,
-              segments: list[tuple[Segment, bool]]) -> PlotView:
+              segments: list[tuple[Segment, bool]], near: list[NearFrame] | None = None) -> PlotView:
     """The plot of one file pair: fitted segments as bands over their frame matches.
 
     Args:
@@ -121,12 +128,14 @@ def plot_view(query_file: str, corpus_file: str, duration_s: float,
         corpus_file: The owned file.
         duration_s: The offered file's duration (the x axis spans at least this).
         segments: ``(segment, not_counted)`` pairs; not-counted ones are drawn grey and dashed.
+        near: The file's near-identical frames in this owned file ("can't tell"), drawn as amber dots.
 
     Returns:
         The plot, ready for the ``plot`` macro.
     """
-    x_lo, x_hi = 0.0, max([duration_s] + [s.query_end for s, _ in segments] + [1e-3])
-    y_lo, y_hi = _owned_range(segments)
+    near = [n for n in near or [] if math.isfinite(n.query_s) and math.isfinite(n.corpus_s)]
+    x_lo, x_hi = 0.0, max([duration_s] + [s.query_end for s, _ in segments] + [n.query_s for n in near] + [1e-3])
+    y_lo, y_hi = _owned_range(segments, near)
     xdiv, xunit = _axis_unit(x_hi - x_lo)
     ydiv, yunit = _axis_unit(y_hi - y_lo)
     pw, ph = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
@@ -154,4 +163,7 @@ def plot_view(query_file: str, corpus_file: str, duration_s: float,
         for q, c, d in arr.tolist():
             if math.isfinite(q) and math.isfinite(c) and math.isfinite(d):
                 view.dots.append((f"{X(q):.1f}", f"{Y(c):.1f}", distance_colour(d), 0.5 if below else 0.9))
+    for n in near:
+        tip = (f"offered {n.query_s:.2f} s, owned {n.corpus_s:.2f} s: {NEAR_WORDS} ({n.distance} bits apart)")
+        view.near_dots.append((f"{X(n.query_s):.1f}", f"{Y(n.corpus_s):.1f}", tip))
     return view
