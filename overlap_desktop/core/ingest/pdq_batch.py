@@ -98,7 +98,7 @@ _DT32 = np.ascontiguousarray(DCT_MATRIX.T, dtype=np.float32)
 
 
 def dct16_fast(images: np.ndarray) -> np.ndarray:
-    """PDQ's 16x16 DCT coefficients of ``(N, 64, 64)`` images as two matrix products.
+    """PDQ's 16x16 DCT coefficients of ``(N, 64, 64)`` images as matrix products, ``D A D^T``.
 
     About ten times cheaper than :func:`dct16`, but the products add in the BLAS's order, so a
     coefficient may differ from ``pdqhash``'s in its last bits (1e-4 of a level): a code bit
@@ -106,11 +106,10 @@ def dct16_fast(images: np.ndarray) -> np.ndarray:
     by distance with others (never stored as the library's own), not for indexing.
     """
     a = np.asarray(images, dtype=np.float32)
-    n = a.shape[0]
-    # A D^T for every image as one (N*64, 64) @ (64, 16) product, then D (A D^T) as one more.
-    right = (a.reshape(n * 64, 64) @ _DT32).reshape(n, 64, 16)
-    left = _D32 @ np.ascontiguousarray(right.transpose(1, 0, 2)).reshape(64, n * 16)
-    return np.ascontiguousarray(left.reshape(16, n, 16).transpose(1, 0, 2))
+    # One small product per image (a stack): each stays under the size at which OpenBLAS starts
+    # threads, whose spinning cost more CPU than the product itself (measured: one (N*64, 64)
+    # product cost 25 times more CPU beside the audit's decoding threads).
+    return np.ascontiguousarray(_D32 @ (a @ _DT32))
 
 
 def quality(images: np.ndarray) -> np.ndarray:
