@@ -127,7 +127,7 @@ def frames_at(path: Path, stream: str, times_s: Sequence[float] | np.ndarray, va
     # reader seeks to the keyframe before it) instead of decoding the file from its start.
     start = wanted[0] - s_to_ns(SEEK_LEAD_S)
     if getattr(reader, "resumable", False) and start >= s_to_ns(SEEK_FROM_S):
-        frames = iter(reader.frames(path, info, cancel=cancel, start_ns=start))
+        frames = iter(reader.frames(path, info, cancel=cancel, start_ns=start))  # type: ignore[call-arg]
         first = next(frames, None)
         if first is not None and first.t_ns <= wanted[0]:
             return _take(frames, first, wanted, order, variant, cancel)
