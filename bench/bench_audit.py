@@ -158,22 +158,34 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="cpu part: runs of each way (the least CPU counts)")
     ap.add_argument("--generate", type=float, default=0.0, metavar="SECONDS",
                     help="for the cpu part: generate 6 clips of this many seconds (320x240, 24 fps) instead")
+    ap.add_argument("--owned-reencoded", action="store_true",
+                    help="with --generate: the library owns the delivered owned clip re-encoded (other bytes), "
+                         "not the same file (the pixel check then decodes both sides)")
     args = ap.parse_args()
     clips = [args.clips / n for n in CLIPS if (args.clips / n).exists()] or sorted(args.clips.glob("*.mp4"))
     gen = None
+    owned_first = Path()
     if args.generate > 0:
         from tests.footage import make_clip
 
         gen = tempfile.TemporaryDirectory(prefix="bench-audit-clips-")
         clips = [make_clip(Path(gen.name) / f"take-{i:02d}.mp4", 40 + i, duration=args.generate, fps=24.0,
                            size=(320, 240)) for i in range(6)]
+        if args.owned_reencoded:
+            from tests.footage import Scene, render_frames, write_video
+
+            (Path(gen.name) / "lib").mkdir()
+            owned_first = write_video(Path(gen.name) / "lib" / "take-00.mp4",
+                                      render_frames(Scene(40), duration=args.generate, fps=24.0, size=(320, 240)),
+                                      fps=24.0, bit_rate=300_000)
     out: dict[str, Any] = {}
     if args.part in ("tolerance", "both"):
         out["tolerance"] = tolerance(clips)
     if args.part in ("cpu", "both"):
         # The delivery holds one owned file (the lab owns it and one file not delivered).
         delivered = clips[: max(2, len(clips) - 2)]
-        out["cpu"] = cpu(delivered, [delivered[0], clips[-1]], args.rounds)
+        first = owned_first if gen is not None and args.owned_reencoded else delivered[0]
+        out["cpu"] = cpu(delivered, [first, clips[-1]], args.rounds)
     print(json.dumps(out, indent=2))
     if gen is not None:
         gen.cleanup()

@@ -12,7 +12,7 @@ ordinary :class:`~overlap_desktop.core.types.Segment` s whose ``variant`` says t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -174,9 +174,12 @@ def window_codes(y: np.ndarray, windows: Sequence[CropWindow]) -> tuple[np.ndarr
     if (gains != 1.0).any():
         prep.stretch_contrast(small, gains, means)
     np.clip(np.rint(small, out=small), 0, 255, out=small)
-    coefs, quality = pdq_batch.coefs_and_quality(small)
-    codes = pdq_batch.codes_from_coefs(coefs)
-    return codes[1:], np.maximum(quality[1:], 0).astype(np.uint8), codes[0]
+    # Window codes are only compared by distance with the library's (within the matcher's
+    # tolerance), so the DCT need not be pdqhash's to the last bit: the matrix-product one is
+    # ten times cheaper and moves a coefficient by 1e-4 of a level.
+    codes = pdq_batch.codes_from_coefs(pdq_batch.dct16_fast(small))
+    quality = pdq_batch.quality(small[1:])
+    return codes[1:], np.maximum(quality, 0).astype(np.uint8), codes[0]
 
 
 def crop_tap(config: Config) -> CropTap:
@@ -185,8 +188,14 @@ def crop_tap(config: Config) -> CropTap:
     return CropTap(crop_windows(variants_from_config(config)), fps)
 
 
-def crop_queries(tap: CropTap, quality_floor: int) -> list[QueryStream]:
-    """One query stream per tapped stream and window (keyed ``"<stream>#crop<window>"``)."""
+def crop_queries(tap: CropTap, quality_floor: int,
+                 owned: Mapping[str, Sequence[Segment]] | None = None) -> list[QueryStream]:
+    """One query stream per tapped stream and window (keyed ``"<stream>#crop<window>"``).
+
+    Samples inside ``owned`` (per delivered file, the segments the whole frames' screen counted
+    owned) are not searched: what a crop finds there is owned already and is not counted again. A
+    stream with nothing left to search gives no query streams.
+    """
     out: list[QueryStream] = []
     for s in tap.streams:
         times = np.asarray(s.times, np.int64)
@@ -194,13 +203,25 @@ def crop_queries(tap: CropTap, quality_floor: int) -> list[QueryStream]:
         quality = np.stack(s.quality)  # (n, W)
         dur = s.duration_s if s.duration_s else (times[-1] / 1e9 + 1.0 / tap.fps)
         full = np.flatnonzero(s.full)
+        searched = ~_inside(times, [g for g in (owned or {}).get(s.name, ()) if g.query_stream == s.key])
+        if not searched.any():
+            continue
         for i, w in enumerate(tap.windows):
             # A whole-frame window is a stream of its own samples (every WHOLE_EVERY-th).
             rows, fps = (full, tap.fps / WHOLE_EVERY) if w.whole else (slice(None), tap.fps)
             q = quality[rows, i]
             fp = StreamFingerprints(times[rows], q.copy(), codes[rows, i:i + 1].copy(), (Variant(),),
-                                    q >= quality_floor, [], fps, float(dur))
+                                    (q >= quality_floor) & searched[rows], [], fps, float(dur))
             out.append(QueryStream(s.name, float(dur), f"{s.key}{_KEY_SEP}{i}", fp))
+    return out
+
+
+def _inside(times_ns: np.ndarray, segments: Sequence[Segment]) -> np.ndarray:
+    """Which sample times lie inside one of ``segments`` (their offered spans, seconds)."""
+    t = times_ns / 1e9
+    out = np.zeros(len(t), bool)
+    for g in segments:
+        out |= (t >= g.query_start) & (t <= g.query_end)
     return out
 
 
@@ -242,15 +263,19 @@ def _window_explains(q: QueryStream, whole: tuple[np.ndarray, np.ndarray], owned
 
 
 def search_crops(tap: CropTap, index: Index, *, config: Config, progress: ProgressCallback | None = None,
-                 cancel: CancelCallback | None = None) -> dict[str, list[Segment]]:
+                 cancel: CancelCallback | None = None,
+                 owned: Mapping[str, Sequence[Segment]] | None = None) -> dict[str, list[Segment]]:
     """Search the tapped windows in the library; per delivered file, the copies found.
 
     Only counted segments come back (evidence above the floor, chance judged against the
     library searched once per window, not one of several owned episodes matched alike), and
     only lines the cut explains (:data:`CROP_GAIN_BITS`).
     ``query_stream`` is the delivered stream's key and ``variant`` the edit found.
+    ``owned``: per delivered file, what the whole frames already count owned (not searched
+    again: there a window of an uncut copy matches the owned frame's stored windows all along,
+    lines the cut never explains, and verifying them was most of the search's CPU).
     """
-    queries = crop_queries(tap, int(config["index.quality_floor"]))
+    queries = crop_queries(tap, int(config["index.quality_floor"]), owned)
     if not queries:
         return {}
     check_cancel(cancel)

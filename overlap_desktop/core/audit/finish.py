@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["add_to_library", "rescreen_and_add"]
 
 def _crop_segments(tap: FrameTap | None, idx: Index, config: Config, progress: ProgressCallback | None,
-                   cancel: CancelCallback | None) -> tuple[dict[str, list[Segment]], str]:
+                   cancel: CancelCallback | None, owned: Mapping[str, FileResult] | None = None
+                   ) -> tuple[dict[str, list[Segment]], str]:
     if tap is None:
         return {}, ""
     import importlib
@@ -39,7 +40,8 @@ def _crop_segments(tap: FrameTap | None, idx: Index, config: Config, progress: P
     search: Any = getattr(crops, "search_crops", None)
     if search is None:
         return {}, ""
-    return search(tap, idx, config=config, progress=progress, cancel=cancel), "searched"
+    counted = {name: list(fr.segments) for name, fr in (owned or {}).items()}
+    return search(tap, idx, config=config, progress=progress, cancel=cancel, owned=counted), "searched"
 
 
 def _count_crops(fa: FileAudit, fr: FileResult | None, segs: Sequence[Segment]) -> None:
@@ -80,7 +82,9 @@ def rescreen_and_add(result: AuditResult, m: Manifest, decoded: Mapping[str, Dec
     result.same_as_quote = same_offer(m, as_offer)
     delivered = quoted if result.same_as_quote else screen(as_offer, idx, config=config, progress=progress,
                                                               cancel=cancel)
-    crop_hits, result.crops = _crop_segments(tap, idx, config, progress, cancel)
+    # The crop search skips what the whole frames already count owned: _count_crops counts only
+    # the crops' seconds outside those segments.
+    crop_hits, result.crops = _crop_segments(tap, idx, config, progress, cancel, delivered)
     for fa in result.files:
         check_cancel(cancel)
         fa.quoted = seconds_of(quoted.get(fa.name))

@@ -17,13 +17,14 @@ from overlap_desktop.core.audit.decode import Decoded
 from overlap_desktop.core.audit.result import FileAudit
 from overlap_desktop.core.manifest.format import Manifest
 from overlap_desktop.core.report.model import FileResult
-from overlap_desktop.core.types import CancelCallback, ProgressCallback, check_cancel
+from overlap_desktop.core.types import CancelCallback, ProgressCallback, Variant, check_cancel
 
 if TYPE_CHECKING:  # pragma: no cover
     from overlap_desktop.config import Config
+    from overlap_desktop.core.audit.settle import OpenStretch
     from overlap_desktop.core.index.store import Index
 
-__all__ = ["SETTLED", "settle_with_pixels"]
+__all__ = ["SAME_BYTES", "SETTLED", "same_bytes", "settle_with_pixels"]
 
 #: What :attr:`AuditResult.settle` says once the pixel check ran.
 SETTLED = "settled with pixels"
@@ -83,7 +84,7 @@ def settle_with_pixels(files: Sequence[FileAudit], delivered: Mapping[str, FileR
     Returns:
         :data:`SETTLED`.
     """
-    from overlap_desktop.core.audit.settle import settle_offered, settle_stretches, stretch_from_segment
+    from overlap_desktop.core.audit.settle import Settlement, settle_offered, settle_stretches, stretch_from_segment
     from overlap_desktop.core.audit.settle_lines import open_lines, open_stretches
 
     ready = {n for n, d in decoded.items() if d.streams and not d.error}
@@ -100,7 +101,33 @@ def settle_with_pixels(files: Sequence[FileAudit], delivered: Mapping[str, FileR
                                         why_open="counted owned; second opinion") for s in fr.segments]
         if not open_ and not counted:
             continue
-        done = settle_stretches(decoded[fa.name].path, [*open_, *counted], progress=progress, cancel=cancel)
+        # A counted match of the delivered file with itself (the library holds these very bytes,
+        # on the line that pairs each frame with itself) cannot settle new: both sides' pixels are
+        # the same. It keeps its place among the candidates without a decode of either side.
+        same = [same_bytes(st, decoded[fa.name].sha256) for st in counted]
+        asked = [*open_, *(st for st, sm in zip(counted, same, strict=True) if not sm)]
+        got = iter(settle_stretches(decoded[fa.name].path, asked, progress=progress, cancel=cancel) if asked else [])
+        done = [next(got) for _ in open_]
+        done += [Settlement(st, "owned", SAME_BYTES) if sm else next(got) for st, sm in zip(counted, same, strict=True)]
         _apply_open(fa, fr, settle_offered(done[:len(open_)]) if open_ else [])
         _apply_counted(fa, fr, settle_offered(done[len(open_):]) if counted else [])
     return SETTLED
+
+
+#: A counted match's second opinion when the delivered file is the library's file byte for byte.
+SAME_BYTES = "the delivered file is the library's file byte for byte, on the line pairing each frame with itself"
+#: How far (seconds) a self-match's line may sit from the frame itself at either end: well within
+#: the pixel check's own refinement of a line (shifts of up to 0.3 s, the best kept), so the check
+#: would compare each frame with itself or its neighbour.
+_SELF_LINE_S = 0.1
+
+
+def same_bytes(stretch: OpenStretch, delivered_sha256: str | None) -> bool:
+    """Is ``stretch`` the delivered file matched with itself (same bytes, stream, times, no edit)?"""
+    if delivered_sha256 is None or stretch.owned_sha256 != delivered_sha256 or stretch.variant != Variant() \
+            or stretch.owned_stream != stretch.offered_stream:
+        return False
+    length = stretch.offered_end_s - stretch.offered_start_s
+    start_off = stretch.owned_start_s - stretch.offered_start_s
+    end_off = start_off + length * (stretch.speed - 1.0)
+    return abs(start_off) <= _SELF_LINE_S and abs(end_off) <= _SELF_LINE_S

@@ -11,8 +11,9 @@ a file changed since indexing is not the footage the quote was compared with.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,10 @@ IDENTITY = Variant()
 
 #: A wanted time this far past a stream's last frame is not in the stream.
 LATE_LIMIT_S = 0.5
+#: A read for frames wanted from this many seconds into a stream on starts inside it (readers that
+#: can), :data:`SEEK_LEAD_S` before the first wanted time, so the frame on screen then is decoded.
+SEEK_FROM_S = 4.0
+SEEK_LEAD_S = 2.0
 
 
 def library_problem(path: Path, recorded_sha256: str | None, *, cancel: CancelCallback | None = None) -> str | None:
@@ -118,12 +123,36 @@ def frames_at(path: Path, stream: str, times_s: Sequence[float] | np.ndarray, va
         return out, found
     order = np.argsort(np.asarray(times_s, np.float64), kind="stable")
     wanted = [s_to_ns(max(0.0, float(times_s[i]))) for i in order]
+    # A stretch late in a long file: start the read a little before the first wanted time (the
+    # reader seeks to the keyframe before it) instead of decoding the file from its start.
+    start = wanted[0] - s_to_ns(SEEK_LEAD_S)
+    if getattr(reader, "resumable", False) and start >= s_to_ns(SEEK_FROM_S):
+        frames = iter(reader.frames(path, info, cancel=cancel, start_ns=start))  # type: ignore[call-arg]
+        first = next(frames, None)
+        if first is not None and first.t_ns <= wanted[0]:
+            return _take(frames, first, wanted, order, variant, cancel)
+        _close(frames)  # no frame between the lead and the first wanted time: read from the start
+    return _take(iter(reader.frames(path, info, cancel=cancel)), None, wanted, order, variant, cancel)
+
+
+def _close(frames: Iterator[TimedFrame]) -> None:
+    close = getattr(frames, "close", None)
+    if close is not None:
+        close()
+
+
+def _take(frames: Iterator[TimedFrame], first: TimedFrame | None, wanted: Sequence[int], order: np.ndarray,
+          variant: Variant, cancel: CancelCallback | None) -> tuple[np.ndarray, np.ndarray]:
+    """The frames shown at the sorted times ``wanted`` (ns), put back in the caller's ``order``;
+    ``first``: a frame already taken from ``frames`` (closed at the end)."""
+    n = len(wanted)
+    out = np.zeros((n, prep.HASH_SIZE, prep.HASH_SIZE, 3), np.uint8)
+    found = np.zeros(n, bool)
     j = 0
     shown: TimedFrame | None = None
     shown_img: np.ndarray | None = None
-    frames = reader.frames(path, info, cancel=cancel)
     try:
-        for fr in frames:
+        for fr in itertools.chain([] if first is None else [first], frames):
             check_cancel(cancel)
             while j < n and fr.t_ns > wanted[j]:
                 # ``shown`` is on screen at wanted[j]; before the first frame the first one is.
@@ -140,9 +169,7 @@ def frames_at(path: Path, stream: str, times_s: Sequence[float] | np.ndarray, va
                 break
             shown, shown_img = fr, None
     finally:
-        close = getattr(frames, "close", None)
-        if close is not None:
-            close()
+        _close(frames)
     if shown is not None and j < n:
         img = small_rgb(shown, variant)
         limit = shown.t_ns + s_to_ns(LATE_LIMIT_S)

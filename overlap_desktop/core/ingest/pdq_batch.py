@@ -36,6 +36,7 @@ __all__ = [
     "codes_from_coefs",
     "coefs_and_quality",
     "dct16",
+    "dct16_fast",
     "hamming",
     "matches_pdqhash",
     "oriented",
@@ -90,6 +91,25 @@ def dct16(images: np.ndarray) -> np.ndarray:
         np.multiply(_D_COLS[k, :, None], tk[k, None, :], out=tmp2)
         b += tmp2
     return np.ascontiguousarray(b.reshape(16, n, 16).transpose(1, 2, 0))
+
+
+_D32 = np.ascontiguousarray(DCT_MATRIX, dtype=np.float32)
+_DT32 = np.ascontiguousarray(DCT_MATRIX.T, dtype=np.float32)
+
+
+def dct16_fast(images: np.ndarray) -> np.ndarray:
+    """PDQ's 16x16 DCT coefficients of ``(N, 64, 64)`` images as matrix products, ``D A D^T``.
+
+    About ten times cheaper than :func:`dct16`, but the products add in the BLAS's order, so a
+    coefficient may differ from ``pdqhash``'s in its last bits (1e-4 of a level): a code bit
+    whose coefficient lies that close to the median may flip. For codes that are only compared
+    by distance with others (never stored as the library's own), not for indexing.
+    """
+    a = np.asarray(images, dtype=np.float32)
+    # One small product per image (a stack): each stays under the size at which OpenBLAS starts
+    # threads, whose spinning cost more CPU than the product itself (measured: one (N*64, 64)
+    # product cost 25 times more CPU beside the audit's decoding threads).
+    return np.ascontiguousarray(_D32 @ (a @ _DT32))
 
 
 def quality(images: np.ndarray) -> np.ndarray:
