@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 
 from overlap_desktop import api
 from overlap_desktop.gui.main_window import MainWindow
@@ -90,15 +91,22 @@ def test_the_vendor_wizard_makes_a_key_and_the_export_is_signed(qtbot: Any, tmp_
     assert block.info is None and block.create_button.isVisibleTo(block) and not block.sign.isVisibleTo(block)
     assert "no signing key yet" in block.state.text()
     assert block.export_arguments() == {"sign": False}
-    dialog = block.open_create_dialog("Acme Robotics")
-    dialog.protect.setChecked(True)
-    dialog.pass1.setText("correct horse")
-    dialog.pass2.setText("battery")
+    block.show()
+    qtbot.waitExposed(block)
+    qtbot.mouseClick(block.create_button, Qt.MouseButton.LeftButton)  # as a user does: clicked's bool must not leak
+    qtbot.waitUntil(lambda: block.dialog is not None and block.dialog.isVisible(), timeout=5_000)
+    dialog = block.dialog
+    assert dialog is not None and dialog.name.text() == ""  # not "False"
+    qtbot.keyClicks(dialog.name, "Acme Robotics")
+    qtbot.mouseClick(dialog.protect, Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(dialog.pass1, "correct horse")
+    qtbot.keyClicks(dialog.pass2, "battery")
     assert not dialog.create_button.isEnabled() and "differ" in dialog.result_text.text()
-    dialog.pass2.setText("correct horse")
+    dialog.pass2.clear()
+    qtbot.keyClicks(dialog.pass2, "correct horse")
     assert dialog.create_button.isEnabled()
     with qtbot.waitSignal(dialog.created, timeout=10_000) as got:
-        dialog.create_key()
+        qtbot.mouseClick(dialog.create_button, Qt.MouseButton.LeftButton)
     key = got.args[0]
     assert key.fingerprint in dialog.result_text.text()
     qtbot.waitUntil(lambda: block.info is not None and bool(block.info[1]), timeout=10_000)
