@@ -8,18 +8,28 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QTableWidget, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QTableWidget,
+    QWidget,
+)
 
 from overlap_desktop.api import ManifestError, MediaError, OverlapError
 
 __all__ = ["SavedNote", "SealField", "compact_rows", "count_of", "error_text", "fit_columns", "fit_to_screen",
            "fmt_duration", "fmt_hours", "fmt_size", "headline_label", "open_local_file", "open_or_explain",
-           "show_error", "show_info", "start_folder"]
+           "read_only_table", "show_error", "show_info", "start_folder"]
 
 #: What a person should read first when a manifest cannot be used (the parser's own words go to Details).
 MANIFEST_DAMAGED = ("This manifest file is damaged or incomplete, so it cannot be used. Ask the seller to "
@@ -286,6 +296,19 @@ def fit_columns(table: QTableWidget, *, keep: tuple[int, ...] = (), min_width: i
 def compact_rows(table: QTableWidget) -> None:
     """Rows one text line high plus a little air (Fusion's default is much taller)."""
     table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)
+
+
+def read_only_table(headers: Sequence[str], name: str) -> QTableWidget:
+    """A table the user reads but never edits: ``headers`` as columns, compact rows, no row
+    numbers, the last column stretched, ``name`` for screen readers."""
+    table = QTableWidget(0, len(headers))
+    table.setAccessibleName(name)
+    table.setHorizontalHeaderLabels(list(headers))
+    compact_rows(table)
+    table.verticalHeader().setVisible(False)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.horizontalHeader().setStretchLastSection(True)
+    return table
 
 
 def start_folder(near: str | Path | None = None) -> str:

@@ -225,26 +225,26 @@ class MatchPlot(QWidget):
                 self.plot.setYRange(min(owned_s), max(owned_s), padding=0.1)
                 self.no_match.setPos(duration / 2.0, 0.5 * (min(owned_s) + max(owned_s)))
         for span in file_result.indeterminate:
-            region = pg.LinearRegionItem(values=(span.start_s, span.end_s), movable=False,
-                                         brush=pg.mkBrush(*BAND_COLOUR), pen=pg.mkPen(None))
-            region.setZValue(-10)
-            region.setToolTip(f"Could not be judged ({span.reason or 'static or featureless'}): "
-                              f"{api.format_clock(span.start_s)}–{api.format_clock(span.end_s)}")
-            self.plot.addItem(region)
-            self._regions.append(region)
+            self._regions.append(self._band(
+                span, BAND_COLOUR, -10, f"Could not be judged ({span.reason or 'static or featureless'})", ""))
         for span in cant_tell:
-            region = pg.LinearRegionItem(values=(span.start_s, span.end_s), movable=False,
-                                         brush=pg.mkBrush(*CANT_TELL_COLOUR), pen=pg.mkPen(None))
-            region.setZValue(-9)
-            region.setToolTip(f"Can't tell ({span.reason or 'some evidence of ownership'}): "
-                              f"{api.format_clock(span.start_s)}–{api.format_clock(span.end_s)}, not counted")
-            self.plot.addItem(region)
-            self.cant_tell_regions.append(region)
+            self.cant_tell_regions.append(self._band(
+                span, CANT_TELL_COLOUR, -9, f"Can't tell ({span.reason or 'some evidence of ownership'})",
+                ", not counted"))
         self._regions.extend(self.cant_tell_regions)
         self.plot.setXRange(0, duration, padding=0.02)
         if self.segments:
             self.plot.enableAutoRange(axis="y")
 
+
+    def _band(self, span: Any, colour: tuple[int, ...], z: int, what: str, after: str) -> pg.LinearRegionItem:
+        """A shaded offered-time span on the plot, with ``what`` and its clock times as the tip."""
+        region = pg.LinearRegionItem(values=(span.start_s, span.end_s), movable=False,
+                                     brush=pg.mkBrush(*colour), pen=pg.mkPen(None))
+        region.setZValue(z)
+        region.setToolTip(f"{what}: {api.format_clock(span.start_s)}–{api.format_clock(span.end_s)}{after}")
+        self.plot.addItem(region)
+        return region
     def _nothing_counted_words(self, cant_tell: list[Any]) -> str:
         seconds = sum(sp.duration_s for sp in cant_tell)
         if seconds <= 0:

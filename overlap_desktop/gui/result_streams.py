@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QLabel, QTableWidgetItem, QVBoxLayout, QWidget
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import compact_rows
+from overlap_desktop.gui.common import read_only_table
 
 __all__ = ["STREAM_COLUMNS", "StreamBreakdown"]
 
@@ -32,14 +32,8 @@ class StreamBreakdown(QWidget):
         self.note.setTextFormat(Qt.TextFormat.PlainText)  # camera names come from the vendor
         self.note.setAccessibleName("Cameras the lab does not own")
         lay.addWidget(self.note)
-        self.table = QTableWidget(0, len(STREAM_COLUMNS))
-        self.table.setAccessibleName("Cameras and episodes of the selected file")
-        self.table.setHorizontalHeaderLabels(list(STREAM_COLUMNS))
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table = read_only_table(STREAM_COLUMNS, "Cameras and episodes of the selected file")
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        compact_rows(self.table)
         lay.addWidget(self.table)
         self.setVisible(False)
 

@@ -15,19 +15,17 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from overlap_desktop import api
-from overlap_desktop.gui.common import compact_rows, error_text, fmt_size, headline_label, show_error
+from overlap_desktop.gui.common import error_text, fmt_size, headline_label, read_only_table, show_error
 from overlap_desktop.gui.wizard_pages import RunPage
 from overlap_desktop.gui.workers import Job
 
@@ -127,13 +125,7 @@ class AuditPanel(QWidget):
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.details.setAccessibleName("Footage check details")
         lay.addWidget(self.details)
-        self.table = QTableWidget(0, len(_COLUMNS))
-        self.table.setAccessibleName("Quote against delivery")
-        self.table.setHorizontalHeaderLabels(_COLUMNS)
-        compact_rows(self.table)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table = read_only_table(_COLUMNS, "Quote against delivery")
         lay.addWidget(self.table, 1)
         row = QHBoxLayout()
         self.add_button = QPushButton("Add the delivery to My library")

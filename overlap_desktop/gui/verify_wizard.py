@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -28,12 +27,12 @@ from overlap_desktop import api
 from overlap_desktop.gui.common import (
     SavedNote,
     SealField,
-    compact_rows,
     count_of,
     error_text,
     fit_to_screen,
     fmt_size,
     headline_label,
+    read_only_table,
     show_error,
     start_folder,
 )
@@ -245,13 +244,7 @@ class _ResultPage(QWizardPage):
         self.ignored.setAccessibleName("System files ignored")
         self.ignored.hide()
         lay.addWidget(self.ignored)
-        self.table = QTableWidget(0, 3)
-        self.table.setAccessibleName("Delivered files")
-        self.table.setHorizontalHeaderLabels(["File", "Result", "Details"])
-        compact_rows(self.table)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table = read_only_table(["File", "Result", "Details"], "Delivered files")
         lay.addWidget(self.table, 1)
         row = QHBoxLayout()
         self.again_button = QPushButton("Verify another folder…")

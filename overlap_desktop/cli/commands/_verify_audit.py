@@ -22,8 +22,8 @@ def add_audit_arguments(p: argparse.ArgumentParser) -> None:
                         "re-screen, which compares with the library as it stood before the delivery)")
     g.add_argument("--no-crops", action="store_true",
                    help="with --audit: do not search crops of the delivered frames in the library (the "
-                        "search finds cropped copies a quote cannot show; it costs about as much CPU again "
-                        "as the decode, docs/capacity.md)")
+                        "search finds cropped copies a quote cannot show; its CPU cost is in "
+                        "docs/capacity.md)")
     g.add_argument("--no-pixels", action="store_true",
                    help="with --audit: do not settle can't-tell stretches (nor second-check owned ones) with both "
                         "sides' pixels; that check reads the owned library files the re-screen matched")
